@@ -1,0 +1,1 @@
+"""Benchmark suite for neardup-stream: evaluation corpus, exact ground truth, peers, runner."""

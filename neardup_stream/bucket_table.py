@@ -1,0 +1,88 @@
+"""A compact chained multimap from 32-bit bucket keys to 32-bit document refs.
+
+This is the storage behind every hot table (LSH bands, SimHash blocks, the id registry):
+four flat numpy arrays instead of a Python object per entry, 12 bytes per entry plus a
+heads array kept at load <= 2. Inserts respect a per-key cap so boilerplate buckets stay
+bounded. Entries of evicted documents are skipped on read and dropped by `compact`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from neardup_stream import _kernels
+
+_MIN_BUCKETS = 1024
+_MAX_LOAD = 2
+
+
+class BucketTable:
+    """Multimap uint32 key -> uint32 ref, with lazy deletion by a live window of refs."""
+
+    def __init__(self, cap: int, initial: int = _MIN_BUCKETS) -> None:
+        if cap < 1:
+            raise ValueError("cap must be >= 1")
+        self.cap = cap
+        buckets = max(_MIN_BUCKETS, 1 << max(0, int(initial) - 1).bit_length())
+        self.heads = np.full(buckets, -1, dtype=np.int32)
+        self.nxt = np.empty(buckets, dtype=np.int32)
+        self.keys = np.empty(buckets, dtype=np.uint32)
+        self.refs = np.empty(buckets, dtype=np.uint32)
+        self.size = 0
+
+    @classmethod
+    def from_arrays(cls, cap: int, keys: np.ndarray, refs: np.ndarray) -> BucketTable:
+        """Rebuild a table from its (key, ref) entries, e.g. from a snapshot."""
+        table = cls(cap, max(_MIN_BUCKETS, keys.size // _MAX_LOAD))
+        table._reserve(keys.size)
+        table.keys[: keys.size] = keys
+        table.refs[: refs.size] = refs
+        table.size = int(keys.size)
+        _kernels.table_rehash(table.heads, table.nxt, table.keys, table.size)
+        return table
+
+    def __len__(self) -> int:
+        return self.size
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the table's arrays (allocated capacity included)."""
+        return self.heads.nbytes + self.nxt.nbytes + self.keys.nbytes + self.refs.nbytes
+
+    def entries(self) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of the stored keys and refs."""
+        return self.keys[: self.size].copy(), self.refs[: self.size].copy()
+
+    def probe(self, keys: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """All refs stored under any of `keys` (may repeat; may include evicted refs)."""
+        if out is None:
+            out = np.empty(keys.size * self.cap, dtype=np.uint32)
+        n = _kernels.table_probe(self.heads, self.nxt, self.keys, self.refs, keys, out)
+        return out[:n]
+
+    def insert(self, keys: np.ndarray, ref: int, base: int = 0, count: int = 2**32 - 1) -> None:
+        """Store `ref` under each key whose bucket holds fewer than `cap` live refs."""
+        self._reserve(self.size + keys.size)
+        self.size = _kernels.table_insert(
+            self.heads, self.nxt, self.keys, self.refs, self.size, keys, np.uint32(ref),
+            self.cap, base, count,
+        )
+        if self.size > _MAX_LOAD * self.heads.size:
+            self.heads = np.full(self.heads.size * 2, -1, dtype=np.int32)
+            _kernels.table_rehash(self.heads, self.nxt, self.keys, self.size)
+
+    def compact(self, base: int, count: int) -> None:
+        """Drop entries whose ref is outside the live window [base, base + count)."""
+        self.size = _kernels.table_compact(
+            self.heads, self.nxt, self.keys, self.refs, self.size, base, count
+        )
+
+    def _reserve(self, needed: int) -> None:
+        if needed <= self.keys.size:
+            return
+        new = max(needed, self.keys.size + self.keys.size // 2)
+        for name in ("nxt", "keys", "refs"):
+            old = getattr(self, name)
+            grown = np.empty(new, dtype=old.dtype)
+            grown[: self.size] = old[: self.size]
+            setattr(self, name, grown)

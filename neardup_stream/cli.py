@@ -1,0 +1,212 @@
+"""The `neardup-stream` command line: offline `dedup`, `compare`, `schemas`, and `worker`.
+
+`dedup` reads JSONL documents and writes one decision per valid document, in input order.
+A bad line is reported on stderr with its line number and skipped; the run goes on. The exit
+status is non-zero only for usage errors (bad flags, unreadable files).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from pydantic import ValidationError
+
+from neardup_stream.compare import compare
+from neardup_stream.config import DedupConfig
+from neardup_stream.deduplicator import Deduplicator
+from neardup_stream.models import Document, json_schemas
+from neardup_stream.parsing import ParseError, parse_document
+
+BATCH = 512
+DECISION_FIELDS = ("id", "decision", "duplicate_of", "representative", "similarity", "method")
+
+
+def _add_engine_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("engine")
+    g.add_argument("--threshold", type=float, help="Jaccard threshold (default 0.8)")
+    g.add_argument("--shingle", choices=["char", "word"], help="feature kind (default char)")
+    g.add_argument("--shingle-size", type=int, help="k of the k-grams (default 5)")
+    g.add_argument("--num-perm", type=int, help="MinHash signature length (default 128)")
+    g.add_argument("--simhash-k", type=int, help="SimHash Hamming distance (default 3)")
+    g.add_argument("--strip-html", action="store_true", default=None, help="strip HTML first")
+    g.add_argument("--precise", action="store_true", default=None,
+                   help="exact Jaccard near the threshold (more memory)")
+
+
+def engine_config(args: argparse.Namespace, base: DedupConfig | None = None) -> DedupConfig:
+    """`base` (defaults when omitted) with every engine flag the user gave applied."""
+    overrides = {
+        name: getattr(args, name)
+        for name in ("threshold", "shingle", "shingle_size", "num_perm", "simhash_k",
+                     "strip_html", "precise")
+        if getattr(args, name, None) is not None
+    }
+    return DedupConfig.model_validate({**(base or DedupConfig()).model_dump(), **overrides})
+
+
+def _lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
+    for number, line in enumerate(stream, start=1):
+        stripped = line.rstrip(b"\r\n")
+        if stripped.strip():
+            yield number, stripped
+
+
+def _progress(total_bytes: int | None) -> Any:
+    if not sys.stderr.isatty():
+        return None
+    from tqdm import tqdm
+
+    return tqdm(total=total_bytes, unit="B", unit_scale=True, file=sys.stderr, desc="dedup")
+
+
+def run_dedup(
+    config: DedupConfig, source: IO[bytes], sink: IO[str], err: IO[str], max_bytes: int,
+    total_bytes: int | None = None,
+) -> Counter[str]:
+    """Stream JSONL documents from `source` to decisions on `sink`; returns counters."""
+    dedup = Deduplicator(config)
+    counts: Counter[str] = Counter()
+    batch: list[Document] = []
+    bar = _progress(total_bytes)
+    started = time.perf_counter()
+
+    def flush() -> None:
+        for d in dedup.check_batch(batch):
+            counts[d.decision] += 1
+            if d.method:
+                counts[f"method:{d.method}"] += 1
+            sink.write(json.dumps(d.model_dump(include=set(DECISION_FIELDS))) + "\n")
+        batch.clear()
+
+    for number, raw in _lines(source):
+        if bar is not None:
+            bar.update(len(raw) + 1)
+        parsed = parse_document(raw, max_bytes)
+        if isinstance(parsed, ParseError):
+            counts["errors"] += 1
+            err.write(f"line {number}: {parsed.reason}: {parsed.message}\n")
+            continue
+        counts["chars"] += len(parsed.text)
+        batch.append(parsed)
+        if len(batch) >= BATCH:
+            flush()
+    flush()
+    if bar is not None:
+        bar.close()
+    elapsed = time.perf_counter() - started
+    docs = counts["unique"] + counts["duplicate"]
+    err.write(
+        f"summary: {docs} documents, {counts['unique']} unique, {counts['duplicate']} duplicate "
+        f"(exact {counts['method:exact']}, simhash {counts['method:simhash']}, "
+        f"minhash {counts['method:minhash']}), {counts['errors']} bad lines, "
+        f"{docs / elapsed if elapsed > 0 else 0:.0f} docs/s\n"
+    )
+    return counts
+
+
+def _read_text(arg: str) -> str:
+    path = Path(arg)
+    if path.is_file():
+        return path.read_text(encoding="utf-8", errors="replace")
+    return arg
+
+
+def _cmd_dedup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    config = engine_config(args)
+    try:
+        source = open(args.input, "rb") if args.input != "-" else sys.stdin.buffer  # noqa: SIM115
+        sink = open(args.output, "w", encoding="utf-8") if args.output != "-" else sys.stdout  # noqa: SIM115
+    except OSError as exc:
+        parser.error(str(exc))
+    total = Path(args.input).stat().st_size if args.input != "-" else None
+    try:
+        run_dedup(config, source, sink, sys.stderr, args.max_bytes, total)
+    finally:
+        if sink is not sys.stdout:
+            sink.close()
+        if source is not sys.stdin.buffer:
+            source.close()
+    return 0
+
+
+def _cmd_compare(args: argparse.Namespace) -> int:
+    report = compare(_read_text(args.a), _read_text(args.b), engine_config(args))
+    if args.json:
+        print(json.dumps(report.as_dict()))
+        return 0
+    labels = {
+        "exact_jaccard": "exact Jaccard (shingle sets)",
+        "estimated_jaccard": "estimated Jaccard (MinHash sketch)",
+        "simhash_hamming": "SimHash Hamming distance (of 64)",
+        "tfidf_cosine": "TF-IDF cosine",
+        "exact_duplicate": "exact duplicate (normalised text)",
+        "lsh_candidate": "LSH candidate (shares a band)",
+        "decision": "decision for B after A",
+        "method": "method",
+        "similarity": "similarity",
+    }
+    for key, value in report.as_dict().items():
+        print(f"{labels[key]:<38} {value}")
+    return 0
+
+
+def _cmd_schemas(args: argparse.Namespace) -> int:
+    schemas = json_schemas()
+    if args.out is None:
+        print(json.dumps(schemas, indent=2))
+        return 0
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for name, schema in schemas.items():
+        (out / f"{name}.schema.json").write_text(json.dumps(schema, indent=2) + "\n")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="neardup-stream", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("dedup", help="deduplicate a JSONL file of documents")
+    p.add_argument("--input", "-i", default="-", help="JSONL input (default stdin)")
+    p.add_argument("--output", "-o", default="-", help="decisions JSONL (default stdout)")
+    p.add_argument("--max-bytes", type=int, default=8 * 1024 * 1024, help="largest line accepted")
+    _add_engine_flags(p)
+    p = sub.add_parser("compare", help="explain the similarity of two texts (files or strings)")
+    p.add_argument("a")
+    p.add_argument("b")
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    _add_engine_flags(p)
+    p = sub.add_parser("schemas", help="print or write the JSON Schemas of the message formats")
+    p.add_argument("--out", help="directory to write <Model>.schema.json files into")
+    sub.add_parser("worker", help="run the Kafka worker (see `neardup-stream worker --help`)",
+                   add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["worker"]:
+        from worker.main import main as worker_main
+
+        return worker_main(argv[1:])
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "dedup":
+            return _cmd_dedup(args, parser)
+        if args.command == "compare":
+            return _cmd_compare(args)
+        return _cmd_schemas(args)
+    except ValidationError as exc:
+        parser.error(str(exc.errors()[0]["msg"]))
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

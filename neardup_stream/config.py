@@ -1,0 +1,94 @@
+"""The engine's configuration: one frozen, validated object that every core module reads.
+
+Fingerprint-affecting fields (shingling, seeds, sketch sizes, banding) are part of
+`fingerprint_id`, which is stored with every snapshot and changelog record so an index is
+never restored under settings that would hash documents differently.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import mmh3
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+DEFAULT_SEED = 0x6E656172  # "near"
+
+
+def _is_power_of_two(n: int) -> bool:
+    return n > 0 and n & (n - 1) == 0
+
+
+class DedupConfig(BaseModel):
+    """Settings of the Deduplicator. Immutable; validated at construction."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    threshold: float = Field(0.8, description="Jaccard similarity at or above which a pair is a near-duplicate")
+    shingle: Literal["char", "word"] = Field("char", description="character k-grams or word n-grams")
+    shingle_size: int = Field(5, ge=1, le=32, description="k of the k-grams (characters or words)")
+    strip_html: bool = Field(False, description="remove HTML tags and decode entities before shingling")
+    num_perm: int = Field(128, description="MinHash values used for LSH banding (power of two)")
+    sketch_bits: int = Field(
+        2048, description="size of the 1-bit MinHash sketch kept per document for verification"
+    )
+    bands: int | None = Field(None, ge=1, description="LSH bands; chosen from the threshold if unset")
+    rows: int | None = Field(None, ge=1, description="rows per LSH band; chosen if unset")
+    max_bands: int = Field(12, ge=1, le=128, description="memory cap on bands when they are chosen")
+    fp_weight: float = Field(0.005, ge=0, le=1, description="weight of false-positive area in banding")
+    simhash_k: int = Field(3, ge=0, le=7, description="SimHash Hamming distance for the pigeonhole index")
+    seed: int = Field(DEFAULT_SEED, ge=0, lt=2**32, description="hash seed; part of every fingerprint")
+    shards: int = Field(4, ge=1, le=1024, description="index shards (shard = key mod shards)")
+    bucket_cap: int = Field(64, ge=1, description="max documents per LSH/SimHash bucket key")
+    index_duplicates: bool = Field(True, description="index near-duplicates too (catches chains)")
+    max_docs: int | None = Field(None, ge=1, lt=2**31, description="evict the oldest beyond this")
+    max_age_seconds: float | None = Field(None, gt=0, description="evict documents older than this")
+    precise: bool = Field(False, description="keep shingle sets; exact Jaccard near the threshold")
+    precise_margin: float = Field(0.12, ge=0, le=1, description="estimate band verified exactly")
+
+    @model_validator(mode="after")
+    def _check(self) -> DedupConfig:
+        if not 0 < self.threshold <= 1:
+            raise ValueError("threshold must be in (0, 1]")
+        if not _is_power_of_two(self.num_perm) or not 16 <= self.num_perm <= 1024:
+            raise ValueError("num_perm must be a power of two in [16, 1024]")
+        if not _is_power_of_two(self.sketch_bits) or not 64 <= self.sketch_bits <= 65536:
+            raise ValueError("sketch_bits must be a power of two in [64, 65536]")
+        if self.sketch_bits < self.num_perm:
+            raise ValueError("sketch_bits must be >= num_perm")
+        if (self.bands is None) != (self.rows is None):
+            raise ValueError("set both bands and rows, or neither")
+        if self.bands is not None and self.rows is not None and self.bands * self.rows > self.num_perm:
+            raise ValueError("bands * rows must be <= num_perm")
+        return self
+
+    @property
+    def banding(self) -> tuple[int, int]:
+        """(bands, rows) used by the LSH index."""
+        if self.bands is not None and self.rows is not None:
+            return self.bands, self.rows
+        from neardup_stream.lsh import optimal_banding
+
+        return optimal_banding(self.threshold, self.num_perm, self.fp_weight, self.max_bands)
+
+    def fingerprint_fields(self) -> dict[str, object]:
+        """The settings a stored fingerprint depends on."""
+        bands, rows = self.banding
+        return {
+            "shingle": self.shingle,
+            "shingle_size": self.shingle_size,
+            "strip_html": self.strip_html,
+            "num_perm": self.num_perm,
+            "sketch_bits": self.sketch_bits,
+            "bands": bands,
+            "rows": rows,
+            "simhash_k": self.simhash_k,
+            "seed": self.seed,
+            "format": 1,
+        }
+
+    @property
+    def fingerprint_id(self) -> int:
+        """A 32-bit id of `fingerprint_fields`, stamped on snapshots and records."""
+        text = repr(sorted(self.fingerprint_fields().items()))
+        return mmh3.hash(text.encode(), 0, signed=False)

@@ -1,0 +1,93 @@
+"""Fingerprint records: one document's index state as compact bytes.
+
+The Kafka worker writes a record per indexed document to a compacted changelog topic, and a
+restarting worker rebuilds its index by replaying them (`Deduplicator.apply_record`). The
+record carries exactly what the index keeps, plus the config id that produced it, so replay
+needs no re-fingerprinting and refuses records made under other settings.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+_MAGIC = b"ND"
+_VERSION = 1
+_HEAD = struct.Struct("<2sBIIBfqQQQHBH")
+_NONE = 0xFFFF
+
+
+@dataclass(frozen=True)
+class FingerprintRecord:
+    """What the index stores for one document."""
+
+    config_id: int
+    doc_id: str
+    duplicate_of: str | None
+    representative: str | None
+    ts: int
+    method: int
+    similarity: float
+    nfeat: int
+    exact: tuple[int, int]
+    simhash: int
+    lsh_keys: np.ndarray  # uint32[bands]
+    simhash_keys: np.ndarray  # uint32[k + 1]
+    sketch: np.ndarray  # uint64[words]
+    indexed: bool = True
+
+    def encode(self) -> bytes:
+        """Serialise to the versioned binary format."""
+        head = _HEAD.pack(
+            _MAGIC, _VERSION, self.config_id, self.ts, self.method | (0x80 if self.indexed else 0),
+            self.similarity, self.nfeat, self.exact[0], self.exact[1], self.simhash,
+            self.lsh_keys.size, self.simhash_keys.size, self.sketch.size,
+        )
+        parts = [head, self.lsh_keys.astype("<u4").tobytes(),
+                 self.simhash_keys.astype("<u4").tobytes(), self.sketch.astype("<u8").tobytes()]
+        for s in (self.doc_id, self.duplicate_of, self.representative):
+            if s is None:
+                parts.append(struct.pack("<H", _NONE))
+            else:
+                b = s.encode("utf-8", "surrogatepass")
+                if len(b) >= _NONE:
+                    raise ValueError("id is too long to encode")
+                parts.append(struct.pack("<H", len(b)) + b)
+        return b"".join(parts)
+
+    @classmethod
+    def decode(cls, data: bytes) -> FingerprintRecord:
+        """Parse bytes written by `encode`; raises ValueError on anything else."""
+        if len(data) < _HEAD.size or data[:2] != _MAGIC:
+            raise ValueError("not a fingerprint record")
+        (_, version, config_id, ts, method, sim, nfeat, e0, e1, sh, nb, nk, nw) = _HEAD.unpack_from(
+            data
+        )
+        if version != _VERSION:
+            raise ValueError(f"unsupported fingerprint record version {version}")
+        pos = _HEAD.size
+        lsh = np.frombuffer(data, "<u4", nb, pos).astype(np.uint32)
+        pos += 4 * nb
+        sim_keys = np.frombuffer(data, "<u4", nk, pos).astype(np.uint32)
+        pos += 4 * nk
+        sketch = np.frombuffer(data, "<u8", nw, pos).astype(np.uint64)
+        pos += 8 * nw
+        strings: list[str | None] = []
+        for _ in range(3):
+            (n,) = struct.unpack_from("<H", data, pos)
+            pos += 2
+            if n == _NONE:
+                strings.append(None)
+            else:
+                strings.append(data[pos : pos + n].decode("utf-8", "surrogatepass"))
+                pos += n
+        if pos != len(data) or strings[0] is None:
+            raise ValueError("malformed fingerprint record")
+        return cls(
+            config_id=config_id, doc_id=strings[0], duplicate_of=strings[1],
+            representative=strings[2], ts=ts, method=method & 0x7F, similarity=sim, nfeat=nfeat,
+            exact=(e0, e1), simhash=sh, lsh_keys=lsh, simhash_keys=sim_keys, sketch=sketch,
+            indexed=bool(method & 0x80),
+        )

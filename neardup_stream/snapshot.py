@@ -1,0 +1,124 @@
+"""Snapshots: save a Deduplicator to a directory atomically, and load it back.
+
+Layout: `<dir>/meta.json` (format version, full config, fingerprint id, window) and
+`<dir>/state.npz` (store columns, id registry, every shard's table, precise-mode features).
+The directory is written under a temporary name, fsynced, then renamed into place, so a crash
+leaves either the old snapshot or the new one, never a mix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from neardup_stream.bucket_table import BucketTable
+from neardup_stream.config import DedupConfig
+from neardup_stream.deduplicator import _REGISTRY_CAP, Deduplicator
+from neardup_stream.doc_store import DocStore
+from neardup_stream.shard import IndexShard
+
+FORMAT_VERSION = 1
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def save_snapshot(dedup: Deduplicator, path: str | os.PathLike[str]) -> Path:
+    """Write `dedup`'s full state to directory `path`, replacing it atomically."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    arrays = dedup.store.state()
+    arrays["registry_keys"], arrays["registry_refs"] = dedup.registry.entries()
+    for shard in dedup.index.shards:
+        keys, refs = shard.table.entries()
+        arrays[f"shard{shard.shard_id}_keys"], arrays[f"shard{shard.shard_id}_refs"] = keys, refs
+    feat_refs = np.array(sorted(dedup.features), dtype=np.uint32)
+    feats = [dedup.features[int(r)] for r in feat_refs]
+    arrays["features_refs"] = feat_refs
+    arrays["features_sizes"] = np.array([f.size for f in feats], dtype=np.int64)
+    arrays["features"] = np.concatenate(feats) if feats else np.empty(0, dtype=np.uint64)
+    with open(tmp / "state.npz", "wb") as fh:
+        np.savez(fh, **arrays)
+        fh.flush()
+        os.fsync(fh.fileno())
+    meta = {
+        "format_version": FORMAT_VERSION,
+        "fingerprint_id": dedup.config.fingerprint_id,
+        "config": dedup.config.model_dump(),
+        "watermark": dedup.watermark,
+        "documents": len(dedup),
+    }
+    with open(tmp / "meta.json", "w", encoding="utf-8") as fh:
+        json.dump(meta, fh, indent=2)
+        fh.flush()
+        os.fsync(fh.fileno())
+    old = target.with_name(f".{target.name}.old-{os.getpid()}")
+    if target.exists():
+        os.replace(target, old)
+    os.replace(tmp, target)
+    _fsync_dir(target.parent)
+    shutil.rmtree(old, ignore_errors=True)
+    return target
+
+
+def read_meta(path: str | os.PathLike[str]) -> dict[str, object]:
+    """The metadata of a snapshot directory."""
+    with open(Path(path) / "meta.json", encoding="utf-8") as fh:
+        meta: dict[str, object] = json.load(fh)
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise ValueError(f"unsupported snapshot format {meta.get('format_version')!r}")
+    return meta
+
+
+def load_snapshot(
+    path: str | os.PathLike[str], config: DedupConfig | None = None
+) -> Deduplicator:
+    """Restore a Deduplicator saved by `save_snapshot`.
+
+    Args:
+        path: Snapshot directory.
+        config: Settings to run with; defaults to the stored ones. Its fingerprint settings
+            must match the snapshot's (retention, shards and caps may differ).
+    """
+    meta = read_meta(path)
+    stored = DedupConfig.model_validate(meta["config"])
+    config = config or stored
+    if config.fingerprint_id != meta["fingerprint_id"]:
+        raise ValueError(
+            "snapshot fingerprint settings differ from the requested config: "
+            f"{stored.fingerprint_fields()} vs {config.fingerprint_fields()}"
+        )
+    with np.load(Path(path) / "state.npz") as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    dedup = Deduplicator(config)
+    dedup.store = DocStore.from_state(config.sketch_bits // 64, arrays)
+    dedup.registry = BucketTable.from_arrays(
+        _REGISTRY_CAP, arrays["registry_keys"], arrays["registry_refs"]
+    )
+    keys = np.concatenate([arrays[k] for k in sorted(arrays) if k.endswith("_keys") and k.startswith("shard")])
+    refs = np.concatenate([arrays[k] for k in sorted(arrays) if k.endswith("_refs") and k.startswith("shard")])
+    owner = keys % np.uint32(config.shards)
+    dedup.index.shards = [
+        IndexShard(s, config.bucket_cap,
+                   BucketTable.from_arrays(config.bucket_cap, keys[owner == s], refs[owner == s]))
+        for s in range(config.shards)
+    ]
+    offsets = np.concatenate(([0], np.cumsum(arrays["features_sizes"])))
+    dedup.features = {
+        int(r): arrays["features"][offsets[j] : offsets[j + 1]]
+        for j, r in enumerate(arrays["features_refs"])
+    }
+    dedup.watermark = int(meta["watermark"])  # type: ignore[call-overload]
+    return dedup
