@@ -247,14 +247,15 @@ def _alive(ref, base, count):
 
 @njit(cache=True)
 def table_probe(heads, nxt, keys, refs, qkeys, out):
-    """Append to `out` every ref stored under any of `qkeys`; returns how many."""
+    """Write to `out` the refs stored under `qkeys`; returns how many exist (may exceed out)."""
     mask = heads.size - 1
     n = 0
     for q in qkeys:
         e = heads[q & mask]
         while e >= 0:
-            if keys[e] == q and n < out.size:
-                out[n] = refs[e]
+            if keys[e] == q:
+                if n < out.size:
+                    out[n] = refs[e]
                 n += 1
             e = nxt[e]
     return n
@@ -318,8 +319,21 @@ def estimate_jaccard(a, b):
 
 
 @njit(cache=True)
-def verify(cands, base, count, start, q_sketch, q_simhash, q_exact, q_nfeat,
-           st_sketch, st_simhash, st_exact, st_nfeat, min_sim):
+def verify(
+    cands,
+    base,
+    count,
+    start,
+    q_sketch,
+    q_simhash,
+    q_exact,
+    q_nfeat,
+    st_sketch,
+    st_simhash,
+    st_exact,
+    st_nfeat,
+    min_sim,
+):
     """Verify candidate refs against the store; keep those with estimate >= min_sim.
 
     Returns refs, similarity estimates, Hamming distances and exact-match flags.

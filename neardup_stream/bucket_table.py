@@ -53,19 +53,29 @@ class BucketTable:
         """Copies of the stored keys and refs."""
         return self.keys[: self.size].copy(), self.refs[: self.size].copy()
 
-    def probe(self, keys: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    def probe(self, keys: np.ndarray) -> np.ndarray:
         """All refs stored under any of `keys` (may repeat; may include evicted refs)."""
-        if out is None:
-            out = np.empty(keys.size * self.cap, dtype=np.uint32)
+        out = np.empty(min(keys.size * self.cap, 4096), dtype=np.uint32)
         n = _kernels.table_probe(self.heads, self.nxt, self.keys, self.refs, keys, out)
+        if n > out.size:
+            out = np.empty(n, dtype=np.uint32)
+            _kernels.table_probe(self.heads, self.nxt, self.keys, self.refs, keys, out)
         return out[:n]
 
     def insert(self, keys: np.ndarray, ref: int, base: int = 0, count: int = 2**32 - 1) -> None:
         """Store `ref` under each key whose bucket holds fewer than `cap` live refs."""
         self._reserve(self.size + keys.size)
         self.size = _kernels.table_insert(
-            self.heads, self.nxt, self.keys, self.refs, self.size, keys, np.uint32(ref),
-            self.cap, base, count,
+            self.heads,
+            self.nxt,
+            self.keys,
+            self.refs,
+            self.size,
+            keys,
+            np.uint32(ref),
+            self.cap,
+            base,
+            count,
         )
         if self.size > _MAX_LOAD * self.heads.size:
             self.heads = np.full(self.heads.size * 2, -1, dtype=np.int32)

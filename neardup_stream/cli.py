@@ -36,16 +36,27 @@ def _add_engine_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--num-perm", type=int, help="MinHash signature length (default 128)")
     g.add_argument("--simhash-k", type=int, help="SimHash Hamming distance (default 3)")
     g.add_argument("--strip-html", action="store_true", default=None, help="strip HTML first")
-    g.add_argument("--precise", action="store_true", default=None,
-                   help="exact Jaccard near the threshold (more memory)")
+    g.add_argument(
+        "--precise",
+        action="store_true",
+        default=None,
+        help="exact Jaccard near the threshold (more memory)",
+    )
 
 
 def engine_config(args: argparse.Namespace, base: DedupConfig | None = None) -> DedupConfig:
     """`base` (defaults when omitted) with every engine flag the user gave applied."""
     overrides = {
         name: getattr(args, name)
-        for name in ("threshold", "shingle", "shingle_size", "num_perm", "simhash_k",
-                     "strip_html", "precise")
+        for name in (
+            "threshold",
+            "shingle",
+            "shingle_size",
+            "num_perm",
+            "simhash_k",
+            "strip_html",
+            "precise",
+        )
         if getattr(args, name, None) is not None
     }
     return DedupConfig.model_validate({**(base or DedupConfig()).model_dump(), **overrides})
@@ -67,7 +78,11 @@ def _progress(total_bytes: int | None) -> Any:
 
 
 def run_dedup(
-    config: DedupConfig, source: IO[bytes], sink: IO[str], err: IO[str], max_bytes: int,
+    config: DedupConfig,
+    source: IO[bytes],
+    sink: IO[str],
+    err: IO[str],
+    max_bytes: int,
     total_bytes: int | None = None,
 ) -> Counter[str]:
     """Stream JSONL documents from `source` to decisions on `sink`; returns counters."""
@@ -112,10 +127,10 @@ def run_dedup(
 
 
 def _read_text(arg: str) -> str:
-    path = Path(arg)
-    if path.is_file():
-        return path.read_text(encoding="utf-8", errors="replace")
-    return arg
+    try:
+        return Path(arg).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return arg
 
 
 def _cmd_dedup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -184,8 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_engine_flags(p)
     p = sub.add_parser("schemas", help="print or write the JSON Schemas of the message formats")
     p.add_argument("--out", help="directory to write <Model>.schema.json files into")
-    sub.add_parser("worker", help="run the Kafka worker (see `neardup-stream worker --help`)",
-                   add_help=False)
+    sub.add_parser(
+        "worker", help="run the Kafka worker (see `neardup-stream worker --help`)", add_help=False
+    )
     return parser
 
 

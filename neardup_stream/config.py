@@ -24,27 +24,48 @@ class DedupConfig(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    threshold: float = Field(0.8, description="Jaccard similarity at or above which a pair is a near-duplicate")
-    shingle: Literal["char", "word"] = Field("char", description="character k-grams or word n-grams")
+    threshold: float = Field(
+        0.8, description="Jaccard similarity at or above which a pair is a near-duplicate"
+    )
+    shingle: Literal["char", "word"] = Field(
+        "char", description="character k-grams or word n-grams"
+    )
     shingle_size: int = Field(5, ge=1, le=32, description="k of the k-grams (characters or words)")
-    strip_html: bool = Field(False, description="remove HTML tags and decode entities before shingling")
+    strip_html: bool = Field(
+        False, description="remove HTML tags and decode entities before shingling"
+    )
     num_perm: int = Field(128, description="MinHash values used for LSH banding (power of two)")
     sketch_bits: int = Field(
         2048, description="size of the 1-bit MinHash sketch kept per document for verification"
     )
-    bands: int | None = Field(None, ge=1, description="LSH bands; chosen from the threshold if unset")
+    bands: int | None = Field(
+        None, ge=1, description="LSH bands; chosen from the threshold if unset"
+    )
     rows: int | None = Field(None, ge=1, description="rows per LSH band; chosen if unset")
     max_bands: int = Field(12, ge=1, le=128, description="memory cap on bands when they are chosen")
-    fp_weight: float = Field(0.005, ge=0, le=1, description="weight of false-positive area in banding")
-    simhash_k: int = Field(3, ge=0, le=7, description="SimHash Hamming distance for the pigeonhole index")
-    seed: int = Field(DEFAULT_SEED, ge=0, lt=2**32, description="hash seed; part of every fingerprint")
+    fp_weight: float = Field(
+        0.005, ge=0, le=1, description="weight of false-positive area in banding"
+    )
+    simhash_k: int = Field(
+        3, ge=0, le=7, description="SimHash Hamming distance for the pigeonhole index"
+    )
+    seed: int = Field(
+        DEFAULT_SEED, ge=0, lt=2**32, description="hash seed; part of every fingerprint"
+    )
     shards: int = Field(4, ge=1, le=1024, description="index shards (shard = key mod shards)")
     bucket_cap: int = Field(64, ge=1, description="max documents per LSH/SimHash bucket key")
     index_duplicates: bool = Field(True, description="index near-duplicates too (catches chains)")
     max_docs: int | None = Field(None, ge=1, lt=2**31, description="evict the oldest beyond this")
     max_age_seconds: float | None = Field(None, gt=0, description="evict documents older than this")
-    precise: bool = Field(False, description="keep shingle sets; exact Jaccard near the threshold")
-    precise_margin: float = Field(0.12, ge=0, le=1, description="estimate band verified exactly")
+    precise: bool = Field(
+        False, description="keep shingle sets; report and decide on exact Jaccard"
+    )
+    precise_margin: float = Field(
+        0.12,
+        ge=0,
+        le=1,
+        description="candidates estimated within this of the threshold are verified exactly",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> DedupConfig:
@@ -58,7 +79,11 @@ class DedupConfig(BaseModel):
             raise ValueError("sketch_bits must be >= num_perm")
         if (self.bands is None) != (self.rows is None):
             raise ValueError("set both bands and rows, or neither")
-        if self.bands is not None and self.rows is not None and self.bands * self.rows > self.num_perm:
+        if (
+            self.bands is not None
+            and self.rows is not None
+            and self.bands * self.rows > self.num_perm
+        ):
             raise ValueError("bands * rows must be <= num_perm")
         return self
 

@@ -129,8 +129,19 @@ class Deduplicator:
             return None
         min_sim = cfg.threshold - cfg.precise_margin if cfg.precise else cfg.threshold
         refs, sims, hams, exact = _kernels.verify(
-            cands, st.base, st.count, st.start, fps.sketch[i], fps.simhash[i], fps.exact[i],
-            fps.nfeat[i], st.sketch, st.simhash, st.exact, st.nfeat, min_sim,
+            cands,
+            st.base,
+            st.count,
+            st.start,
+            fps.sketch[i],
+            fps.simhash[i],
+            fps.exact[i],
+            fps.nfeat[i],
+            st.sketch,
+            st.simhash,
+            st.exact,
+            st.nfeat,
+            min_sim,
         )
         if refs.size == 0:
             return None
@@ -140,7 +151,7 @@ class Deduplicator:
             sims = sims.copy()
             for j, ref in enumerate(refs):
                 other = self.features.get(int(ref))
-                if other is not None and abs(sims[j] - cfg.threshold) <= cfg.precise_margin:
+                if other is not None:
                     sims[j] = sorted_jaccard(feats, other)
             if sims.max() < cfg.threshold:
                 return None
@@ -166,19 +177,32 @@ class Deduplicator:
             dup, rep = st.doc_id(match.ref), st.representative(match.ref)
             method, sim = match.method, match.similarity
             decision = Decision(
-                id=doc_id, decision="duplicate", duplicate_of=dup, representative=rep,
-                similarity=round(sim, 6), method=METHODS[method - 1],
+                id=doc_id,
+                decision="duplicate",
+                duplicate_of=dup,
+                representative=rep,
+                similarity=round(sim, 6),
+                method=METHODS[method - 1],
             )
         indexed = match is None or (
             cfg.index_duplicates
             and (method != EXACT or cfg.max_docs is not None or cfg.max_age_seconds is not None)
         )
         record = FingerprintRecord(
-            config_id=cfg.fingerprint_id, doc_id=doc_id, duplicate_of=dup, representative=rep,
-            ts=self.watermark, method=method, similarity=sim, nfeat=int(fps.nfeat[i]),
-            exact=(int(fps.exact[i, 0]), int(fps.exact[i, 1])), simhash=int(fps.simhash[i]),
+            config_id=cfg.fingerprint_id,
+            doc_id=doc_id,
+            duplicate_of=dup,
+            representative=rep,
+            ts=self.watermark,
+            method=method,
+            similarity=sim,
+            nfeat=int(fps.nfeat[i]),
+            exact=(int(fps.exact[i, 0]), int(fps.exact[i, 1])),
+            simhash=int(fps.simhash[i]),
             lsh_keys=fps.lsh_keys[i] if fps.nfeat[i] else fps.lsh_keys[i][:0],
-            simhash_keys=fps.simhash_keys[i], sketch=fps.sketch[i], indexed=indexed,
+            simhash_keys=fps.simhash_keys[i],
+            sketch=fps.sketch[i],
+            indexed=indexed,
         )
         self._insert(record, feats)
         return Outcome(decision, record if records else None)
@@ -186,9 +210,16 @@ class Deduplicator:
     def _insert(self, rec: FingerprintRecord, feats: np.ndarray | None) -> None:
         st = self.store
         ref = st.append(
-            doc_id=rec.doc_id, duplicate_of=rec.duplicate_of, representative=rec.representative,
-            exact=np.array(rec.exact, dtype=np.uint64), simhash=rec.simhash, sketch=rec.sketch,
-            nfeat=rec.nfeat, ts=rec.ts, similarity=rec.similarity, method=rec.method,
+            doc_id=rec.doc_id,
+            duplicate_of=rec.duplicate_of,
+            representative=rec.representative,
+            exact=np.array(rec.exact, dtype=np.uint64),
+            simhash=rec.simhash,
+            sketch=rec.sketch,
+            nfeat=rec.nfeat,
+            ts=rec.ts,
+            similarity=rec.similarity,
+            method=rec.method,
         )
         if rec.indexed:
             keys = np.concatenate((rec.lsh_keys, rec.simhash_keys))
@@ -221,8 +252,10 @@ class Deduplicator:
         evicted = 0
         while st.count and (
             (cfg.max_docs is not None and st.count >= cfg.max_docs)
-            or (cfg.max_age_seconds is not None
-                and st.oldest_ts() < self.watermark - cfg.max_age_seconds)
+            or (
+                cfg.max_age_seconds is not None
+                and st.oldest_ts() < self.watermark - cfg.max_age_seconds
+            )
         ):
             self.features.pop(st.base, None)
             st.evict_oldest()

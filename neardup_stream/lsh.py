@@ -19,7 +19,9 @@ def candidate_probability(s: float | np.ndarray, bands: int, rows: int) -> float
 
 def _area(f: np.ndarray, lo: float, hi: float) -> float:
     xs = np.linspace(lo, hi, 201)
-    return float(np.trapezoid(f(xs), xs)) if hasattr(np, "trapezoid") else float(np.trapz(f(xs), xs))
+    return (
+        float(np.trapezoid(f(xs), xs)) if hasattr(np, "trapezoid") else float(np.trapz(f(xs), xs))
+    )
 
 
 def false_positive_area(threshold: float, bands: int, rows: int) -> float:

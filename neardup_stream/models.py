@@ -66,7 +66,9 @@ class ErrorRecord(BaseModel):
 
     reason: str = Field(description="machine-readable cause, e.g. invalid_json, missing_id")
     message: str = Field(description="human-readable explanation")
-    source: dict[str, Any] = Field(default_factory=dict, description="topic/partition/offset or line")
+    source: dict[str, Any] = Field(
+        default_factory=dict, description="topic/partition/offset or line"
+    )
     raw_base64: str = Field(description="the original bytes, base64-encoded")
     at: datetime
 

@@ -41,12 +41,26 @@ class FingerprintRecord:
     def encode(self) -> bytes:
         """Serialise to the versioned binary format."""
         head = _HEAD.pack(
-            _MAGIC, _VERSION, self.config_id, self.ts, self.method | (0x80 if self.indexed else 0),
-            self.similarity, self.nfeat, self.exact[0], self.exact[1], self.simhash,
-            self.lsh_keys.size, self.simhash_keys.size, self.sketch.size,
+            _MAGIC,
+            _VERSION,
+            self.config_id,
+            self.ts,
+            self.method | (0x80 if self.indexed else 0),
+            self.similarity,
+            self.nfeat,
+            self.exact[0],
+            self.exact[1],
+            self.simhash,
+            self.lsh_keys.size,
+            self.simhash_keys.size,
+            self.sketch.size,
         )
-        parts = [head, self.lsh_keys.astype("<u4").tobytes(),
-                 self.simhash_keys.astype("<u4").tobytes(), self.sketch.astype("<u8").tobytes()]
+        parts = [
+            head,
+            self.lsh_keys.astype("<u4").tobytes(),
+            self.simhash_keys.astype("<u4").tobytes(),
+            self.sketch.astype("<u8").tobytes(),
+        ]
         for s in (self.doc_id, self.duplicate_of, self.representative):
             if s is None:
                 parts.append(struct.pack("<H", _NONE))
@@ -86,8 +100,18 @@ class FingerprintRecord:
         if pos != len(data) or strings[0] is None:
             raise ValueError("malformed fingerprint record")
         return cls(
-            config_id=config_id, doc_id=strings[0], duplicate_of=strings[1],
-            representative=strings[2], ts=ts, method=method & 0x7F, similarity=sim, nfeat=nfeat,
-            exact=(e0, e1), simhash=sh, lsh_keys=lsh, simhash_keys=sim_keys, sketch=sketch,
+            config_id=config_id,
+            doc_id=strings[0],
+            duplicate_of=strings[1],
+            representative=strings[2],
+            ts=ts,
+            method=method & 0x7F,
+            similarity=sim,
+            nfeat=nfeat,
+            exact=(e0, e1),
+            simhash=sh,
+            lsh_keys=lsh,
+            simhash_keys=sim_keys,
+            sketch=sketch,
             indexed=bool(method & 0x80),
         )

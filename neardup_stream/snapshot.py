@@ -82,9 +82,7 @@ def read_meta(path: str | os.PathLike[str]) -> dict[str, object]:
     return meta
 
 
-def load_snapshot(
-    path: str | os.PathLike[str], config: DedupConfig | None = None
-) -> Deduplicator:
+def load_snapshot(path: str | os.PathLike[str], config: DedupConfig | None = None) -> Deduplicator:
     """Restore a Deduplicator saved by `save_snapshot`.
 
     Args:
@@ -107,12 +105,19 @@ def load_snapshot(
     dedup.registry = BucketTable.from_arrays(
         _REGISTRY_CAP, arrays["registry_keys"], arrays["registry_refs"]
     )
-    keys = np.concatenate([arrays[k] for k in sorted(arrays) if k.endswith("_keys") and k.startswith("shard")])
-    refs = np.concatenate([arrays[k] for k in sorted(arrays) if k.endswith("_refs") and k.startswith("shard")])
+    keys = np.concatenate(
+        [arrays[k] for k in sorted(arrays) if k.endswith("_keys") and k.startswith("shard")]
+    )
+    refs = np.concatenate(
+        [arrays[k] for k in sorted(arrays) if k.endswith("_refs") and k.startswith("shard")]
+    )
     owner = keys % np.uint32(config.shards)
     dedup.index.shards = [
-        IndexShard(s, config.bucket_cap,
-                   BucketTable.from_arrays(config.bucket_cap, keys[owner == s], refs[owner == s]))
+        IndexShard(
+            s,
+            config.bucket_cap,
+            BucketTable.from_arrays(config.bucket_cap, keys[owner == s], refs[owner == s]),
+        )
         for s in range(config.shards)
     ]
     offsets = np.concatenate(([0], np.cumsum(arrays["features_sizes"])))

@@ -1,0 +1,58 @@
+from collections import defaultdict
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup_stream.bucket_table import BucketTable
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 2**32 - 1)), max_size=3000))
+def test_probe_returns_exactly_what_was_inserted(pairs: list[tuple[int, int]]) -> None:
+    table = BucketTable(cap=10**6)
+    model: dict[int, list[int]] = defaultdict(list)
+    for ref, key in enumerate(k for _, k in pairs):
+        table.insert(np.array([key], dtype=np.uint32), ref)
+        model[key].append(ref)
+    for key, refs in model.items():
+        got = table.probe(np.array([key], dtype=np.uint32))
+        assert sorted(got.tolist()) == refs
+
+
+def test_growth_keeps_entries() -> None:
+    table = BucketTable(cap=4)
+    keys = np.arange(100_000, dtype=np.uint32) * np.uint32(2654435761)
+    for ref, key in enumerate(keys):
+        table.insert(np.array([key]), ref)
+    assert len(table) == 100_000
+    assert table.heads.size * 2 >= len(table)
+    assert table.probe(keys[12345:12346]).tolist() == [12345]
+
+
+def test_bucket_cap_bounds_hot_keys() -> None:
+    table = BucketTable(cap=3)
+    for ref in range(10):
+        table.insert(np.array([7], dtype=np.uint32), ref)
+    assert table.probe(np.array([7], dtype=np.uint32)).tolist() == [2, 1, 0]
+
+
+def test_compact_drops_refs_outside_the_window_and_cap_counts_live_only() -> None:
+    table = BucketTable(cap=2)
+    for ref in range(2):
+        table.insert(np.array([5], dtype=np.uint32), ref, base=0, count=ref + 1)
+    table.insert(np.array([5], dtype=np.uint32), 2, base=2, count=1)
+    assert sorted(table.probe(np.array([5], dtype=np.uint32)).tolist()) == [0, 1, 2]
+    table.compact(base=2, count=1)
+    assert table.probe(np.array([5], dtype=np.uint32)).tolist() == [2]
+
+
+def test_from_arrays_round_trip() -> None:
+    table = BucketTable(cap=8)
+    for ref in range(500):
+        table.insert(np.array([ref % 37, ref % 11 + 1000], dtype=np.uint32), ref)
+    keys, refs = table.entries()
+    again = BucketTable.from_arrays(8, keys, refs)
+    for key in (3, 1005):
+        q = np.array([key], dtype=np.uint32)
+        assert sorted(again.probe(q).tolist()) == sorted(table.probe(q).tolist())

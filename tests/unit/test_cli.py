@@ -1,0 +1,83 @@
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.unit.conftest import mutate, random_text
+
+
+def _run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "neardup_stream.cli", *args], input=stdin, capture_output=True
+    )
+
+
+def test_dedup_file_reports_bad_lines_and_keeps_order(tmp_path: Path) -> None:
+    a = random_text(1)
+    lines = [
+        json.dumps({"id": "1", "text": a}).encode(),
+        b"{broken",
+        json.dumps({"id": "2", "text": mutate(a, 0.01, 2)}).encode(),
+        b"\xc3\x28",
+        json.dumps({"id": "3", "text": random_text(3)}).encode(),
+        json.dumps({"id": 4, "text": "x"}).encode(),
+    ]
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b"\n".join(lines) + b"\n")
+    out = tmp_path / "out.jsonl"
+    proc = _run("dedup", "--input", str(src), "--output", str(out))
+    assert proc.returncode == 0
+    decisions = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [d["id"] for d in decisions] == ["1", "2", "3"]
+    assert [d["decision"] for d in decisions] == ["unique", "duplicate", "unique"]
+    assert set(decisions[1]) == {
+        "id",
+        "decision",
+        "duplicate_of",
+        "representative",
+        "similarity",
+        "method",
+    }
+    err = proc.stderr.decode()
+    assert "line 2: invalid_json" in err and "line 4: invalid_utf8" in err
+    assert "line 6: invalid_field" in err and "summary: 3 documents" in err
+
+
+def test_dedup_stdin_stdout_and_flags() -> None:
+    text = random_text(5)
+    stdin = (
+        json.dumps({"id": "a", "text": text})
+        + "\n"
+        + json.dumps({"id": "b", "text": text[:-400]})
+        + "\n"
+    ).encode()
+    proc = _run("dedup", "--threshold", "0.99", stdin=stdin)
+    assert proc.returncode == 0
+    assert [json.loads(x)["decision"] for x in proc.stdout.decode().splitlines()] == [
+        "unique",
+        "unique",
+    ]
+    assert _run("dedup", stdin=stdin).stdout.decode().count('"duplicate"') == 1
+
+
+def test_usage_errors_exit_non_zero(tmp_path: Path) -> None:
+    assert _run("dedup", "--input", str(tmp_path / "missing.jsonl")).returncode == 2
+    assert _run("dedup", "--threshold", "0").returncode == 2
+    assert _run("frobnicate").returncode == 2
+
+
+def test_compare_explains_a_pair(tmp_path: Path) -> None:
+    a = random_text(7)
+    (tmp_path / "a.txt").write_text(a)
+    proc = _run("compare", str(tmp_path / "a.txt"), mutate(a, 0.01, 1), "--json")
+    report = json.loads(proc.stdout)
+    assert report["decision"] == "duplicate" and report["exact_jaccard"] > 0.8
+    assert abs(report["estimated_jaccard"] - report["exact_jaccard"]) < 0.1
+    assert 0 < report["tfidf_cosine"] <= 1
+    human = _run("compare", "abc def", "xyz uvw").stdout.decode()
+    assert "TF-IDF cosine" in human and "unique" in human
+
+
+def test_schemas_written(tmp_path: Path) -> None:
+    assert _run("schemas", "--out", str(tmp_path)).returncode == 0
+    assert json.loads((tmp_path / "Decision.schema.json").read_text())["title"] == "Decision"

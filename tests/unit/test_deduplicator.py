@@ -1,0 +1,135 @@
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from neardup_stream import DedupConfig, Deduplicator, Document
+from neardup_stream.shingles import char_shingles, jaccard
+from tests.unit.conftest import mutate, random_text
+
+
+def doc(i: str, text: str, **kw: object) -> Document:
+    return Document(id=i, text=text, **kw)
+
+
+def test_unique_exact_and_near_duplicates(text: str) -> None:
+    dedup = Deduplicator()
+    out = dedup.check_batch(
+        [
+            doc("a", text),
+            doc("b", random_text(2)),
+            doc("c", "  " + text.upper() + "\n"),
+            doc("d", mutate(text, 0.01, 5)),
+        ]
+    )
+    assert [d.decision for d in out] == ["unique", "unique", "duplicate", "duplicate"]
+    assert out[2].method == "exact" and out[2].similarity == 1.0 and out[2].duplicate_of == "a"
+    assert out[3].method in {"simhash", "minhash"} and out[3].duplicate_of in {"a", "c"}
+    assert out[3].representative == "a"
+    assert 0.8 <= out[3].similarity <= 1.0
+
+
+def test_below_threshold_is_unique(text: str) -> None:
+    other = mutate(text, 0.5, 9)
+    assert jaccard(char_shingles(text, 5), char_shingles(other, 5)) < 0.6
+    out = Deduplicator().check_batch([doc("a", text), doc("b", other)])
+    assert out[1].decision == "unique"
+
+
+def test_drifting_chain_is_caught_through_indexed_duplicates() -> None:
+    a = random_text(10, 1200)
+    b = mutate(a, 0.04, 11)
+    c = mutate(b, 0.04, 12)
+    assert jaccard(char_shingles(a, 5), char_shingles(c, 5)) < jaccard(
+        char_shingles(b, 5), char_shingles(c, 5)
+    )
+    out = Deduplicator().check_batch([doc("a", a), doc("b", b), doc("c", c)])
+    assert out[2].decision == "duplicate"
+    assert out[2].duplicate_of == "b" and out[2].representative == "a"
+
+
+def test_duplicate_of_is_the_most_similar_earlier_document() -> None:
+    base = random_text(20, 1500)
+    far = mutate(base, 0.03, 21)
+    out = Deduplicator().check_batch([doc("far", far), doc("base", base), doc("q", base + " x")])
+    assert out[2].duplicate_of == "base"
+
+
+def test_same_id_returns_the_original_decision(text: str) -> None:
+    dedup = Deduplicator()
+    first = dedup.check_batch([doc("a", text), doc("b", text)])
+    again = dedup.check_batch([doc("b", "something else entirely"), doc("a", text)])
+    assert again == first[::-1]
+    assert again[1].decision == "unique"
+    assert len(dedup) == 2
+
+
+def test_index_duplicates_off_stores_but_does_not_index(text: str) -> None:
+    b = mutate(text, 0.02, 1)
+    on, off = Deduplicator(), Deduplicator(DedupConfig(index_duplicates=False))
+    for d in (on, off):
+        d.check_batch([doc("a", text), doc("b", b)])
+    assert off.index.entries < on.index.entries
+    assert off.check(doc("b", "x")).duplicate_of == "a"
+
+
+def test_max_docs_evicts_the_oldest(text: str) -> None:
+    dedup = Deduplicator(DedupConfig(max_docs=3))
+    docs = [doc(f"u{i}", random_text(100 + i)) for i in range(3)]
+    dedup.check_batch([doc("a", text), *docs])
+    assert len(dedup) == 3 and dedup.lookup("a") is None
+    assert dedup.check(doc("again", text)).decision == "unique"
+
+
+def test_max_age_uses_document_time() -> None:
+    t0 = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    text = random_text(5)
+    dedup = Deduplicator(DedupConfig(max_age_seconds=3600))
+    dedup.check(doc("a", text, timestamp=t0))
+    assert dedup.check(doc("b", text, timestamp=t0 + timedelta(minutes=30))).is_duplicate
+    dedup.check(doc("c", random_text(6), timestamp=t0 + timedelta(hours=3)))
+    assert dedup.lookup("a") is None and dedup.lookup("b") is None
+    assert not dedup.check(doc("d", text, timestamp=t0 + timedelta(hours=3))).is_duplicate
+
+
+def test_long_eviction_run_compacts_tables() -> None:
+    dedup = Deduplicator(DedupConfig(max_docs=50))
+    dedup.check_batch([doc(str(i), random_text(i, 60)) for i in range(10_000)])
+    assert len(dedup) == 50
+    assert dedup.index.entries < 50 * 20 + 4096 * 20
+    assert dedup.lookup("9999") is not None and dedup.lookup("0") is None
+
+
+def test_chinese_near_duplicates() -> None:
+    base = "近似重复检测是搜索引擎和新闻聚合中的关键步骤。" * 3 + "".join(
+        chr(0x4E00 + (i * 7919) % 20000) for i in range(600)
+    )
+    edited = base[:300] + "新增一句话。" + base[300:]
+    out = Deduplicator().check_batch([doc("zh1", base), doc("zh2", edited)])
+    assert out[1].decision == "duplicate" and out[1].duplicate_of == "zh1"
+
+
+def test_precise_mode_uses_exact_jaccard_near_threshold() -> None:
+    cfg = DedupConfig(precise=True)
+    dedup = Deduplicator(cfg)
+    pairs = []
+    for seed in range(40):
+        a = random_text(1000 + seed, 600)
+        b = mutate(a, 0.035 + 0.002 * (seed % 10), seed)
+        pairs.append((a, b, jaccard(char_shingles(a, 5), char_shingles(b, 5))))
+    for seed, (a, b, true) in enumerate(pairs):
+        out = dedup.check_batch([doc(f"a{seed}", a), doc(f"b{seed}", b)])
+        assert out[1].is_duplicate == (true >= cfg.threshold)
+        if out[1].is_duplicate and out[1].method != "exact":
+            assert out[1].similarity == pytest.approx(true, abs=1e-6)
+    assert dedup.index_bytes() > Deduplicator().index_bytes()
+
+
+def test_config_validation_messages() -> None:
+    with pytest.raises(ValueError, match=r"threshold must be in \(0, 1\]"):
+        DedupConfig(threshold=1.5)
+    with pytest.raises(ValueError, match="num_perm must be a power of two"):
+        DedupConfig(num_perm=100)
+    with pytest.raises(ValueError, match="set both bands and rows"):
+        DedupConfig(bands=4)
+    with pytest.raises(ValueError, match="bands \\* rows must be <= num_perm"):
+        DedupConfig(bands=20, rows=10)

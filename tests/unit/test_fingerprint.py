@@ -1,0 +1,98 @@
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup_stream import _kernels
+from neardup_stream.config import DedupConfig
+from neardup_stream.fingerprint import Fingerprinter
+from neardup_stream.shingles import char_shingles, jaccard
+from tests.unit.conftest import mutate, random_text
+
+SCRIPT = """
+import json, sys
+from neardup_stream.config import DedupConfig
+from neardup_stream.fingerprint import Fingerprinter
+fp = Fingerprinter(DedupConfig()).batch(["Near-duplicate detection, 近似重复检测.", "x" * 999])
+print(json.dumps({"simhash": fp.simhash.tolist(), "exact": fp.exact.tolist(),
+                  "sketch": fp.sketch.tolist(), "keys": fp.lsh_keys.tolist(),
+                  "blocks": fp.simhash_keys.tolist()}))
+"""
+
+
+def test_fingerprints_identical_across_fresh_interpreters() -> None:
+    outputs = []
+    for hashseed in ("1", "4242"):
+        env = {**os.environ, "PYTHONHASHSEED": hashseed}
+        proc = subprocess.run(
+            [sys.executable, "-c", SCRIPT], env=env, capture_output=True, text=True, check=True
+        )
+        outputs.append(json.loads(proc.stdout))
+    assert outputs[0] == outputs[1]
+    assert outputs[0]["simhash"][0] != 0
+
+
+def test_fingerprints_depend_on_the_seed(text: str) -> None:
+    a = Fingerprinter(DedupConfig()).batch([text])
+    b = Fingerprinter(DedupConfig(seed=7)).batch([text])
+    assert a.simhash[0] != b.simhash[0]
+    assert not np.array_equal(a.sketch, b.sketch)
+
+
+def test_empty_and_short_texts() -> None:
+    fp = Fingerprinter(DedupConfig()).batch(["", "abc", "abc"])
+    assert fp.nfeat.tolist() == [0, 1, 1]
+    assert fp.simhash[0] == 0 and not fp.sketch[0].any()
+    assert fp.simhash[1] == fp.simhash[2] and np.array_equal(fp.sketch[1], fp.sketch[2])
+
+
+def test_word_mode_ignores_character_level_layout() -> None:
+    fp = Fingerprinter(DedupConfig(shingle="word", shingle_size=3))
+    prints = fp.batch(["the cat sat on the mat", "The  CAT sat on the mat"])
+    assert prints.simhash[0] == prints.simhash[1]
+    assert prints.nfeat.tolist() == [4, 4]
+
+
+def _hamming(a: int, b: int) -> int:
+    return bin(a ^ b).count("1")
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.text(min_size=0, max_size=300), st.text(min_size=0, max_size=300))
+def test_simhash_hamming_is_a_metric(a: str, b: str) -> None:
+    fp = Fingerprinter(DedupConfig()).batch([a, b, a + b])
+    x, y, z = (int(v) for v in fp.simhash)
+    assert _hamming(x, y) == _hamming(y, x)
+    assert _hamming(x, x) == 0
+    assert _hamming(x, z) <= _hamming(x, y) + _hamming(y, z)
+
+
+def test_simhash_small_edit_small_distance_unrelated_large(text: str) -> None:
+    fp = Fingerprinter(DedupConfig()).batch([text, mutate(text, 0.01, 3), random_text(99)])
+    near = _hamming(int(fp.simhash[0]), int(fp.simhash[1]))
+    far = _hamming(int(fp.simhash[0]), int(fp.simhash[2]))
+    assert near <= 6 < far
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.floats(0.0, 0.6))
+def test_jaccard_estimate_within_error_bound(seed: int, rate: float) -> None:
+    base = random_text(seed, words=1500)
+    other = mutate(base, rate, seed + 1)
+    cfg = DedupConfig()
+    fp = Fingerprinter(cfg).batch([base, other])
+    est = _kernels.estimate_jaccard(fp.sketch[0], fp.sketch[1])
+    true = jaccard(char_shingles(base, 5), char_shingles(other, 5))
+    p = (1 + true) / 2
+    sigma = 2 * math.sqrt(p * (1 - p) / cfg.sketch_bits)
+    assert abs(est - true) <= 5 * sigma + 0.02
+
+
+def test_feature_hashes_match_reference_shingles(text: str) -> None:
+    fp = Fingerprinter(DedupConfig())
+    assert fp.features(text).size == len(set(char_shingles(text, 5)))

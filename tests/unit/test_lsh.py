@@ -1,0 +1,58 @@
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup_stream.config import DedupConfig
+from neardup_stream.fingerprint import Fingerprinter
+from neardup_stream.lsh import candidate_probability, optimal_banding
+from neardup_stream.shingles import char_shingles, jaccard
+from tests.unit.conftest import mutate, random_text
+
+
+@given(st.integers(1, 32), st.integers(1, 16), st.floats(0, 1), st.floats(0, 1))
+def test_s_curve_is_monotone_probability(bands: int, rows: int, s1: float, s2: float) -> None:
+    lo, hi = sorted((s1, s2))
+    p_lo, p_hi = candidate_probability(lo, bands, rows), candidate_probability(hi, bands, rows)
+    assert 0 <= p_lo <= p_hi <= 1
+
+
+def test_s_curve_formula() -> None:
+    assert candidate_probability(0.8, 20, 5) == pytest.approx(1 - (1 - 0.8**5) ** 20)
+    assert candidate_probability(1.0, 3, 4) == 1.0
+    assert candidate_probability(0.0, 3, 4) == 0.0
+
+
+@pytest.mark.parametrize("threshold", [0.5, 0.7, 0.8, 0.9])
+def test_optimal_banding_respects_budget_and_threshold(threshold: float) -> None:
+    bands, rows = optimal_banding(threshold, 128, 0.5)
+    assert bands * rows <= 128
+    assert candidate_probability(threshold - 0.2, bands, rows) < 0.5
+    assert candidate_probability(min(1.0, threshold + 0.1), bands, rows) > 0.5
+
+
+def test_default_banding_favours_recall() -> None:
+    bands, rows = DedupConfig().banding
+    assert bands <= DedupConfig().max_bands
+    assert candidate_probability(0.8, bands, rows) > 0.98
+
+
+def test_optimal_banding_validates() -> None:
+    with pytest.raises(ValueError, match="threshold must be in"):
+        optimal_banding(0.0, 128)
+
+
+@settings(max_examples=1, deadline=None)
+@given(st.just(0))
+def test_empirical_candidate_rate_follows_s_curve(_: int) -> None:
+    cfg = DedupConfig(bands=8, rows=8)
+    fp = Fingerprinter(cfg)
+    sims, hits = [], []
+    for seed in range(300):
+        base = random_text(seed, 600)
+        other = mutate(base, 0.05 + (seed % 10) / 40, seed + 7)
+        prints = fp.batch([base, other])
+        sims.append(jaccard(char_shingles(base, 5), char_shingles(other, 5)))
+        hits.append(bool((prints.lsh_keys[0] == prints.lsh_keys[1]).any()))
+    expected = float(np.mean([candidate_probability(s, 8, 8) for s in sims]))
+    assert abs(float(np.mean(hits)) - expected) < 0.1
