@@ -2,7 +2,7 @@
 
 This is the storage behind every hot table (LSH bands, SimHash blocks, the id registry):
 four flat numpy arrays instead of a Python object per entry, 12 bytes per entry plus a
-heads array kept at load <= 2. Inserts respect a per-key cap so boilerplate buckets stay
+heads array kept at load <= 4. Inserts respect a per-key cap so boilerplate buckets stay
 bounded. Entries of evicted documents are skipped on read and dropped by `compact`.
 """
 
@@ -13,7 +13,7 @@ import numpy as np
 from neardup_stream import _kernels
 
 _MIN_BUCKETS = 1024
-_MAX_LOAD = 2
+_MAX_LOAD = 4
 
 
 class BucketTable:

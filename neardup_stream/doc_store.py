@@ -48,7 +48,7 @@ class DocStore:
         self.exact = np.zeros((capacity, 2), dtype=np.uint64)
         self.simhash = np.zeros(capacity, dtype=np.uint64)
         self.sketch = np.zeros((capacity, self.sketch_words), dtype=np.uint64)
-        self.nfeat = np.zeros(capacity, dtype=np.int64)
+        self.nfeat = np.zeros(capacity, dtype=np.int32)
         self.ts = np.zeros(capacity, dtype=np.uint32)
         self.similarity = np.zeros(capacity, dtype=np.float32)
         self.method = np.zeros(capacity, dtype=np.uint8)

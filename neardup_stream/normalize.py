@@ -10,7 +10,6 @@ import html
 import re
 import unicodedata
 
-_WHITESPACE = re.compile(r"\s+")
 _TAG = re.compile(r"<(script|style)\b.*?</\1\s*>|<!--.*?-->|<[^>]{0,2000}>", re.S | re.I)
 
 
@@ -33,4 +32,4 @@ def normalize(text: str, *, html_input: bool = False) -> str:
     if html_input:
         text = strip_html(text)
     text = unicodedata.normalize("NFKC", text).casefold()
-    return _WHITESPACE.sub(" ", text).strip()
+    return " ".join(text.split())

@@ -1,0 +1,105 @@
+"""Fixtures for integration tests that need a real Kafka broker.
+
+``kafka_bootstrap`` (session scope) returns the bootstrap address:
+
+* ``$KAFKA_BOOTSTRAP_SERVERS`` if it is set (CI, or a broker you run
+  yourself) -- nothing is started or stopped then;
+* otherwise it runs ``deploy/local/kafka.sh start`` (a single-node KRaft
+  broker on 127.0.0.1; the first run fetches the jars with Maven, later runs
+  reuse the cache), uses the address printed on its last stdout line, and runs
+  ``deploy/local/kafka.sh stop`` at the end of the session -- but only if this
+  session started the broker (a broker that was already running is left up).
+
+Set ``KAFKA_KEEP_RUNNING=1`` to leave a broker started by the session running.
+
+``kafka_admin`` is a session-wide ``KafkaAdminClient``; ``unique_topic`` is a
+factory making collision-free topic names so tests don't see each other's data.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from kafka import KafkaAdminClient
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+KAFKA_SH = REPO_ROOT / "deploy" / "local" / "kafka.sh"
+# First start may download ~45 MB of jars with Maven; be generous.
+START_TIMEOUT_S = float(os.environ.get("KAFKA_FIXTURE_START_TIMEOUT", "600"))
+
+
+def _kafka_sh(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", str(KAFKA_SH), *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap() -> Iterator[str]:
+    """Bootstrap servers of a running broker (env var, or one we start)."""
+    env_bootstrap = os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
+    if env_bootstrap:
+        yield env_bootstrap
+        return
+
+    was_running = _kafka_sh("status", timeout=30).returncode == 0
+    started = _kafka_sh("start", timeout=START_TIMEOUT_S)
+    if started.returncode != 0:
+        pytest.fail(
+            f"{KAFKA_SH} start failed (exit {started.returncode}):\n"
+            f"{started.stderr[-4000:]}{started.stdout[-1000:]}",
+            pytrace=False,
+        )
+    lines = started.stdout.strip().splitlines()
+    if not lines:
+        pytest.fail(
+            f"{KAFKA_SH} start printed no address:\n{started.stderr[-4000:]}", pytrace=False
+        )
+    bootstrap = lines[-1].strip()
+    try:
+        yield bootstrap
+    finally:
+        if not was_running and os.environ.get("KAFKA_KEEP_RUNNING") != "1":
+            _kafka_sh("stop", timeout=60)
+
+
+@pytest.fixture(scope="session")
+def kafka_admin(kafka_bootstrap: str) -> Iterator[KafkaAdminClient]:
+    """A KafkaAdminClient connected to ``kafka_bootstrap``."""
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap, client_id="neardup-tests-admin")
+    try:
+        yield admin
+    finally:
+        admin.close()
+
+
+@pytest.fixture
+def unique_topic(request: pytest.FixtureRequest) -> Iterator[Callable[[str], str]]:
+    """Factory: ``unique_topic("docs")`` -> ``"docs-test_x-1a2b3c4d5e6f"``.
+
+    Names are unique per call (uuid4), so tests never share topics. Topics are
+    not created here: create them with ``kafka_admin.create_topics(...)`` or
+    let the broker auto-create them (auto.create.topics.enable=true locally).
+    """
+
+    test_name = "".join(c if c.isalnum() or c in "-_" else "_" for c in request.node.name)[:60]
+
+    def make(prefix: str = "t") -> str:
+        return f"{prefix}-{test_name}-{uuid.uuid4().hex[:12]}"
+
+    yield make

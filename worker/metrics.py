@@ -1,0 +1,128 @@
+"""Prometheus metrics of the worker, built on an injected registry, and the HTTP listener.
+
+`build_metrics(registry)` creates every metric on the given registry, so tests use a fresh
+`CollectorRegistry`. `serve(...)` exposes `/metrics` and `/healthz` (200 only once the index
+has been restored; 503 before) on a configurable address.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client import Counter, Gauge, Histogram
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """Handles to every metric the worker exports."""
+
+    documents: Counter
+    dlq: Counter
+    batch_seconds: Histogram
+    decision_latency: Histogram
+    index_documents: Gauge
+    index_entries: Gauge
+    index_bytes: Gauge
+    consumer_lag: Gauge
+    restore_seconds: Gauge
+    restored_records: Counter
+    transaction_aborts: Counter
+    ready: Gauge
+
+
+def build_metrics(registry: CollectorRegistry) -> Metrics:
+    """Register the worker's metrics on `registry`."""
+    return Metrics(
+        documents=Counter(
+            "neardup_documents", "Documents decided, by decision and matching method",
+            ["decision", "method"], registry=registry,
+        ),
+        dlq=Counter(
+            "neardup_dlq_messages", "Messages sent to the dead-letter topic, by reason",
+            ["reason"], registry=registry,
+        ),
+        batch_seconds=Histogram(
+            "neardup_batch_processing_seconds", "Time to decide, produce and commit one batch",
+            registry=registry, buckets=LATENCY_BUCKETS,
+        ),
+        decision_latency=Histogram(
+            "neardup_decision_latency_seconds",
+            "From the input record's timestamp to its committed decision",
+            registry=registry, buckets=LATENCY_BUCKETS,
+        ),
+        index_documents=Gauge(
+            "neardup_index_documents", "Documents in the in-memory index", registry=registry
+        ),
+        index_entries=Gauge(
+            "neardup_index_entries", "LSH and SimHash table entries", registry=registry
+        ),
+        index_bytes=Gauge(
+            "neardup_index_bytes", "Estimated bytes held by the index", registry=registry
+        ),
+        consumer_lag=Gauge(
+            "neardup_consumer_lag_messages", "Messages behind the end of each input partition",
+            ["topic", "partition"], registry=registry,
+        ),
+        restore_seconds=Gauge(
+            "neardup_restore_seconds", "Duration of the last index restore from the changelog",
+            registry=registry,
+        ),
+        restored_records=Counter(
+            "neardup_restored_records", "Changelog records replayed into the index",
+            registry=registry,
+        ),
+        transaction_aborts=Counter(
+            "neardup_transaction_aborts", "Kafka transactions aborted", registry=registry
+        ),
+        ready=Gauge(
+            "neardup_ready", "1 once the index is restored and the worker consumes",
+            registry=registry,
+        ),
+    )
+
+
+class MetricsServer:
+    """A small threaded HTTP server for /metrics and /healthz."""
+
+    def __init__(self, registry: CollectorRegistry, metrics: Metrics, host: str, port: int):
+        registry_, metrics_ = registry, metrics
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 (http.server API)
+                if self.path.startswith("/metrics"):
+                    body, status, ctype = generate_latest(registry_), 200, CONTENT_TYPE_LATEST
+                elif self.path.startswith("/healthz"):
+                    ready = metrics_.ready._value.get() == 1  # noqa: SLF001
+                    body = b"ready\n" if ready else b"restoring\n"
+                    status, ctype = (200 if ready else 503), "text/plain"
+                else:
+                    body, status, ctype = b"not found\n", 404, "text/plain"
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                return
+
+        self.httpd = ThreadingHTTPServer((host, port), Handler)
+        self.httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self.httpd.server_address[1])
+
+    def start(self) -> MetricsServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
