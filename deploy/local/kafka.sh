@@ -20,12 +20,13 @@
 #   KAFKA_VERSION          org.apache.kafka:kafka_2.13 version   (default 4.1.2)
 #   KAFKA_HOST             listener host                         (default 127.0.0.1)
 #   KAFKA_PORT             client (PLAINTEXT) port               (default 9092)
-#   KAFKA_CONTROLLER_PORT  KRaft controller port                 (default 9093)
+#   KAFKA_CONTROLLER_PORT  KRaft controller port                 (default KAFKA_PORT+1 = 9093)
 #   KAFKA_CACHE_DIR        jar cache (default ${XDG_CACHE_HOME:-$HOME/.cache}/neardup-stream/kafka)
 #   KAFKA_DATA_DIR         data + logs (default ${TMPDIR:-/tmp}/neardup-kafka-$KAFKA_PORT)
 #   KAFKA_HEAP_OPTS        JVM heap flags                        (default -Xms256m -Xmx512m)
 #   KAFKA_START_TIMEOUT    seconds to wait for readiness         (default 90)
 #   KAFKA_STOP_TIMEOUT     seconds to wait before SIGKILL        (default 30)
+#   KAFKA_LOG4J2_VERSION   log4j2 backend for Kafka 4.x          (default 2.25.3, as Kafka 4.1.2)
 #   JAVA_HOME / MVN        java installation / maven executable
 #
 # Script diagnostics go to stderr; only the bootstrap address (start) and the
@@ -38,7 +39,9 @@ readonly DEPENDENCY_PLUGIN="org.apache.maven.plugins:maven-dependency-plugin:3.8
 KAFKA_VERSION="${KAFKA_VERSION:-4.1.2}"
 KAFKA_HOST="${KAFKA_HOST:-127.0.0.1}"
 KAFKA_PORT="${KAFKA_PORT:-9092}"
-KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-9093}"
+# Controller port defaults to client port + 1 (9093 for 9092), so brokers on
+# different KAFKA_PORTs never collide on the controller port.
+KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-$((KAFKA_PORT + 1))}"
 KAFKA_CACHE_DIR="${KAFKA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/neardup-stream/kafka}"
 KAFKA_DATA_DIR="${KAFKA_DATA_DIR:-${TMPDIR:-/tmp}/neardup-kafka-$KAFKA_PORT}"
 KAFKA_HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xms256m -Xmx512m}"
@@ -150,11 +153,13 @@ ensure_libs() {
     write_pom "$VERSION_DIR/pom.xml"
     local tmp_libs="$VERSION_DIR/libs.tmp.$$"
     rm -rf "$tmp_libs"
-    if ! "$MVN" -B -q -f "$VERSION_DIR/pom.xml" \
+    local mvn_log="$VERSION_DIR/maven.log"
+    if ! "$MVN" -B -Dstyle.color=never -f "$VERSION_DIR/pom.xml" \
         "$DEPENDENCY_PLUGIN:copy-dependencies" \
-        -DincludeScope=runtime -DoutputDirectory="$tmp_libs" >&2; then
+        -DincludeScope=runtime -DoutputDirectory="$tmp_libs" >"$mvn_log" 2>&1; then
+        tail -n 40 "$mvn_log" >&2
         rm -rf "$tmp_libs"
-        die "maven could not fetch org.apache.kafka:kafka_$SCALA_BINARY_VERSION:$KAFKA_VERSION"
+        die "maven could not fetch org.apache.kafka:kafka_$SCALA_BINARY_VERSION:$KAFKA_VERSION (full log: $mvn_log)"
     fi
     compgen -G "$tmp_libs/kafka_$SCALA_BINARY_VERSION-$KAFKA_VERSION.jar" >/dev/null ||
         die "kafka_$SCALA_BINARY_VERSION-$KAFKA_VERSION.jar missing after maven run"
@@ -329,14 +334,15 @@ cmd_start() {
     check_java
     ensure_libs
     write_config
-    format_storage
-
+    # Keep the previous run's logs one generation back; the readiness check
+    # below greps the fresh server.log.
     local f
     for f in kafka.out server.log state-change.log; do
         if [[ -f "$LOG_DIR/$f" ]]; then
             mv -f "$LOG_DIR/$f" "$LOG_DIR/$f.prev"
         fi
     done
+    format_storage
 
     local -a log_opts jvm_opts heap_opts launcher=()
     mapfile -t log_opts < <(jvm_log_opts)
