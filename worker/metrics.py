@@ -8,6 +8,7 @@ has been restored; 503 before) on a configurable address.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -89,15 +90,17 @@ def build_metrics(registry: CollectorRegistry) -> Metrics:
 class MetricsServer:
     """A small threaded HTTP server for /metrics and /healthz."""
 
-    def __init__(self, registry: CollectorRegistry, metrics: Metrics, host: str, port: int):
-        registry_, metrics_ = registry, metrics
+    def __init__(
+        self, registry: CollectorRegistry, is_ready: Callable[[], bool], host: str, port: int
+    ) -> None:
+        registry_ = registry
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:  # noqa: N802 (http.server API)
                 if self.path.startswith("/metrics"):
                     body, status, ctype = generate_latest(registry_), 200, CONTENT_TYPE_LATEST
                 elif self.path.startswith("/healthz"):
-                    ready = metrics_.ready._value.get() == 1  # noqa: SLF001
+                    ready = is_ready()
                     body = b"ready\n" if ready else b"restoring\n"
                     status, ctype = (200 if ready else 503), "text/plain"
                 else:

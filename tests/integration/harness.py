@@ -1,0 +1,174 @@
+"""Helpers for driving a real worker process against the real broker in tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Topics:
+    """A fresh set of topic names for one test."""
+
+    input: str
+    unique: str
+    duplicate: str
+    dlq: str
+    changelog: str
+
+    @classmethod
+    def fresh(cls, make: object) -> Topics:
+        base = make("nd")  # type: ignore[operator]
+        return cls(base, f"{base}.unique", f"{base}.duplicate", f"{base}.dlq", f"{base}.changelog")
+
+    def args(self) -> list[str]:
+        return [
+            "--input-topic", self.input, "--unique-topic", self.unique,
+            "--duplicate-topic", self.duplicate, "--dlq-topic", self.dlq,
+            "--changelog-topic", self.changelog,
+        ]
+
+
+@dataclass
+class WorkerProcess:
+    """`python -m worker` as a child process, with its log in a file."""
+
+    bootstrap: str
+    topics: Topics
+    group: str
+    log_path: Path
+    instance: str = "w1"
+    extra: list[str] = field(default_factory=list)
+    metrics_port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> WorkerProcess:
+        cmd = [
+            sys.executable, "-m", "worker", "--bootstrap-servers", self.bootstrap,
+            *self.topics.args(), "--group-id", self.group, "--instance-id", self.instance,
+            "--metrics-port", str(self.metrics_port), *self.extra,
+        ]
+        log = open(self.log_path, "ab")  # noqa: SIM115 (kept open for the child)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
+        self.proc = subprocess.Popen(cmd, cwd=REPO_ROOT, stdout=log, stderr=log, env=env)
+        return self
+
+    def http(self, path: str) -> tuple[int, str]:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}{path}", timeout=5) as r:
+                return r.status, r.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def wait_ready(self, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.proc is not None
+            if self.proc.poll() is not None:
+                raise AssertionError(f"worker exited {self.proc.returncode}:\n{self.log()}")
+            try:
+                if self.http("/healthz")[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise AssertionError(f"worker not ready after {timeout}s:\n{self.log()}")
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(30)
+
+    def stop(self, timeout: float = 60) -> int:
+        assert self.proc is not None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+                raise AssertionError(f"worker ignored SIGTERM:\n{self.log()}") from None
+        return self.proc.returncode
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-6000:]
+
+
+def produce(bootstrap: str, topic: str, values: Iterable[bytes | None], keys: bool = True) -> int:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks="all")
+    n = 0
+    for n, value in enumerate(values, start=1):
+        producer.send(topic, value=value, key=f"k{n}".encode() if keys else None)
+    producer.flush()
+    producer.close()
+    return n
+
+
+def produce_docs(bootstrap: str, topic: str, docs: Iterable[dict[str, object]]) -> int:
+    return produce(bootstrap, topic, (json.dumps(d).encode() for d in docs))
+
+
+def read_all(bootstrap: str, topic: str, expected: int, timeout: float = 120) -> list:
+    """Committed messages of `topic` (all partitions), waiting for at least `expected`."""
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, isolation_level="read_committed", enable_auto_commit=False,
+        group_id=None, consumer_timeout_ms=1000,
+    )
+    deadline = time.monotonic() + timeout
+    while not consumer.partitions_for_topic(topic):
+        if time.monotonic() > deadline:
+            consumer.close()
+            return []
+        time.sleep(0.2)
+    tps = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic)]
+    consumer.assign(tps)
+    consumer.seek_to_beginning(*tps)
+    out: list = []
+    while time.monotonic() < deadline:
+        for batch in consumer.poll(timeout_ms=500).values():
+            out.extend(batch)
+        if len(out) >= expected:
+            # drain briefly to catch any unexpected extras
+            for batch in consumer.poll(timeout_ms=1500).values():
+                out.extend(batch)
+            break
+    consumer.close()
+    return out
+
+
+def decisions(bootstrap: str, topics: Topics, expected: int, timeout: float = 180) -> dict:
+    """id -> list of (decision, duplicate_of) across the unique and duplicate topics."""
+    deadline = time.monotonic() + timeout
+    result: dict[str, list[tuple[str, str | None]]] = {}
+    while True:
+        result = {}
+        uniq = read_all(bootstrap, topics.unique, 0, timeout=5)
+        dups = read_all(bootstrap, topics.duplicate, 0, timeout=5)
+        for m in uniq:
+            result.setdefault(m.key.decode(), []).append(("unique", None))
+        for m in dups:
+            d = json.loads(m.value)
+            result.setdefault(d["id"], []).append(("duplicate", d["duplicate_of"]))
+        if sum(len(v) for v in result.values()) >= expected or time.monotonic() > deadline:
+            return result
+        time.sleep(1)

@@ -1,0 +1,51 @@
+"""Message formats on the output topics (pure functions; no Kafka client here).
+
+* unique topic: the original document bytes, passed through unchanged; the decision rides in
+  headers (`neardup.decision`, `neardup.method`, ...);
+* duplicate topic: the `Decision` as JSON;
+* dead-letter topic: an `ErrorRecord` as JSON (reason, message, source topic/partition/offset,
+  original bytes in base64), with the reason also in a header.
+Message keys are the document id when there is one, else the input message's key.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from neardup_stream.models import Decision, ErrorRecord
+
+Headers = list[tuple[str, bytes]]
+
+
+@dataclass(frozen=True)
+class OutMessage:
+    """One message to produce."""
+
+    topic: str
+    key: bytes | None
+    value: bytes
+    headers: Headers
+
+
+def decision_headers(decision: Decision) -> Headers:
+    headers = [("neardup.decision", decision.decision.encode())]
+    for name in ("duplicate_of", "representative", "similarity", "method"):
+        value = getattr(decision, name)
+        if value is not None:
+            headers.append((f"neardup.{name}", str(value).encode()))
+    return headers
+
+
+def unique_message(topic: str, decision: Decision, original: bytes) -> OutMessage:
+    return OutMessage(topic, decision.id.encode(), original, decision_headers(decision))
+
+
+def duplicate_message(topic: str, decision: Decision) -> OutMessage:
+    value = json.dumps(decision.model_dump(mode="json")).encode()
+    return OutMessage(topic, decision.id.encode(), value, decision_headers(decision))
+
+
+def dlq_message(topic: str, error: ErrorRecord, key: bytes | None) -> OutMessage:
+    value = error.model_dump_json().encode()
+    return OutMessage(topic, key, value, [("neardup.error", error.reason.encode())])

@@ -1,0 +1,203 @@
+"""The worker loop: poll a batch -> validate -> decide -> produce -> commit.
+
+Exactly-once: decisions, dead letters, changelog records and the input offsets go out in one
+Kafka transaction. If anything fails the transaction is aborted (or the producer replaced),
+the consumer rewinds to the committed offsets and the index is rebuilt from the committed
+changelog, so the in-memory state never runs ahead of what Kafka has committed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
+from kafka.consumer.fetcher import ConsumerRecord
+
+from neardup_stream.deduplicator import Deduplicator
+from neardup_stream.models import Document, ErrorRecord
+from neardup_stream.parsing import ParseError, parse_document
+from neardup_stream.settings import Settings
+from worker import clients, codec
+from worker.metrics import Metrics
+from worker.offsets import AssignmentTracker, rewind_to_committed, update_lag
+from worker.restore import restore_index
+
+log = logging.getLogger(__name__)
+RETRY_BACKOFF_S = (0.5, 1, 2, 5, 10)
+
+
+@dataclass(frozen=True)
+class _Output:
+    messages: list[codec.OutMessage]
+    changelog: list[tuple[int, bytes, bytes]]  # (partition, key, value)
+    offsets: dict[TopicPartition, OffsetAndMetadata]
+    timestamps: list[int]
+
+
+class Worker:
+    """One consumer-group member. `run()` blocks until `request_stop()`."""
+
+    def __init__(self, settings: Settings, metrics: Metrics) -> None:
+        self.settings = settings
+        self.metrics = metrics
+        self.dedup = Deduplicator(settings.dedup)
+        self.tracker = AssignmentTracker(metrics)
+        self.ready = threading.Event()
+        self._stop = threading.Event()
+        self.consumer: KafkaConsumer | None = None
+        self.producer: KafkaProducer | None = None
+        self.reader: KafkaConsumer | None = None
+
+    def request_stop(self) -> None:
+        """Ask the loop to finish its batch and shut down (safe from signal handlers)."""
+        self._stop.set()
+
+    def run(self) -> None:
+        s = self.settings
+        clients.ensure_topics(s)
+        self.reader = clients.make_reader(s)
+        self.producer = clients.make_producer(s)
+        self.consumer = clients.make_consumer(s)
+        self.consumer.subscribe([s.topics.input], listener=self.tracker)
+        log.info("consuming %s as group %s", s.topics.input, s.worker.group_id)
+        try:
+            while not self._stop.is_set():
+                batch = self.consumer.poll(
+                    timeout_ms=s.worker.poll_timeout_ms, max_records=s.worker.max_batch
+                )
+                if self.tracker.take_change():
+                    self._restore()
+                if batch:
+                    self._handle(batch)
+                update_lag(self.consumer, self.tracker.partitions, self.metrics)
+        finally:
+            self._close()
+
+    def _handle(self, batch: dict[TopicPartition, list[ConsumerRecord]]) -> None:
+        started = time.perf_counter()
+        output = self._decide(batch)
+        try:
+            self._publish(output)
+        except Exception:
+            log.exception("publishing a batch failed; aborting and rewinding")
+            self.metrics.transaction_aborts.inc()
+            self._recover()
+            return
+        done = time.time()
+        for ts in output.timestamps:
+            self.metrics.decision_latency.observe(max(0.0, done - ts / 1000))
+        self.metrics.batch_seconds.observe(time.perf_counter() - started)
+        stats = self.dedup.stats()
+        self.metrics.index_documents.set(stats["documents"])
+        self.metrics.index_entries.set(stats["index_entries"])
+        self.metrics.index_bytes.set(stats["index_bytes"])
+
+    def _decide(self, batch: dict[TopicPartition, list[ConsumerRecord]]) -> _Output:
+        topics, max_bytes = self.settings.topics, self.settings.worker.max_message_bytes
+        records = [m for messages in batch.values() for m in messages]
+        parsed: list[Document | ParseError] = []
+        for m in records:
+            p = parse_document(m.value, max_bytes)
+            if isinstance(p, Document) and p.timestamp is None and m.timestamp >= 0:
+                stamp = datetime.fromtimestamp(m.timestamp / 1000, tz=timezone.utc)
+                p = p.model_copy(update={"timestamp": stamp})
+            parsed.append(p)
+        docs = [p for p in parsed if isinstance(p, Document)]
+        outcomes = iter(self.dedup.process(docs, records=True))
+        out = _Output([], [], {}, [])
+        for m, p in zip(records, parsed):
+            out.offsets[TopicPartition(m.topic, m.partition)] = OffsetAndMetadata(m.offset + 1, "", -1)
+            if isinstance(p, ParseError):
+                error = ErrorRecord.build(
+                    p.reason, p.message, m.value or b"", topic=m.topic, partition=m.partition,
+                    offset=m.offset,
+                )
+                out.messages.append(codec.dlq_message(topics.dlq, error, m.key))
+                self.metrics.dlq.labels(p.reason).inc()
+                continue
+            outcome = next(outcomes)
+            d = outcome.decision
+            if d.is_duplicate:
+                out.messages.append(codec.duplicate_message(topics.duplicate, d))
+            else:
+                out.messages.append(codec.unique_message(topics.unique, d, m.value))
+            if outcome.record is not None:
+                out.changelog.append((m.partition, d.id.encode(), outcome.record.encode()))
+            out.timestamps.append(m.timestamp)
+            self.metrics.documents.labels(d.decision, d.method or "none").inc()
+        return out
+
+    def _publish(self, out: _Output) -> None:
+        assert self.producer is not None and self.consumer is not None
+        p, topics = self.producer, self.settings.topics
+        eos = self.settings.worker.exactly_once
+        if eos:
+            p.begin_transaction()
+        futures = [
+            p.send(m.topic, key=m.key, value=m.value, headers=m.headers) for m in out.messages
+        ]
+        futures += [
+            p.send(topics.changelog, key=k, value=v, partition=part) for part, k, v in out.changelog
+        ]
+        if eos:
+            p.send_offsets_to_transaction(out.offsets, self.consumer.group_metadata())
+            p.commit_transaction()
+            return
+        p.flush()
+        for f in futures:
+            f.get(timeout=self.settings.kafka.request_timeout_ms / 1000)
+        self.consumer.commit(out.offsets)
+
+    def _recover(self) -> None:
+        """Abort, rewind to committed offsets, rebuild the index; retry until it works."""
+        for attempt in range(1_000_000):
+            if self._stop.is_set():
+                return
+            try:
+                self._reset_producer()
+                assert self.consumer is not None
+                rewind_to_committed(self.consumer, self.tracker.partitions)
+                self._restore()
+                return
+            except Exception:
+                delay = RETRY_BACKOFF_S[min(attempt, len(RETRY_BACKOFF_S) - 1)]
+                log.exception("recovery attempt %d failed; retrying in %.1f s", attempt + 1, delay)
+                self._stop.wait(delay)
+
+    def _reset_producer(self) -> None:
+        assert self.producer is not None
+        if self.settings.worker.exactly_once:
+            try:
+                self.producer.abort_transaction()
+                return
+            except Exception:
+                log.warning("abort failed; replacing the transactional producer", exc_info=True)
+        self.producer.close(timeout=5)
+        self.producer = clients.make_producer(self.settings)
+
+    def _restore(self) -> None:
+        assert self.reader is not None
+        self.ready.clear()
+        self.metrics.ready.set(0)
+        started = time.monotonic()
+        partitions = {tp.partition for tp in self.tracker.partitions}
+        self.dedup, replayed = restore_index(
+            self.reader, self.settings.topics.changelog, partitions, self.settings.dedup,
+            self._stop.is_set,
+        )
+        self.metrics.restore_seconds.set(time.monotonic() - started)
+        self.metrics.restored_records.inc(replayed)
+        self.ready.set()
+        self.metrics.ready.set(1)
+
+    def _close(self) -> None:
+        for client in (self.consumer, self.reader):
+            if client is not None:
+                client.close(autocommit=False)
+        if self.producer is not None:
+            self.producer.close(timeout=10)
+        log.info("worker stopped")

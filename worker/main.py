@@ -1,0 +1,108 @@
+"""`neardup-stream worker` / `python -m worker`: settings, logging, metrics, signals, run.
+
+Settings come from the environment (`NEARDUP_...`, see `neardup_stream.settings`); flags
+given on the command line override them. The effective configuration is logged at start-up
+with secrets masked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from prometheus_client import CollectorRegistry
+from pydantic import ValidationError
+
+from neardup_stream.cli import _add_engine_flags, engine_config
+from neardup_stream.settings import Settings
+from worker.loop import Worker
+from worker.metrics import MetricsServer, build_metrics
+
+log = logging.getLogger("worker")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="neardup-stream worker", description=__doc__.splitlines()[0])
+    p.add_argument("--bootstrap-servers", help="Kafka bootstrap servers (default localhost:9092)")
+    p.add_argument("--input-topic", help="documents to deduplicate (default documents)")
+    p.add_argument("--unique-topic", help="unique documents (default documents.unique)")
+    p.add_argument("--duplicate-topic", help="duplicate decisions (default documents.duplicate)")
+    p.add_argument("--dlq-topic", help="dead letters (default documents.dlq)")
+    p.add_argument("--changelog-topic", help="index changelog (default neardup.changelog)")
+    p.add_argument("--partitions", type=int, help="partitions for topics created on start")
+    p.add_argument("--group-id", help="consumer group (default neardup)")
+    p.add_argument("--instance-id", help="stable id of this replica (default hostname)")
+    p.add_argument("--max-batch", type=int, help="records per poll/transaction (default 500)")
+    p.add_argument("--max-message-bytes", type=int, help="larger inputs go to the DLQ")
+    p.add_argument("--at-least-once", action="store_true", default=None,
+                   help="no transactions: idempotent replays instead of exactly-once")
+    p.add_argument("--metrics-host", help="metrics listener address (default 127.0.0.1)")
+    p.add_argument("--metrics-port", type=int, help="metrics listener port (default 9108)")
+    p.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    _add_engine_flags(p)
+    return p
+
+
+def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -> Settings:
+    """Environment settings with the given flags applied on top."""
+    base = base or Settings()
+    overrides: dict[str, dict[str, Any]] = {
+        "kafka": {"bootstrap_servers": args.bootstrap_servers},
+        "topics": {
+            "input": args.input_topic, "unique": args.unique_topic,
+            "duplicate": args.duplicate_topic, "dlq": args.dlq_topic,
+            "changelog": args.changelog_topic, "partitions": args.partitions,
+        },
+        "worker": {
+            "group_id": args.group_id, "instance_id": args.instance_id,
+            "max_batch": args.max_batch, "max_message_bytes": args.max_message_bytes,
+            "exactly_once": False if args.at_least_once else None,
+        },
+        "metrics": {"host": args.metrics_host, "port": args.metrics_port},
+        "dedup": engine_config(args, base.dedup).model_dump(),
+    }
+    settings = base.with_overrides(overrides)
+    if args.log_level:
+        settings = settings.model_copy(update={"log_level": args.log_level})
+    return settings
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        settings = settings_from_args(args)
+    except ValidationError as exc:
+        parser.error(f"invalid settings: {exc}")
+    logging.basicConfig(
+        level=settings.log_level, stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    logging.getLogger("kafka").setLevel(max(logging.WARNING, logging.getLevelName(settings.log_level)))
+    log.info("effective settings: %s", json.dumps(settings.redacted(), sort_keys=True))
+    registry = CollectorRegistry()
+    metrics = build_metrics(registry)
+    worker = Worker(settings, metrics)
+    server = None
+    if settings.metrics.enabled:
+        server = MetricsServer(
+            registry, worker.ready.is_set, settings.metrics.host, settings.metrics.port
+        ).start()
+        log.info("metrics on http://%s:%d/metrics", settings.metrics.host, server.port)
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: worker.request_stop())
+    try:
+        worker.run()
+    finally:
+        if server is not None:
+            server.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
