@@ -70,6 +70,10 @@ class WorkerSettings(_Section):
         description="stable per worker replica; names its transactional id",
     )
     exactly_once: bool = True
+    static_membership: bool = Field(
+        True, description="rejoin under instance_id after a restart without a rebalance"
+    )
+    session_timeout_ms: int = Field(10_000, ge=6000)
     max_batch: int = Field(500, ge=1, le=100_000)
     poll_timeout_ms: int = Field(500, ge=1)
     transaction_timeout_ms: int = Field(60_000, ge=1000)

@@ -39,9 +39,13 @@ def common_config(kafka: KafkaSettings) -> dict[str, Any]:
 
 def make_consumer(settings: Settings, **extra: Any) -> KafkaConsumer:
     """The group consumer of the input topic (read_committed, manual commits)."""
+    worker = settings.worker
     return KafkaConsumer(
         **common_config(settings.kafka),
-        group_id=settings.worker.group_id,
+        group_id=worker.group_id,
+        group_instance_id=worker.instance_id if worker.static_membership else None,
+        session_timeout_ms=worker.session_timeout_ms,
+        heartbeat_interval_ms=min(3000, worker.session_timeout_ms // 3),
         enable_auto_commit=False,
         auto_offset_reset="earliest",
         isolation_level="read_committed",

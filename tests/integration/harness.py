@@ -144,14 +144,15 @@ def read_all(bootstrap: str, topic: str, expected: int, timeout: float = 120) ->
     consumer.assign(tps)
     consumer.seek_to_beginning(*tps)
     out: list = []
+    end = consumer.end_offsets(tps)
     while time.monotonic() < deadline:
-        for batch in consumer.poll(timeout_ms=500).values():
+        for batch in consumer.poll(timeout_ms=200).values():
             out.extend(batch)
-        if len(out) >= expected:
-            # drain briefly to catch any unexpected extras
-            for batch in consumer.poll(timeout_ms=1500).values():
-                out.extend(batch)
-            break
+        if all(consumer.position(tp) >= end[tp] for tp in tps):
+            if len(out) >= expected:
+                break
+            time.sleep(0.5)
+            end = consumer.end_offsets(tps)
     consumer.close()
     return out
 
