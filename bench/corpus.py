@@ -52,6 +52,7 @@ from pathlib import Path
 
 from bench.textnorm import normalize
 
+DATA_DIR = Path(__file__).resolve().parent / "data"
 ZH_PACKAGE = "manpages-zh"
 ZH_MAN_DIRS = ("/usr/share/man/zh_CN", "/usr/share/man/zh_TW")
 EN_MAN_GLOB = "/usr/share/man/man[1-8]/*"
@@ -637,12 +638,16 @@ def _group(doc: Doc) -> str:
 def choose_bases(
     families: dict[str, list[Doc]], n_base: int, rng: random.Random, zh_frac: float = 0.15
 ) -> list[Doc]:
-    """Pick base documents: every licence and copyright file, Chinese pages up to ``zh_frac``
-    of the bases, English man pages and /usr/share/doc texts for the rest.
+    """Pick base documents: licence and copyright files (all of them, or 20% of the bases if
+    fewer), Chinese pages up to ``zh_frac`` of the bases, English man pages and
+    /usr/share/doc texts for the rest.
 
     No template family may exceed 10% of the bases (this machine has ~16k near-identical
     ``gcloud`` man pages, which would otherwise dominate)."""
     chosen = list(families["license"]) + list(families["copyright"])
+    boiler_cap = round(0.2 * n_base)
+    if len(chosen) > boiler_cap:
+        chosen = rng.sample(chosen, boiler_cap)
     zh = families["man-zh"]
     chosen += rng.sample(zh, min(len(zh), max(0, round(zh_frac * n_base))))
     cap = max(20, n_base // 10)
@@ -783,34 +788,56 @@ def meta_path(corpus: Path) -> Path:
     return corpus.with_suffix(".meta.json")
 
 
+def write_corpus(
+    path: Path,
+    n_docs: int,
+    seed: int,
+    copy_frac: float = 0.35,
+    chain_frac: float = 0.15,
+    min_bytes: int = 500,
+    max_bytes: int = 20000,
+    install_zh: bool = True,
+) -> dict:
+    """Build the corpus, write it and its ``.meta.json`` next to it; return the metadata."""
+    t0 = time.perf_counter()
+    records, meta = build_corpus(
+        n_docs, seed, copy_frac, chain_frac, min_bytes, max_bytes, install_zh
+    )
+    meta["sha256"] = write_jsonl(records, path)
+    meta["stats"] = corpus_stats(records)
+    meta["build_seconds"] = round(time.perf_counter() - t0, 2)
+    meta_path(path).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
+    return meta
+
+
 def ensure_corpus(path: Path, n_docs: int, seed: int = 7) -> Path:
-    """Build ``path`` unless a corpus with the same size and seed already exists there."""
+    """Build ``path`` (default parameters) unless a corpus of that size and seed is there."""
     mp = meta_path(path)
     if path.exists() and mp.exists():
         meta = json.loads(mp.read_text())
         if meta.get("docs") == n_docs and meta.get("seed") == seed:
             return path
-    main(["--out", str(path), "--docs", str(n_docs), "--seed", str(seed)])
+    meta = write_corpus(path, n_docs, seed)
+    stats = meta["stats"]
+    print(
+        f"built {path}: {stats['docs']} docs ({stats['base_docs']} base, {stats['copies']} "
+        f"copies), languages {stats['lang']}, {meta['build_seconds']}s",
+        file=sys.stderr,
+    )
     return path
 
 
 def main(argv: list[str] | None = None) -> None:
     """CLI entry point."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", type=Path, default=Path("bench/data/corpus.jsonl"))
+    ap.add_argument("--out", type=Path, default=DATA_DIR / "corpus.jsonl")
     ap.add_argument("--docs", type=int, default=20000)
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument(
-        "--copy-frac",
-        type=float,
-        default=0.35,
-        help="fraction of the stream that are mutated copies",
+        "--copy-frac", type=float, default=0.35, help="fraction of the stream that are copies"
     )
     ap.add_argument(
-        "--chain-frac",
-        type=float,
-        default=0.15,
-        help="fraction of copies whose parent is itself a copy",
+        "--chain-frac", type=float, default=0.15, help="fraction of copies made from copies"
     )
     ap.add_argument("--min-bytes", type=int, default=500)
     ap.add_argument("--max-bytes", type=int, default=20000)
@@ -818,8 +845,8 @@ def main(argv: list[str] | None = None) -> None:
         "--no-install", action="store_true", help="never apt-get install the Chinese package"
     )
     args = ap.parse_args(argv)
-    t0 = time.perf_counter()
-    records, meta = build_corpus(
+    meta = write_corpus(
+        args.out,
         args.docs,
         args.seed,
         args.copy_frac,
@@ -828,10 +855,6 @@ def main(argv: list[str] | None = None) -> None:
         args.max_bytes,
         not args.no_install,
     )
-    meta["sha256"] = write_jsonl(records, args.out)
-    meta["stats"] = corpus_stats(records)
-    meta["build_seconds"] = round(time.perf_counter() - t0, 2)
-    meta_path(args.out).write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n")
     print(json.dumps(meta, indent=2, ensure_ascii=False))
 
 

@@ -4,15 +4,19 @@ For document ``i`` (stream order) we report the maximum exact Jaccard similarity
 set against every earlier document when that maximum is >= ``LOWER_BOUND`` (0.5), and the
 list of earlier documents whose similarity is >= ``threshold`` (default 0.8).
 
-Method: an all-pairs similarity join with prefix filtering at ``t = LOWER_BOUND``.
+Method: an all-pairs similarity join (PPJoin: prefix, positional and size filters) at
+``t = LOWER_BOUND``, followed by exact verification of every surviving candidate.
 
 * Shingles (see :mod:`bench.textnorm`) are hashed to 64 bits (a numba kernel mixing the
   UTF-32 code points with the murmur3 64-bit finaliser; collisions are negligible at this
   scale and :func:`self_check` verifies set sizes against the real string sets).
 * Tokens are ranked by global document frequency ascending; each set is sorted by rank.
-* A pair with Jaccard >= t must share a token within the first ``|x| - ceil(t*|x|) + 1``
-  tokens of both sets (prefix filter); pairs also need ``t*|x| <= |y| <= |x|/t`` (size
-  filter).  Candidates are verified by an exact merge intersection.
+* Sets are processed by ascending size.  A pair with Jaccard >= t (overlap >= alpha =
+  ceil(t/(1+t)*(|x|+|y|))) must share a token within the first ``|x| - ceil(t*|x|) + 1``
+  tokens of the probing set and the first ``|y| - ceil(2t/(1+t)*|y|) + 1`` tokens of the
+  indexed (smaller) set (prefix filter); it needs ``|y| >= t*|x|`` (size filter) and, at each
+  shared token at positions (i, j), ``shared_so_far + min(|x|-i, |y|-j) >= alpha``
+  (positional filter).  Survivors are verified by an exact merge intersection.
 
 The result is cached next to the corpus as ``<corpus>.truth.json`` (keyed on the corpus
 sha256, threshold and lower bound).  ``python -m bench.ground_truth --check`` validates the
@@ -34,7 +38,7 @@ from pathlib import Path
 import numpy as np
 from numba import njit
 
-from bench.corpus import read_jsonl
+from bench.corpus import DATA_DIR, read_jsonl
 from bench.textnorm import jaccard, normalize, shingle_set
 
 LOWER_BOUND = 0.5
@@ -126,37 +130,16 @@ def _prefix_len(n: int, t: float) -> int:
 
 
 @njit(cache=True)
-def _build_postings(
-    tok: np.ndarray, off: np.ndarray, df: np.ndarray, t: float
-) -> tuple[np.ndarray, np.ndarray]:
-    """Inverted index of prefix tokens (df > 1 only), postings in ascending doc order."""
-    n_tok = df.shape[0]
-    cnt = np.zeros(n_tok + 1, dtype=np.int64)
-    n_docs = off.shape[0] - 1
-    for d in range(n_docs):
-        p = _prefix_len(off[d + 1] - off[d], t)
-        for j in range(off[d], off[d] + p):
-            if df[tok[j]] > 1:
-                cnt[tok[j] + 1] += 1
-    p_off = np.cumsum(cnt)
-    fill = p_off[:-1].copy()
-    docs = np.empty(p_off[-1], dtype=np.int32)
-    for d in range(n_docs):
-        p = _prefix_len(off[d + 1] - off[d], t)
-        for j in range(off[d], off[d] + p):
-            tk = tok[j]
-            if df[tk] > 1:
-                docs[fill[tk]] = d
-                fill[tk] += 1
-    return docs, p_off
+def _index_prefix_len(n: int, t: float) -> int:
+    if n == 0:
+        return 0
+    return min(n, n - math.ceil(2.0 * t / (1.0 + t) * n - _EPS) + 1)
 
 
 @njit(cache=True)
-def _overlap(a: np.ndarray, b: np.ndarray, need: int) -> int:
-    """|a & b| for sorted arrays, or -1 as soon as ``need`` can no longer be reached."""
-    i = 0
-    j = 0
-    o = 0
+def _verify(a: np.ndarray, b: np.ndarray, i: int, j: int, o: int, need: int) -> int:
+    """Continue a merge intersection of sorted ``a[i:]``, ``b[j:]`` from overlap ``o``; returns
+    the total overlap, or -1 as soon as ``need`` can no longer be reached."""
     na = a.shape[0]
     nb = b.shape[0]
     while i < na and j < nb:
@@ -174,53 +157,88 @@ def _overlap(a: np.ndarray, b: np.ndarray, need: int) -> int:
 
 
 @njit(cache=True)
-def _join(
-    tok: np.ndarray,
-    off: np.ndarray,
-    p_docs: np.ndarray,
-    p_off: np.ndarray,
-    df: np.ndarray,
-    t: float,
+def _ppjoin(
+    tok: np.ndarray, off: np.ndarray, df: np.ndarray, t: float
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """All pairs (x, y<x) with Jaccard >= t. Returns (x, y, jaccard, n_candidates)."""
+    """PPJoin (prefix + positional + size filters) self-join at Jaccard ``t``.
+
+    Records are processed by ascending size; each probes with ``|x| - ceil(t|x|) + 1`` tokens
+    and indexes ``|x| - ceil(2t/(1+t)|x|) + 1`` tokens.  Returns (a, b, jaccard, n_verified)
+    with ``b < a`` in stream order."""
     n_docs = off.shape[0] - 1
-    mark = np.full(n_docs, -1, dtype=np.int64)
+    sizes = off[1:] - off[:-1]
+    order = np.argsort(sizes, kind="mergesort")
+    n_tok = df.shape[0]
+    cnt = np.zeros(n_tok + 1, dtype=np.int64)
+    for d in order:
+        for j in range(off[d], off[d] + _index_prefix_len(sizes[d], t)):
+            if df[tok[j]] > 1:
+                cnt[tok[j] + 1] += 1
+    p_off = np.cumsum(cnt)
+    p_doc = np.empty(p_off[-1], dtype=np.int32)
+    p_pos = np.empty(p_off[-1], dtype=np.int32)
+    fill = p_off[:-1].copy()
+    for d in order:
+        base = off[d]
+        for j in range(base, base + _index_prefix_len(sizes[d], t)):
+            tk = tok[j]
+            if df[tk] > 1:
+                p_doc[fill[tk]] = d
+                p_pos[fill[tk]] = j - base
+                fill[tk] += 1
+    start = p_off[:-1].copy()
+    end = p_off[:-1].copy()
+    acc = np.zeros(n_docs, dtype=np.int64)
+    last_x = np.zeros(n_docs, dtype=np.int64)
+    last_y = np.zeros(n_docs, dtype=np.int64)
     cands = np.empty(n_docs, dtype=np.int64)
     cap = 1024
-    rx = np.empty(cap, dtype=np.int32)
-    ry = np.empty(cap, dtype=np.int32)
+    ra = np.empty(cap, dtype=np.int32)
+    rb = np.empty(cap, dtype=np.int32)
     rj = np.empty(cap, dtype=np.float64)
     n_out = 0
-    n_cand = 0
-    for x in range(n_docs):
-        nx = off[x + 1] - off[x]
-        if nx == 0:
-            continue
-        px = _prefix_len(nx, t)
+    n_ver = 0
+    for x in order:
+        nx = sizes[x]
+        base = off[x]
         nc = 0
-        for j in range(off[x], off[x] + px):
-            tk = tok[j]
+        min_size = t * nx - _EPS
+        for i in range(_prefix_len(nx, t)):
+            tk = tok[base + i]
             if df[tk] < 2:
                 continue
-            for q in range(p_off[tk], p_off[tk + 1]):
-                y = p_docs[q]
-                if y >= x:
-                    break
-                if mark[y] == x:
+            s = start[tk]
+            e = end[tk]
+            while s < e and sizes[p_doc[s]] < min_size:
+                s += 1
+            start[tk] = s
+            for q in range(s, e):
+                y = p_doc[q]
+                ay = acc[y]
+                if ay < 0:
                     continue
-                mark[y] = x
-                ny = off[y + 1] - off[y]
-                if ny < t * nx - _EPS or nx < t * ny - _EPS:
-                    continue
-                cands[nc] = y
-                nc += 1
-        n_cand += nc
-        a = tok[off[x] : off[x + 1]]
+                ny = sizes[y]
+                if ay == 0:
+                    cands[nc] = y
+                    nc += 1
+                alpha = math.ceil(t / (1.0 + t) * (nx + ny) - _EPS)
+                if ay + min(nx - i, ny - p_pos[q]) >= alpha:
+                    acc[y] = ay + 1
+                    last_x[y] = i
+                    last_y[y] = p_pos[q]
+                else:
+                    acc[y] = -1
+        a = tok[base : base + nx]
         for c in range(nc):
             y = cands[c]
-            ny = off[y + 1] - off[y]
+            ay = acc[y]
+            acc[y] = 0
+            if ay <= 0:
+                continue
+            n_ver += 1
+            ny = sizes[y]
             need = math.ceil(t / (1.0 + t) * (nx + ny) - _EPS)
-            o = _overlap(a, tok[off[y] : off[y + 1]], need)
+            o = _verify(a, tok[off[y] : off[y] + ny], last_x[y] + 1, last_y[y] + 1, ay, need)
             if o < 0:
                 continue
             jac = o / (nx + ny - o)
@@ -228,18 +246,21 @@ def _join(
                 continue
             if n_out == cap:
                 cap *= 2
-                rx2 = np.empty(cap, dtype=np.int32)
-                ry2 = np.empty(cap, dtype=np.int32)
+                ra2 = np.empty(cap, dtype=np.int32)
+                rb2 = np.empty(cap, dtype=np.int32)
                 rj2 = np.empty(cap, dtype=np.float64)
-                rx2[:n_out] = rx[:n_out]
-                ry2[:n_out] = ry[:n_out]
+                ra2[:n_out] = ra[:n_out]
+                rb2[:n_out] = rb[:n_out]
                 rj2[:n_out] = rj[:n_out]
-                rx, ry, rj = rx2, ry2, rj2
-            rx[n_out] = x
-            ry[n_out] = y
+                ra, rb, rj = ra2, rb2, rj2
+            ra[n_out] = max(x, y)
+            rb[n_out] = min(x, y)
             rj[n_out] = jac
             n_out += 1
-    return rx[:n_out].copy(), ry[:n_out].copy(), rj[:n_out].copy(), n_cand
+        for j in range(base, base + _index_prefix_len(nx, t)):
+            if df[tok[j]] > 1:
+                end[tok[j]] += 1
+    return ra[:n_out].copy(), rb[:n_out].copy(), rj[:n_out].copy(), n_ver
 
 
 @dataclass
@@ -266,9 +287,9 @@ def similarity_join(texts: list[str], lower: float = LOWER_BOUND) -> PairJoin:
     df = counts[order].astype(np.int32)
     del uniq, inverse, counts, order, rank
     _sort_segments(tok, off)
-    p_docs, p_off = _build_postings(tok, off, df, lower)
-    x, y, jac, n_cand = _join(tok, off, p_docs, p_off, df, lower)
-    return PairJoin(x=x, y=y, jac=jac, sizes=np.diff(off), candidates=n_cand)
+    x, y, jac, n_cand = _ppjoin(tok, off, df, lower)
+    order = np.lexsort((y, x))
+    return PairJoin(x=x[order], y=y[order], jac=jac[order], sizes=np.diff(off), candidates=n_cand)
 
 
 def truth_from_join(ids: list[str], join: PairJoin, threshold: float) -> list[dict]:
@@ -411,7 +432,7 @@ def self_check(corpus: Path, n: int = 500, threshold: float = DEFAULT_THRESHOLD)
 def main(argv: list[str] | None = None) -> None:
     """CLI entry point."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--corpus", type=Path, default=Path("bench/data/corpus.jsonl"))
+    ap.add_argument("--corpus", type=Path, default=DATA_DIR / "corpus.jsonl")
     ap.add_argument("--threshold", type=float, default=DEFAULT_THRESHOLD)
     ap.add_argument("--force", action="store_true", help="recompute even if cached")
     ap.add_argument("--check", action="store_true", help="validate against brute force")
