@@ -1,14 +1,21 @@
-"""Compiled (numba) kernels: the hot loops of fingerprinting, bucket tables and verification.
+"""Compiled (numba) kernels of fingerprinting: normalisation tail, hashing, SimHash, MinHash.
 
 Everything here is pure integer arithmetic on numpy arrays with fixed 64-bit constants, so the
 results are identical on every machine, process and release (no salted hashing anywhere).
 
-Feature hashing: a feature (character k-gram over code points, or word n-gram) is hashed
-with FNV-1a over 32-bit units followed by the MurmurHash3 64-bit finaliser, seeded.
+Input is UTF-8 of text that is already NFKC-normalised and case-folded (or pure ASCII, which
+both leave unchanged but for A-Z, lowered here). The kernel decodes it, collapses whitespace
+runs (the `str.isspace` set) to one space and strips the ends, so it sees exactly
+`normalize.normalize(text)`, then hashes that text with MurmurHash3_x64_128 over its UTF-32LE
+form (equal to `mmh3.hash128(normalized.encode("utf-32-le"), seed)`).
+
+Feature hashing: a character k-gram is a rolling polynomial over code points (mod 2**64),
+a word n-gram combines FNV-1a word hashes; both are finished with the MurmurHash3 64-bit
+finaliser, seeded.
 
 One pass over the features of a document computes, per feature, in O(1):
-* the weighted SimHash (term-frequency weights: every occurrence votes), accumulated with
-  bit-sliced counters so a vote costs a handful of word operations instead of 64 adds;
+* the weighted SimHash (term-frequency weights: every occurrence votes), counted per bit
+  with a carry-save adder tree so a vote costs a handful of word operations, not 64 adds;
 * a one-permutation MinHash (OPH) of `sketch_bits` bins: bin = top bits of a second hash,
   value = min hash in the bin. Grouping bins gives the `num_perm`-value MinHash signature used
   for LSH banding; the lowest bit of every bin gives the 1-bit verification sketch (b-bit
@@ -33,9 +40,96 @@ _K1 = np.uint64(0x5555555555555555)
 _K2 = np.uint64(0x3333333333333333)
 _K4 = np.uint64(0x0F0F0F0F0F0F0F0F)
 _KF = np.uint64(0x0101010101010101)
-_U32 = np.uint64(0xFFFFFFFF)
+_C1 = np.uint64(0x87C37B91114253D5)
+_C2 = np.uint64(0x4CF5AD432745937F)
+_POLY = np.uint64(0x9E3779B97F4A7C17)
 MODE_CHAR = 0
 MODE_WORD = 1
+_SPACE_TABLE = np.zeros(0x3001, dtype=np.bool_)
+for _c in range(0x3001):
+    _SPACE_TABLE[_c] = chr(_c).isspace()
+
+
+@njit(inline="always", cache=True)
+def _rotl(x, r):
+    return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
+
+
+@njit(cache=True)
+def normalize_utf8(data, begin, end, out):
+    """Decode UTF-8 data[begin:end] into `out`: ASCII lowered, whitespace collapsed, stripped.
+
+    Returns the number of code points written.
+    """
+    n = 0
+    pending_space = False
+    i = begin
+    while i < end:
+        b = np.uint32(data[i])
+        if b < 0x80:
+            c = b
+            i += 1
+        elif b < 0xE0:
+            c = ((b & 0x1F) << 6) | (np.uint32(data[i + 1]) & 0x3F)
+            i += 2
+        elif b < 0xF0:
+            c = ((b & 0x0F) << 12) | ((np.uint32(data[i + 1]) & 0x3F) << 6)
+            c |= np.uint32(data[i + 2]) & 0x3F
+            i += 3
+        else:
+            c = ((b & 0x07) << 18) | ((np.uint32(data[i + 1]) & 0x3F) << 12)
+            c |= ((np.uint32(data[i + 2]) & 0x3F) << 6) | (np.uint32(data[i + 3]) & 0x3F)
+            i += 4
+        if c <= 0x3000 and _SPACE_TABLE[c]:
+            pending_space = n > 0
+            continue
+        if pending_space:
+            out[n] = _SPACE
+            n += 1
+            pending_space = False
+        if 65 <= c <= 90:
+            c += 32
+        out[n] = c
+        n += 1
+    return n
+
+
+@njit(cache=True)
+def murmur3_128(cps, n, seed):
+    """MurmurHash3_x64_128 of the UTF-32LE bytes of cps[:n]; returns (h1, h2)."""
+    h1 = np.uint64(seed)
+    h2 = np.uint64(seed)
+    blocks = n // 4
+    for i in range(blocks):
+        k1 = np.uint64(cps[4 * i]) | (np.uint64(cps[4 * i + 1]) << _S32)
+        k2 = np.uint64(cps[4 * i + 2]) | (np.uint64(cps[4 * i + 3]) << _S32)
+        k1 = _rotl(k1 * _C1, 31) * _C2
+        h1 ^= k1
+        h1 = _rotl(h1, 27) + h2
+        h1 = h1 * np.uint64(5) + np.uint64(0x52DCE729)
+        k2 = _rotl(k2 * _C2, 33) * _C1
+        h2 ^= k2
+        h2 = _rotl(h2, 31) + h1
+        h2 = h2 * np.uint64(5) + np.uint64(0x38495AB5)
+    rest = n - 4 * blocks
+    if rest == 3:
+        k2 = _rotl(np.uint64(cps[4 * blocks + 2]) * _C2, 33) * _C1
+        h2 ^= k2
+    if rest >= 1:
+        k1 = np.uint64(cps[4 * blocks])
+        if rest >= 2:
+            k1 |= np.uint64(cps[4 * blocks + 1]) << _S32
+        h1 ^= _rotl(k1 * _C1, 31) * _C2
+    length = np.uint64(4 * n)
+    h1 ^= length
+    h2 ^= length
+    h1 += h2
+    h2 += h1
+    h1 = fmix64(h1)
+    h2 = fmix64(h2)
+    h1 += h2
+    h2 += h1
+    return h1, h2
 
 
 @njit(inline="always", cache=True)
@@ -84,16 +178,38 @@ def _word_hashes(cps, seed):
 
 @njit(cache=True)
 def feature_hashes(cps, mode, k, seed):
-    """All feature hashes of one normalised text, in order (repeats kept)."""
-    useed = np.uint64(seed)
-    units = cps.astype(np.uint64) if mode == MODE_CHAR else _word_hashes(cps, useed)
+    """All feature hashes of one normalised text (code points), in order (repeats kept)."""
+    useed = fmix64(np.uint64(seed) ^ _GOLD)
+    if mode == MODE_CHAR:
+        n = cps.size
+        if n == 0:
+            return np.empty(0, dtype=np.uint64)
+        if n < k:
+            h = np.uint64(0)
+            for i in range(n):
+                h = h * _POLY + np.uint64(cps[i])
+            out = np.empty(1, dtype=np.uint64)
+            out[0] = fmix64(h ^ useed)
+            return out
+        out = np.empty(n - k + 1, dtype=np.uint64)
+        drop = np.uint64(1)
+        for _ in range(k):
+            drop *= _POLY
+        h = np.uint64(0)
+        for i in range(n):
+            h = h * _POLY + np.uint64(cps[i])
+            if i >= k:
+                h -= np.uint64(cps[i - k]) * drop
+            if i >= k - 1:
+                out[i - k + 1] = fmix64(h ^ useed)
+        return out
+    units = _word_hashes(cps, np.uint64(seed))
     n = units.size
     if n == 0:
         return np.empty(0, dtype=np.uint64)
     width = k if n >= k else n
-    count = n - width + 1
-    out = np.empty(count, dtype=np.uint64)
-    for i in range(count):
+    out = np.empty(n - width + 1, dtype=np.uint64)
+    for i in range(n - width + 1):
         h = useed
         for j in range(width):
             h = (h ^ units[i + j]) * _FNV
@@ -121,12 +237,12 @@ def _densify(v):
 
 
 @njit(cache=True)
-def fingerprint_batch(cps, offsets, mode, k, seed, sketch_bits, num_perm):
+def fingerprint_batch(data, offsets, mode, k, seed, sketch_bits, num_perm):
     """Fingerprint every document of a batch in one call.
 
     Args:
-        cps: Concatenated code points (uint32) of the normalised texts.
-        offsets: int64 array of n+1 boundaries into `cps`.
+        data: Concatenated UTF-8 (uint8) of NFKC-normalised, case-folded texts.
+        offsets: int64 array of n+1 byte boundaries into `data`.
         mode: MODE_CHAR or MODE_WORD.
         k: Shingle size.
         seed: Hash seed.
@@ -134,11 +250,12 @@ def fingerprint_batch(cps, offsets, mode, k, seed, sketch_bits, num_perm):
         num_perm: MinHash signature length (power of two <= sketch_bits).
 
     Returns:
-        simhash uint64[n], sketch uint64[n, sketch_bits // 64], signature uint64[n, num_perm],
-        nfeat int64[n] (feature occurrences).
+        exact uint64[n, 2], simhash uint64[n], sketch uint64[n, sketch_bits // 64],
+        signature uint64[n, num_perm], nfeat int64[n] (feature occurrences).
     """
     n = offsets.size - 1
     words = sketch_bits // 64
+    exact = np.empty((n, 2), dtype=np.uint64)
     simhash = np.zeros(n, dtype=np.uint64)
     sketch = np.zeros((n, words), dtype=np.uint64)
     signature = np.empty((n, num_perm), dtype=np.uint64)
@@ -148,42 +265,22 @@ def fingerprint_batch(cps, offsets, mode, k, seed, sketch_bits, num_perm):
         log2 += 1
     shift = np.uint64(64 - log2)
     group = sketch_bits // num_perm
-    bins = np.empty(sketch_bits, dtype=np.uint64)
-    slices = np.zeros(8, dtype=np.uint64)
-    counts = np.zeros(64, dtype=np.int64)
+    longest = 0
     for d in range(n):
-        feats = feature_hashes(cps[offsets[d] : offsets[d + 1]], mode, k, seed)
+        longest = max(longest, offsets[d + 1] - offsets[d])
+    buf = np.empty(longest, dtype=np.uint32)
+    bins = np.empty(sketch_bits, dtype=np.uint64)
+    for d in range(n):
+        m = normalize_utf8(data, offsets[d], offsets[d + 1], buf)
+        exact[d, 0], exact[d, 1] = murmur3_128(buf, m, seed)
+        feats = feature_hashes(buf[:m], mode, k, seed)
+        counts = bit_counts(feats)
         bins[:] = EMPTY
-        slices[:] = 0
-        counts[:] = 0
-        pending = 0
         for f in range(feats.size):
             h = feats[f]
-            carry = h
-            for j in range(8):
-                t = slices[j] & carry
-                slices[j] ^= carry
-                carry = t
-                if carry == 0:
-                    break
-            pending += 1
-            if pending == 255:
-                for b in range(64):
-                    c = 0
-                    for j in range(8):
-                        c += np.int64((slices[j] >> np.uint64(b)) & _ONE) << j
-                    counts[b] += c
-                slices[:] = 0
-                pending = 0
-            h2 = fmix64(h + _GOLD)
-            b = h2 >> shift
-            if h2 < bins[b]:
-                bins[b] = h2
-        for b in range(64):
-            c = 0
-            for j in range(8):
-                c += np.int64((slices[j] >> np.uint64(b)) & _ONE) << j
-            counts[b] += c
+            b = h >> shift
+            if h < bins[b]:
+                bins[b] = h
         total = feats.size
         nfeat[d] = total
         sh = np.uint64(0)
@@ -192,17 +289,81 @@ def fingerprint_batch(cps, offsets, mode, k, seed, sketch_bits, num_perm):
                 sh |= _ONE << np.uint64(b)
         simhash[d] = sh
         for g in range(num_perm):
-            m = EMPTY
+            low = EMPTY
             for j in range(g * group, (g + 1) * group):
-                if bins[j] < m:
-                    m = bins[j]
-            signature[d, g] = m
+                if bins[j] < low:
+                    low = bins[j]
+            signature[d, g] = low
         _densify(signature[d])
         _densify(bins)
         if total > 0:
             for j in range(sketch_bits):
                 sketch[d, j >> 6] |= (bins[j] & _ONE) << np.uint64(j & 63)
-    return simhash, sketch, signature, nfeat
+    return exact, simhash, sketch, signature, nfeat
+
+
+@njit(inline="always", cache=True)
+def _csa(a, b, c):
+    """Carry-save adder: (carry, sum) of three bit-vectors."""
+    u = a ^ b
+    return (a & b) | (u & c), u ^ c
+
+
+@njit(inline="always", cache=True)
+def _bit(word, b):
+    return np.int64((word >> np.uint64(b)) & _ONE)
+
+
+@njit(cache=True)
+def bit_counts(feats):
+    """For each of the 64 bit positions, how many feature hashes have that bit set.
+
+    Harley-Seal carry-save adder tree over blocks of 16 hashes (about five word operations
+    per hash, branch-free), feeding a bit-sliced counter of 16s.
+    """
+    ones = twos = fours = eights = np.uint64(0)
+    slices = np.zeros(8, dtype=np.uint64)
+    counts = np.zeros(64, dtype=np.int64)
+    pending = 0
+    n = feats.size
+    i = 0
+    while i + 16 <= n:
+        twos_a, ones = _csa(ones, feats[i], feats[i + 1])
+        twos_b, ones = _csa(ones, feats[i + 2], feats[i + 3])
+        fours_a, twos = _csa(twos, twos_a, twos_b)
+        twos_a, ones = _csa(ones, feats[i + 4], feats[i + 5])
+        twos_b, ones = _csa(ones, feats[i + 6], feats[i + 7])
+        fours_b, twos = _csa(twos, twos_a, twos_b)
+        eights_a, fours = _csa(fours, fours_a, fours_b)
+        twos_a, ones = _csa(ones, feats[i + 8], feats[i + 9])
+        twos_b, ones = _csa(ones, feats[i + 10], feats[i + 11])
+        fours_a, twos = _csa(twos, twos_a, twos_b)
+        twos_a, ones = _csa(ones, feats[i + 12], feats[i + 13])
+        twos_b, ones = _csa(ones, feats[i + 14], feats[i + 15])
+        fours_b, twos = _csa(twos, twos_a, twos_b)
+        eights_b, fours = _csa(fours, fours_a, fours_b)
+        carry, eights = _csa(eights, eights_a, eights_b)
+        for j in range(8):
+            t = slices[j] & carry
+            slices[j] ^= carry
+            carry = t
+            if carry == 0:
+                break
+        pending += 1
+        if pending == 255 or i + 32 > n:
+            for b in range(64):
+                c = 0
+                for j in range(8):
+                    c += _bit(slices[j], b) << j
+                counts[b] += 16 * c
+            slices[:] = 0
+            pending = 0
+        i += 16
+    for b in range(64):
+        counts[b] += 8 * _bit(eights, b) + 4 * _bit(fours, b) + 2 * _bit(twos, b) + _bit(ones, b)
+        for f in range(i, n):
+            counts[b] += _bit(feats[f], b)
+    return counts
 
 
 @njit(cache=True)
@@ -238,135 +399,3 @@ def simhash_block_keys(simhash, k, seed):
             out[d, t] = np.uint32(h >> _S32)
             lo += w
     return out
-
-
-@njit(inline="always", cache=True)
-def _alive(ref, base, count):
-    return ((np.uint64(ref) - np.uint64(base)) & _U32) < np.uint64(count)
-
-
-@njit(cache=True)
-def table_probe(heads, nxt, keys, refs, qkeys, out):
-    """Write to `out` the refs stored under `qkeys`; returns how many exist (may exceed out)."""
-    mask = heads.size - 1
-    n = 0
-    for q in qkeys:
-        e = heads[q & mask]
-        while e >= 0:
-            if keys[e] == q:
-                if n < out.size:
-                    out[n] = refs[e]
-                n += 1
-            e = nxt[e]
-    return n
-
-
-@njit(cache=True)
-def table_insert(heads, nxt, keys, refs, size, qkeys, ref, cap, base, count):
-    """Insert (key, ref) for every key unless its bucket already holds `cap` live refs."""
-    mask = heads.size - 1
-    for q in qkeys:
-        b = q & mask
-        e = heads[b]
-        same = 0
-        while e >= 0:
-            if keys[e] == q and _alive(refs[e], base, count):
-                same += 1
-            e = nxt[e]
-        if same >= cap:
-            continue
-        keys[size] = q
-        refs[size] = ref
-        nxt[size] = heads[b]
-        heads[b] = size
-        size += 1
-    return size
-
-
-@njit(cache=True)
-def table_rehash(heads, nxt, keys, size):
-    """Rebuild the bucket chains for the first `size` entries."""
-    heads[:] = -1
-    mask = heads.size - 1
-    for e in range(size):
-        b = keys[e] & mask
-        nxt[e] = heads[b]
-        heads[b] = e
-
-
-@njit(cache=True)
-def table_compact(heads, nxt, keys, refs, size, base, count):
-    """Drop entries whose ref left the live window; returns the new size."""
-    m = 0
-    for e in range(size):
-        if _alive(refs[e], base, count):
-            keys[m] = keys[e]
-            refs[m] = refs[e]
-            m += 1
-    table_rehash(heads, nxt, keys, m)
-    return m
-
-
-@njit(cache=True)
-def estimate_jaccard(a, b):
-    """Jaccard estimate from two 1-bit OPH sketches: P(bit equal) = (1 + J) / 2."""
-    diff = 0
-    for i in range(a.size):
-        diff += popcount64(a[i] ^ b[i])
-    bits = a.size * 64
-    j = 1.0 - 2.0 * diff / bits
-    return j if j > 0.0 else 0.0
-
-
-@njit(cache=True)
-def verify(
-    cands,
-    base,
-    count,
-    start,
-    q_sketch,
-    q_simhash,
-    q_exact,
-    q_nfeat,
-    st_sketch,
-    st_simhash,
-    st_exact,
-    st_nfeat,
-    min_sim,
-):
-    """Verify candidate refs against the store; keep those with estimate >= min_sim.
-
-    Returns refs, similarity estimates, Hamming distances and exact-match flags.
-    """
-    cands = np.sort(cands)
-    cap = st_simhash.size
-    out_ref = np.empty(cands.size, dtype=np.uint32)
-    out_sim = np.empty(cands.size, dtype=np.float64)
-    out_ham = np.empty(cands.size, dtype=np.int64)
-    out_exact = np.zeros(cands.size, dtype=np.bool_)
-    n = 0
-    last = -1
-    for i in range(cands.size):
-        ref = cands[i]
-        if np.int64(ref) == last:
-            continue
-        last = np.int64(ref)
-        d = (np.uint64(ref) - np.uint64(base)) & _U32
-        if d >= np.uint64(count):
-            continue
-        p = (start + np.int64(d)) % cap
-        exact = st_exact[p, 0] == q_exact[0] and st_exact[p, 1] == q_exact[1]
-        if exact:
-            sim = 1.0
-        elif q_nfeat == 0 or st_nfeat[p] == 0:
-            continue
-        else:
-            sim = estimate_jaccard(q_sketch, st_sketch[p])
-        if sim < min_sim:
-            continue
-        out_ref[n] = ref
-        out_sim[n] = sim
-        out_ham[n] = np.int64(popcount64(q_simhash ^ st_simhash[p]))
-        out_exact[n] = exact
-        n += 1
-    return out_ref[:n], out_sim[:n], out_ham[:n], out_exact[:n]

@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from neardup_stream import _kernels
+from neardup_stream import _index_kernels as _k
 
 _MIN_BUCKETS = 1024
-_MAX_LOAD = 4
 
 
 class BucketTable:
@@ -23,22 +22,21 @@ class BucketTable:
         if cap < 1:
             raise ValueError("cap must be >= 1")
         self.cap = cap
-        buckets = max(_MIN_BUCKETS, 1 << max(0, int(initial) - 1).bit_length())
-        self.heads = np.full(buckets, -1, dtype=np.int32)
-        self.nxt = np.empty(buckets, dtype=np.int32)
-        self.keys = np.empty(buckets, dtype=np.uint32)
-        self.refs = np.empty(buckets, dtype=np.uint32)
+        self.heads = np.full(_MIN_BUCKETS, -1, dtype=np.int32)
+        self.nxt = np.empty(0, dtype=np.int32)
+        self.keys = np.empty(0, dtype=np.uint32)
+        self.refs = np.empty(0, dtype=np.uint32)
         self.size = 0
+        self.reserve(initial)
 
     @classmethod
     def from_arrays(cls, cap: int, keys: np.ndarray, refs: np.ndarray) -> BucketTable:
         """Rebuild a table from its (key, ref) entries, e.g. from a snapshot."""
-        table = cls(cap, max(_MIN_BUCKETS, keys.size // _MAX_LOAD))
-        table._reserve(keys.size)
+        table = cls(cap, keys.size)
         table.keys[: keys.size] = keys
         table.refs[: refs.size] = refs
         table.size = int(keys.size)
-        _kernels.table_rehash(table.heads, table.nxt, table.keys, table.size)
+        table._rehash()
         return table
 
     def __len__(self) -> int:
@@ -56,43 +54,44 @@ class BucketTable:
     def probe(self, keys: np.ndarray) -> np.ndarray:
         """All refs stored under any of `keys` (may repeat; may include evicted refs)."""
         out = np.empty(min(keys.size * self.cap, 4096), dtype=np.uint32)
-        n = _kernels.table_probe(self.heads, self.nxt, self.keys, self.refs, keys, out)
+        n = _k.table_probe(self.heads, self.nxt, self.keys, self.refs, keys, out)
         if n > out.size:
             out = np.empty(n, dtype=np.uint32)
-            _kernels.table_probe(self.heads, self.nxt, self.keys, self.refs, keys, out)
+            _k.table_probe(self.heads, self.nxt, self.keys, self.refs, keys, out)
         return out[:n]
 
-    def insert(self, keys: np.ndarray, ref: int, base: int = 0, count: int = 2**32 - 1) -> None:
-        """Store `ref` under each key whose bucket holds fewer than `cap` live refs."""
-        self._reserve(self.size + keys.size)
-        self.size = _kernels.table_insert(
-            self.heads,
-            self.nxt,
-            self.keys,
-            self.refs,
-            self.size,
-            keys,
-            np.uint32(ref),
-            self.cap,
-            base,
-            count,
+    def insert(
+        self, keys: np.ndarray, refs: np.ndarray, base: int = 0, count: int = 2**32 - 1
+    ) -> None:
+        """Store refs[i] under keys[i] unless that key already holds `cap` live refs."""
+        self.reserve(keys.size)
+        self.size = _k.table_insert(
+            self.heads, self.nxt, self.keys, self.refs, self.size, keys, refs, self.cap,
+            base, count,
         )
-        if self.size > _MAX_LOAD * self.heads.size:
-            self.heads = np.full(self.heads.size * 2, -1, dtype=np.int32)
-            _kernels.table_rehash(self.heads, self.nxt, self.keys, self.size)
 
     def compact(self, base: int, count: int) -> None:
         """Drop entries whose ref is outside the live window [base, base + count)."""
-        self.size = _kernels.table_compact(
+        self.size = _k.table_compact(
             self.heads, self.nxt, self.keys, self.refs, self.size, base, count
         )
 
-    def _reserve(self, needed: int) -> None:
-        if needed <= self.keys.size:
-            return
-        new = max(needed, self.keys.size + self.keys.size // 2)
-        for name in ("nxt", "keys", "refs"):
-            old = getattr(self, name)
-            grown = np.empty(new, dtype=old.dtype)
-            grown[: self.size] = old[: self.size]
-            setattr(self, name, grown)
+    def reserve(self, extra: int) -> None:
+        """Room for `extra` more entries, with the heads resized to keep the load bounded."""
+        needed = self.size + extra
+        if needed > self.keys.size:
+            new = max(needed, self.keys.size + self.keys.size // 2, _MIN_BUCKETS)
+            for name in ("nxt", "keys", "refs"):
+                old = getattr(self, name)
+                grown = np.empty(new, dtype=old.dtype)
+                grown[: self.size] = old[: self.size]
+                setattr(self, name, grown)
+        if needed > _k.MAX_LOAD * self.heads.size:
+            buckets = self.heads.size
+            while needed > _k.MAX_LOAD * buckets:
+                buckets *= 2
+            self.heads = np.full(buckets, -1, dtype=np.int32)
+            self._rehash()
+
+    def _rehash(self) -> None:
+        _k.table_rehash(self.heads, self.nxt, self.keys, self.size)

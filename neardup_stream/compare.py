@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from neardup_stream import _kernels
+from neardup_stream import _index_kernels
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.fingerprint import Fingerprinter
@@ -36,14 +36,14 @@ def compare(a: str, b: str, config: DedupConfig | None = None) -> PairReport:
     config = config or DedupConfig()
     fp = Fingerprinter(config)
     na, nb = fp.normalize(a), fp.normalize(b)
-    prints = fp.batch_normalized([na, nb])
+    prints = fp.batch([a, b])
     sa = shingles(na, config.shingle, config.shingle_size)
     sb = shingles(nb, config.shingle, config.shingle_size)
     dedup = Deduplicator(config)
     verdict = dedup.check_batch([Document(id="A", text=a), Document(id="B", text=b)])[1]
     return PairReport(
         exact_jaccard=round(jaccard(sa, sb), 6),
-        estimated_jaccard=round(_kernels.estimate_jaccard(prints.sketch[0], prints.sketch[1]), 6),
+        estimated_jaccard=round(_index_kernels.estimate_jaccard(prints.sketch[0], prints.sketch[1]), 6),
         simhash_hamming=int(bin(int(prints.simhash[0]) ^ int(prints.simhash[1])).count("1")),
         tfidf_cosine=round(tfidf_cosine(sa, sb), 6),
         exact_duplicate=bool((prints.exact[0] == prints.exact[1]).all()),

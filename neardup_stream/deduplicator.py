@@ -2,10 +2,12 @@
 
 A document is a near-duplicate when its Jaccard similarity (over shingles) with ANY earlier
 live document reaches the threshold, duplicates included, so drifting chains are caught.
-Pipeline per document: id registry (idempotency) -> candidates from the sharded index (LSH
-band keys + SimHash pigeonhole block keys) -> verification against the document store (exact
-hash, 1-bit MinHash sketch estimate; exact Jaccard near the threshold in precise mode) ->
-store + index. Pure Python + numpy: no I/O, no Kafka.
+Per batch: fingerprints (one compiled pass) -> id registry (idempotency) -> one compiled
+pass that, document by document, evicts what retention excludes, probes the sharded index
+(LSH band keys + SimHash pigeonhole block keys), verifies candidates against the document
+store (exact hash, 1-bit MinHash sketch estimate), stores and indexes -> decisions. Precise
+mode verifies candidates near the threshold by exact Jaccard in Python instead.
+Pure Python + numpy + numba: no I/O, no Kafka.
 """
 
 from __future__ import annotations
@@ -16,18 +18,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neardup_stream import _kernels
+from neardup_stream import _index_kernels as _k
 from neardup_stream.bucket_table import BucketTable
 from neardup_stream.config import DedupConfig
 from neardup_stream.doc_store import DocStore, StoredDecision
-from neardup_stream.fingerprint import Fingerprinter, Fingerprints
+from neardup_stream.fingerprint import Fingerprinter
 from neardup_stream.hashing import id_key
 from neardup_stream.models import METHODS, Decision, Document
 from neardup_stream.records import FingerprintRecord
 from neardup_stream.shard import ShardedIndex
 from neardup_stream.shingles import sorted_jaccard
 
-UNIQUE, EXACT, SIMHASH, MINHASH = 0, 1, 2, 3
+UNIQUE, EXACT, SIMHASH, MINHASH = _k.UNIQUE, _k.EXACT, _k.SIMHASH, _k.MINHASH
 _REGISTRY_CAP = 1 << 30
 _MAX_TS = 2**32 - 1
 
@@ -40,22 +42,36 @@ class Outcome:
     record: FingerprintRecord | None
 
 
-@dataclass(frozen=True)
-class _Match:
-    ref: int
-    similarity: float
-    method: int
+@dataclass
+class _Batch:
+    """Column arrays of one batch on their way through the kernels."""
+
+    ids: list[str]
+    skip: np.ndarray
+    keys: np.ndarray
+    nkeys: np.ndarray
+    exact: np.ndarray
+    simhash: np.ndarray
+    sketch: np.ndarray
+    nfeat: np.ndarray
+    ts: np.ndarray
+    lsh_width: int
+
+    def __post_init__(self) -> None:
+        n = len(self.ids)
+        self.ref = np.zeros(n, dtype=np.int64)
+        self.match = np.full(n, -1, dtype=np.int64)
+        self.sim = np.zeros(n, dtype=np.float64)
+        self.method = np.zeros(n, dtype=np.int64)
+        self.indexed = np.ones(n, dtype=np.bool_)
 
 
 def _decision(stored: StoredDecision) -> Decision:
     if stored.method == UNIQUE:
         return Decision(id=stored.doc_id, decision="unique")
     return Decision(
-        id=stored.doc_id,
-        decision="duplicate",
-        duplicate_of=stored.duplicate_of,
-        representative=stored.representative,
-        similarity=round(stored.similarity, 6),
+        id=stored.doc_id, decision="duplicate", duplicate_of=stored.duplicate_of,
+        representative=stored.representative, similarity=round(stored.similarity, 6),
         method=METHODS[stored.method - 1],
     )
 
@@ -70,11 +86,16 @@ class Deduplicator:
         self.index = ShardedIndex(self.config.shards, self.config.bucket_cap)
         self.registry = BucketTable(_REGISTRY_CAP)
         self.features: dict[int, np.ndarray] = {}
-        self.watermark = 0
-        self._evicted_since_compact = 0
+        cfg = self.config
+        self._retention = cfg.max_docs is not None or cfg.max_age_seconds is not None
 
     def __len__(self) -> int:
         return self.store.count
+
+    @property
+    def watermark(self) -> int:
+        """Latest document time seen (seconds); retention by age counts back from it."""
+        return int(self.store.window[_k.WATERMARK])
 
     def check(self, doc: Document, now: float | None = None) -> Decision:
         """Decide one document (and index it)."""
@@ -84,6 +105,17 @@ class Deduplicator:
         """Decide documents in order; later ones see earlier ones of the same batch."""
         return [o.decision for o in self.process(docs, now=now)]
 
+    def lookup(self, doc_id: str) -> Decision | None:
+        """The original decision for an id still in the window, if any."""
+        ref = self._find(doc_id)
+        return None if ref is None else _decision(self.store.decision(ref))
+
+    def _find(self, doc_id: str) -> int | None:
+        for ref in self.registry.probe(np.array([id_key(doc_id)], dtype=np.uint32)):
+            if self.store.alive(int(ref)) and self.store.doc_id(int(ref)) == doc_id:
+                return int(ref)
+        return None
+
     def process(
         self, docs: Sequence[Document], now: float | None = None, records: bool = False
     ) -> list[Outcome]:
@@ -91,182 +123,216 @@ class Deduplicator:
 
         Args:
             docs: Documents in stream order.
-            now: Wall-clock seconds used for documents without a timestamp.
+            now: Seconds used as the time of documents without a timestamp (default: now).
             records: Build a `FingerprintRecord` for every newly stored document.
         """
-        normalized = [self.fingerprinter.normalize(d.text) for d in docs]
-        fps = self.fingerprinter.batch_normalized(normalized)
+        fps = self.fingerprinter.batch([d.text for d in docs])
         default_ts = time.time() if now is None else now
-        out: list[Outcome] = []
-        for i, doc in enumerate(docs):
-            known = self.lookup(doc.id)
-            if known is not None:
-                out.append(Outcome(known, None))
+        ts = [d.timestamp.timestamp() if d.timestamp else default_ts for d in docs]
+        keys = np.concatenate((fps.simhash_keys, fps.lsh_keys), axis=1)
+        nkeys = np.where(fps.nfeat > 0, keys.shape[1], fps.simhash_keys.shape[1])
+        batch = _Batch(
+            [d.id for d in docs], np.zeros(len(docs), dtype=np.bool_), keys, nkeys, fps.exact,
+            fps.simhash, fps.sketch, fps.nfeat, np.clip(np.array(ts, dtype=np.float64), 0,
+            _MAX_TS).astype(np.int64), fps.lsh_keys.shape[1],
+        )
+        earlier = self._mark_known(batch)
+        if self.config.precise:
+            self._decide_precise(batch, [d.text for d in docs])
+        else:
+            self._run(batch, decide=True)
+        return self._finish(batch, earlier, records)
+
+    def _mark_known(self, batch: _Batch) -> dict[int, int]:
+        """Skip ids already stored or repeated in the batch; returns repeat -> first index."""
+        first: dict[str, int] = {}
+        earlier: dict[int, int] = {}
+        for i, doc_id in enumerate(batch.ids):
+            if doc_id in first:
+                earlier[i] = first[doc_id]
+                batch.skip[i] = True
                 continue
-            ts = doc.timestamp.timestamp() if doc.timestamp is not None else default_ts
-            self._advance(int(min(max(ts, 0), _MAX_TS)))
-            feats = self.fingerprinter.features(normalized[i]) if self.config.precise else None
-            match = self._best_match(fps, i, feats)
-            out.append(self._store(doc.id, fps, i, match, feats, records))
+            first[doc_id] = i
+            ref = self._find(doc_id)
+            if ref is not None:
+                batch.ref[i] = ref
+                batch.match[i] = -2
+                batch.skip[i] = True
+        return earlier
+
+    def _run(self, batch: _Batch, decide: bool, begin: int = 0, end: int | None = None) -> None:
+        """Run the decide (or append) kernel over batch rows begin..end, growing tables."""
+        cfg, st = self.config, self.store
+        end = len(batch.ids) if end is None else end
+        st.reserve(end - begin)
+        self.index.reserve((end - begin) * batch.keys.shape[1] // len(self.index.shards) + 64)
+        sl = slice(0, end)
+        i = begin
+        while i < end:
+            heads, nxt, keys, refs, (sizes,) = self.index.arrays()
+            common = (heads, nxt, keys, refs, sizes, st.exact, st.simhash, st.sketch, st.nfeat,
+                      st.ts)
+            retention = (cfg.max_docs or 0, cfg.max_age_seconds or 0)
+            if decide:
+                i = _k.decide_batch(
+                    i, batch.skip[sl], batch.keys[sl], batch.nkeys[sl], batch.exact[sl],
+                    batch.simhash[sl], batch.sketch[sl], batch.nfeat[sl], batch.ts[sl], *common,
+                    st.similarity, st.method, st.window, cfg.bucket_cap, *retention,
+                    cfg.threshold, cfg.simhash_k, cfg.index_duplicates, self._retention,
+                    batch.ref, batch.match, batch.sim, batch.method,
+                )
+            else:
+                i = _k.append_batch(
+                    i, batch.skip[sl], batch.keys[sl], batch.nkeys[sl], batch.exact[sl],
+                    batch.simhash[sl], batch.sketch[sl], batch.nfeat[sl], batch.ts[sl],
+                    batch.sim[sl], batch.method[sl], batch.indexed[sl], *common, st.similarity,
+                    st.method, st.window, cfg.bucket_cap, *retention, batch.ref,
+                )
+            self.index.set_sizes(sizes)
+            if i < end:
+                self.index.reserve((end - i) * batch.keys.shape[1] // len(self.index.shards) + 64)
+
+    def _decide_precise(self, batch: _Batch, texts: list[str]) -> None:
+        """Per document: candidates near the threshold are verified by exact Jaccard."""
+        cfg, st = self.config, self.store
+        buf = np.empty(batch.keys.shape[1] * cfg.bucket_cap * 4 + 64, dtype=np.uint32)
+        feats: dict[int, np.ndarray] = {}
+        for i in range(len(batch.ids)):
+            if batch.skip[i]:
+                continue
+            st.window[_k.WATERMARK] = max(int(st.window[_k.WATERMARK]), int(batch.ts[i]))
+            _k.evict(st.window, st.ts, cfg.max_docs or 0, cfg.max_age_seconds or 0)
+            heads, nxt, keys, refs, _ = self.index.arrays()
+            feats[i] = self.fingerprinter.features(texts[i])
+            cands = _k.probe_verify(
+                i, batch.keys, batch.nkeys, batch.exact, batch.simhash, batch.sketch,
+                batch.nfeat, heads, nxt, keys, refs, st.exact, st.simhash, st.sketch,
+                st.nfeat, st.window, cfg.threshold - cfg.precise_margin, buf,
+            )
+            self._choose_exactly(batch, i, feats[i], *cands)
+            self._run(batch, decide=False, begin=i, end=i + 1)
+            self.features[int(batch.ref[i])] = feats[i]
+        for ref in [r for r in self.features if not st.alive(r)]:
+            del self.features[ref]
+
+    def _choose_exactly(self, batch: _Batch, i: int, feats: np.ndarray, refs: np.ndarray,
+                        sims: np.ndarray, hams: np.ndarray, same: np.ndarray) -> None:
+        cfg = self.config
+        if same.any():
+            j, sim, method = int(np.argmax(same)), 1.0, EXACT
+        else:
+            exact = np.array([
+                sorted_jaccard(feats, self.features[int(r)]) if int(r) in self.features else s
+                for r, s in zip(refs, sims)
+            ])
+            if exact.size == 0 or exact.max() < cfg.threshold:
+                return
+            j = int(np.argmax(exact))
+            sim, method = float(exact[j]), SIMHASH if hams[j] <= cfg.simhash_k else MINHASH
+        batch.match[i], batch.sim[i], batch.method[i] = refs[j], sim, method
+        batch.indexed[i] = cfg.index_duplicates and (method != EXACT or self._retention)
+
+    def _finish(self, batch: _Batch, earlier: dict[int, int], records: bool) -> list[Outcome]:
+        st, cfg = self.store, self.config
+        out: list[Outcome] = []
+        new_keys, new_refs = [], []
+        for i, doc_id in enumerate(batch.ids):
+            if i in earlier:
+                out.append(Outcome(out[earlier[i]].decision, None))
+                continue
+            if batch.match[i] == -2:
+                out.append(Outcome(_decision(st.decision(int(batch.ref[i]))), None))
+                continue
+            ref, match = int(batch.ref[i]), int(batch.match[i])
+            dup = rep = None
+            if match < 0:
+                decision = Decision(id=doc_id, decision="unique")
+            else:
+                dup, rep = st.doc_id(match), st.representative(match)
+                decision = Decision(
+                    id=doc_id, decision="duplicate", duplicate_of=dup, representative=rep,
+                    similarity=round(float(batch.sim[i]), 6),
+                    method=METHODS[int(batch.method[i]) - 1],
+                )
+            st.record(ref, doc_id, dup, rep)
+            new_keys.append(id_key(doc_id))
+            new_refs.append(ref)
+            record = None
+            if records:
+                width = batch.nkeys[i] - (batch.keys.shape[1] - batch.lsh_width)
+                indexed = match < 0 or (
+                    cfg.index_duplicates and (batch.method[i] != EXACT or self._retention)
+                )
+                record = FingerprintRecord(
+                    config_id=cfg.fingerprint_id, doc_id=doc_id, duplicate_of=dup,
+                    representative=rep, ts=int(batch.ts[i]), method=int(batch.method[i]),
+                    similarity=float(batch.sim[i]), nfeat=int(batch.nfeat[i]),
+                    exact=(int(batch.exact[i, 0]), int(batch.exact[i, 1])),
+                    simhash=int(batch.simhash[i]),
+                    lsh_keys=batch.keys[i, batch.keys.shape[1] - batch.lsh_width :][:width],
+                    simhash_keys=batch.keys[i, : batch.keys.shape[1] - batch.lsh_width],
+                    sketch=batch.sketch[i], indexed=bool(indexed),
+                )
+            out.append(Outcome(decision, record))
+        self.registry.insert(
+            np.array(new_keys, dtype=np.uint32), np.array(new_refs, dtype=np.uint32)
+        )
+        self._after_evictions()
         return out
 
-    def lookup(self, doc_id: str) -> Decision | None:
-        """The original decision for an id still in the window, if any."""
-        for ref in self.registry.probe(np.array([id_key(doc_id)], dtype=np.uint32)):
-            if self.store.alive(int(ref)) and self.store.doc_id(int(ref)) == doc_id:
-                return _decision(self.store.decision(int(ref)))
-        return None
-
-    def _keys(self, fps: Fingerprints, i: int) -> np.ndarray:
-        if fps.nfeat[i] == 0:
-            return fps.simhash_keys[i]
-        return np.concatenate((fps.lsh_keys[i], fps.simhash_keys[i]))
-
-    def _best_match(self, fps: Fingerprints, i: int, feats: np.ndarray | None) -> _Match | None:
-        cfg, st = self.config, self.store
-        cands = self.index.probe(self._keys(fps, i))
-        if cands.size == 0:
-            return None
-        min_sim = cfg.threshold - cfg.precise_margin if cfg.precise else cfg.threshold
-        refs, sims, hams, exact = _kernels.verify(
-            cands,
-            st.base,
-            st.count,
-            st.start,
-            fps.sketch[i],
-            fps.simhash[i],
-            fps.exact[i],
-            fps.nfeat[i],
-            st.sketch,
-            st.simhash,
-            st.exact,
-            st.nfeat,
-            min_sim,
-        )
-        if refs.size == 0:
-            return None
-        if exact.any():
-            return _Match(int(refs[np.argmax(exact)]), 1.0, EXACT)
-        if feats is not None:
-            sims = sims.copy()
-            for j, ref in enumerate(refs):
-                other = self.features.get(int(ref))
-                if other is not None:
-                    sims[j] = sorted_jaccard(feats, other)
-            if sims.max() < cfg.threshold:
-                return None
-        best = int(np.argmax(sims))
-        method = SIMHASH if hams[best] <= cfg.simhash_k else MINHASH
-        return _Match(int(refs[best]), float(sims[best]), method)
-
-    def _store(
-        self,
-        doc_id: str,
-        fps: Fingerprints,
-        i: int,
-        match: _Match | None,
-        feats: np.ndarray | None,
-        records: bool,
-    ) -> Outcome:
-        st, cfg = self.store, self.config
-        if match is None:
-            decision = Decision(id=doc_id, decision="unique")
-            dup = rep = None
-            method, sim = UNIQUE, 0.0
-        else:
-            dup, rep = st.doc_id(match.ref), st.representative(match.ref)
-            method, sim = match.method, match.similarity
-            decision = Decision(
-                id=doc_id,
-                decision="duplicate",
-                duplicate_of=dup,
-                representative=rep,
-                similarity=round(sim, 6),
-                method=METHODS[method - 1],
-            )
-        indexed = match is None or (
-            cfg.index_duplicates
-            and (method != EXACT or cfg.max_docs is not None or cfg.max_age_seconds is not None)
-        )
-        record = FingerprintRecord(
-            config_id=cfg.fingerprint_id,
-            doc_id=doc_id,
-            duplicate_of=dup,
-            representative=rep,
-            ts=self.watermark,
-            method=method,
-            similarity=sim,
-            nfeat=int(fps.nfeat[i]),
-            exact=(int(fps.exact[i, 0]), int(fps.exact[i, 1])),
-            simhash=int(fps.simhash[i]),
-            lsh_keys=fps.lsh_keys[i] if fps.nfeat[i] else fps.lsh_keys[i][:0],
-            simhash_keys=fps.simhash_keys[i],
-            sketch=fps.sketch[i],
-            indexed=indexed,
-        )
-        self._insert(record, feats)
-        return Outcome(decision, record if records else None)
-
-    def _insert(self, rec: FingerprintRecord, feats: np.ndarray | None) -> None:
+    def _after_evictions(self) -> None:
         st = self.store
-        ref = st.append(
-            doc_id=rec.doc_id,
-            duplicate_of=rec.duplicate_of,
-            representative=rec.representative,
-            exact=np.array(rec.exact, dtype=np.uint64),
-            simhash=rec.simhash,
-            sketch=rec.sketch,
-            nfeat=rec.nfeat,
-            ts=rec.ts,
-            similarity=rec.similarity,
-            method=rec.method,
-        )
-        if rec.indexed:
-            keys = np.concatenate((rec.lsh_keys, rec.simhash_keys))
-            self.index.insert(keys, ref, st.base, st.count)
-        self.registry.insert(np.array([id_key(rec.doc_id)], dtype=np.uint32), ref)
-        if feats is not None:
-            self.features[ref] = feats
-
-    def apply_record(self, rec: FingerprintRecord) -> bool:
-        """Replay a changelog record into the index; False if its id is already known."""
-        if rec.config_id != self.config.fingerprint_id:
-            raise ValueError(
-                f"record was made under fingerprint config {rec.config_id:#010x}, "
-                f"this index uses {self.config.fingerprint_id:#010x}"
-            )
-        if self.lookup(rec.doc_id) is not None:
-            return False
-        self._advance(rec.ts)
-        self._insert(rec, None)
-        return True
-
-    def apply_records(self, records: Iterable[FingerprintRecord]) -> int:
-        """Replay records in order; returns how many were new."""
-        return sum(self.apply_record(r) for r in records)
-
-    def _advance(self, ts: int) -> None:
-        """Move the time watermark and evict what the retention settings exclude."""
-        self.watermark = max(self.watermark, ts)
-        cfg, st = self.config, self.store
-        evicted = 0
-        while st.count and (
-            (cfg.max_docs is not None and st.count >= cfg.max_docs)
-            or (
-                cfg.max_age_seconds is not None
-                and st.oldest_ts() < self.watermark - cfg.max_age_seconds
-            )
-        ):
-            self.features.pop(st.base, None)
-            st.evict_oldest()
-            evicted += 1
-        if not evicted:
-            return
-        self._evicted_since_compact += evicted
-        if self._evicted_since_compact > max(4096, st.count):
+        st.trim_blob()
+        if st.window[_k.EVICTED] > max(4096, st.count):
             self.index.compact(st.base, st.count)
             self.registry.compact(st.base, st.count)
-            self._evicted_since_compact = 0
+            st.window[_k.EVICTED] = 0
+
+    def apply_records(self, records: Iterable[FingerprintRecord]) -> int:
+        """Replay changelog records in order (no verification); returns how many were new."""
+        recs = list(records)
+        for rec in recs:
+            if rec.config_id != self.config.fingerprint_id:
+                raise ValueError(
+                    f"record was made under fingerprint config {rec.config_id:#010x}, "
+                    f"this index uses {self.config.fingerprint_id:#010x}"
+                )
+        if not recs:
+            return 0
+        blocks, bands = recs[0].simhash_keys.size, self.fingerprinter.bands
+        keys = np.zeros((len(recs), blocks + bands), dtype=np.uint32)
+        for i, r in enumerate(recs):
+            keys[i, : blocks + r.lsh_keys.size] = np.concatenate((r.simhash_keys, r.lsh_keys))
+        batch = _Batch(
+            [r.doc_id for r in recs], np.zeros(len(recs), dtype=np.bool_), keys,
+            np.array([blocks + r.lsh_keys.size for r in recs], dtype=np.int64),
+            np.array([r.exact for r in recs], dtype=np.uint64).reshape(-1, 2),
+            np.array([r.simhash for r in recs], dtype=np.uint64),
+            np.stack([r.sketch for r in recs]),
+            np.array([r.nfeat for r in recs], dtype=np.int64),
+            np.array([r.ts for r in recs], dtype=np.int64), bands,
+        )
+        batch.sim[:] = [r.similarity for r in recs]
+        batch.method[:] = [r.method for r in recs]
+        batch.indexed[:] = [r.indexed for r in recs]
+        earlier = self._mark_known(batch)
+        self._run(batch, decide=False)
+        new = 0
+        keys_new, refs_new = [], []
+        for i, rec in enumerate(recs):
+            if batch.skip[i] or i in earlier:
+                continue
+            self.store.record(int(batch.ref[i]), rec.doc_id, rec.duplicate_of, rec.representative)
+            keys_new.append(id_key(rec.doc_id))
+            refs_new.append(int(batch.ref[i]))
+            new += 1
+        self.registry.insert(np.array(keys_new, dtype=np.uint32), np.array(refs_new, dtype=np.uint32))
+        self._after_evictions()
+        return new
+
+    def apply_record(self, rec: FingerprintRecord) -> bool:
+        """Replay one changelog record; False if its id is already known."""
+        return self.apply_records([rec]) == 1
 
     def index_bytes(self) -> int:
         """Bytes held by everything the index keeps (allocated capacity included)."""

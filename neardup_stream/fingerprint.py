@@ -1,8 +1,9 @@
-"""Fingerprints of documents: normalisation, exact hash, SimHash, MinHash signature, sketch.
+"""Fingerprints of documents: exact hash, SimHash, MinHash signature, sketch, bucket keys.
 
-`Fingerprinter.batch(texts)` runs the fused compiled kernel over a whole batch and returns
-column arrays (`Fingerprints`), which is what makes fingerprinting fast: one call per batch,
-no per-shingle Python. The same text always yields the same fingerprint (see `hashing`).
+`Fingerprinter.batch(texts)` folds each text in Python (NFKC + case folding, skipped for
+ASCII), then runs the fused compiled kernel once over the whole batch's UTF-8, which finishes
+normalisation and computes everything else. The same text always yields the same fingerprint
+(see `hashing` and `_kernels`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ import numpy as np
 
 from neardup_stream import _kernels
 from neardup_stream.config import DedupConfig
-from neardup_stream.hashing import exact_hash
-from neardup_stream.normalize import normalize
+from neardup_stream.normalize import fold, normalize
 from neardup_stream.shingles import codepoints
 
 
@@ -48,22 +48,17 @@ class Fingerprinter:
         return normalize(text, html_input=self.config.strip_html)
 
     def batch(self, texts: Sequence[str]) -> Fingerprints:
-        """Fingerprint raw texts (normalised here)."""
-        return self.batch_normalized([self.normalize(t) for t in texts])
-
-    def batch_normalized(self, texts: Sequence[str]) -> Fingerprints:
-        """Fingerprint texts that are already normalised."""
+        """Fingerprint raw texts."""
         cfg = self.config
-        parts = [codepoints(t) for t in texts]
+        parts = [fold(t, html_input=cfg.strip_html).encode("utf-8", "surrogatepass") for t in texts]
         offsets = np.zeros(len(parts) + 1, dtype=np.int64)
-        np.cumsum([p.size for p in parts], out=offsets[1:])
-        cps = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint32)
-        simhash, sketch, signature, nfeat = _kernels.fingerprint_batch(
-            cps, offsets, self._mode, cfg.shingle_size, cfg.seed, cfg.sketch_bits, cfg.num_perm
+        np.cumsum([len(p) for p in parts], out=offsets[1:])
+        data = np.frombuffer(b"".join(parts), dtype=np.uint8)
+        exact, simhash, sketch, signature, nfeat = _kernels.fingerprint_batch(
+            data, offsets, self._mode, cfg.shingle_size, cfg.seed, cfg.sketch_bits, cfg.num_perm
         )
-        exact = np.array([exact_hash(t, cfg.seed) for t in texts], dtype=np.uint64)
         return Fingerprints(
-            exact=exact.reshape(len(texts), 2),
+            exact=exact,
             simhash=simhash,
             signature=signature,
             sketch=sketch,
@@ -72,9 +67,9 @@ class Fingerprinter:
             simhash_keys=_kernels.simhash_block_keys(simhash, cfg.simhash_k, cfg.seed),
         )
 
-    def features(self, normalized: str) -> np.ndarray:
-        """Sorted unique feature hashes of a normalised text (for exact Jaccard)."""
-        cps = codepoints(normalized)
+    def features(self, text: str) -> np.ndarray:
+        """Sorted unique feature hashes of a raw text (for exact Jaccard)."""
+        cps = codepoints(self.normalize(text))
         return np.unique(
             _kernels.feature_hashes(cps, self._mode, self.config.shingle_size, self.config.seed)
         )

@@ -13,8 +13,12 @@ _ID_SEED = 0x1D5EED
 
 
 def exact_hash(normalized: str, seed: int) -> tuple[int, int]:
-    """128-bit MurmurHash3 of the normalised text, as two unsigned 64-bit halves."""
-    h = mmh3.hash128(normalized.encode("utf-8", "surrogatepass"), seed, x64arch=True, signed=False)
+    """128-bit MurmurHash3 (x64) of the normalised text's UTF-32LE bytes, as two 64-bit halves.
+
+    This is the reference for the compiled kernel, which computes the same value in its pass.
+    """
+    data = normalized.encode("utf-32-le", "surrogatepass")
+    h = mmh3.hash128(data, seed, x64arch=True, signed=False)
     return h & 0xFFFFFFFFFFFFFFFF, h >> 64
 
 

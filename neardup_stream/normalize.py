@@ -18,6 +18,20 @@ def strip_html(text: str) -> str:
     return html.unescape(_TAG.sub(" ", text))
 
 
+def fold(text: str, *, html_input: bool = False) -> str:
+    """The first half of `normalize`: HTML stripping, NFKC and case folding.
+
+    Pure-ASCII text is returned as it is: NFKC leaves it unchanged and the compiled kernel
+    lowers A-Z itself, which is all case folding does to ASCII. The kernel then collapses
+    whitespace, completing `normalize`.
+    """
+    if html_input:
+        text = strip_html(text)
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
 def normalize(text: str, *, html_input: bool = False) -> str:
     """Return the canonical form of `text` that all features are computed from.
 

@@ -4,7 +4,8 @@ A shard knows nothing about documents beyond their refs: `probe(keys)` returns c
 stored under those keys and `insert(keys, ref)` stores one, so a shard can live in another
 process (or worker) as long as keys are routed by `key % S`. LSH band keys and SimHash block
 keys share a shard's table; their derivations are seeded apart, and every candidate is
-verified against the document store afterwards.
+verified against the document store afterwards. In one process, the batch kernels work on all
+shards at once through `arrays()`.
 """
 
 from __future__ import annotations
@@ -26,16 +27,12 @@ class IndexShard:
         return self.table.probe(keys)
 
     def insert(self, keys: np.ndarray, ref: int, base: int, count: int) -> None:
-        """Store `ref` under `keys` (buckets at their cap are left as they are)."""
-        self.table.insert(keys, ref, base, count)
-
-    @property
-    def nbytes(self) -> int:
-        return self.table.nbytes
+        """Store `ref` under `keys` (keys at their cap are left as they are)."""
+        self.table.insert(keys, np.full(keys.size, ref, dtype=np.uint32), base, count)
 
 
 class ShardedIndex:
-    """Routes keys to shards and gathers their answers."""
+    """Routes keys to shards (key % S) and exposes all shards' arrays to the kernels."""
 
     def __init__(self, shards: int, bucket_cap: int) -> None:
         if shards < 1:
@@ -43,22 +40,40 @@ class ShardedIndex:
         self.shards = [IndexShard(i, bucket_cap) for i in range(shards)]
         self.bucket_cap = bucket_cap
 
-    def route(self, keys: np.ndarray) -> list[tuple[IndexShard, np.ndarray]]:
-        """(shard, its keys) for every shard that owns at least one of `keys`."""
-        n = len(self.shards)
-        if n == 1:
-            return [(self.shards[0], keys)]
-        owner = keys % np.uint32(n)
-        return [(s, keys[owner == s.shard_id]) for s in self.shards if np.any(owner == s.shard_id)]
+    def owner(self, keys: np.ndarray) -> np.ndarray:
+        """Shard id of each key."""
+        return keys % np.uint32(len(self.shards))
 
     def probe(self, keys: np.ndarray) -> np.ndarray:
         """Candidate refs from every shard owning one of `keys`."""
-        parts = [shard.probe(k) for shard, k in self.route(keys)]
-        return np.concatenate(parts) if parts else np.empty(0, dtype=np.uint32)
+        owner = self.owner(keys)
+        parts = [s.probe(keys[owner == s.shard_id]) for s in self.shards]
+        return np.concatenate(parts)
 
     def insert(self, keys: np.ndarray, ref: int, base: int, count: int) -> None:
-        for shard, k in self.route(keys):
-            shard.insert(k, ref, base, count)
+        owner = self.owner(keys)
+        for shard in self.shards:
+            shard.insert(keys[owner == shard.shard_id], ref, base, count)
+
+    def arrays(self) -> tuple[tuple[np.ndarray, ...], ...]:
+        """(heads, nxt, keys, refs) tuples over shards, plus sizes, for the batch kernels."""
+        tables = [s.table for s in self.shards]
+        return (
+            tuple(t.heads for t in tables),
+            tuple(t.nxt for t in tables),
+            tuple(t.keys for t in tables),
+            tuple(t.refs for t in tables),
+            (np.array([t.size for t in tables], dtype=np.int64),),
+        )
+
+    def reserve(self, extra: int) -> None:
+        """Room for `extra` more entries in every shard."""
+        for shard in self.shards:
+            shard.table.reserve(extra)
+
+    def set_sizes(self, sizes: np.ndarray) -> None:
+        for shard, size in zip(self.shards, sizes):
+            shard.table.size = int(size)
 
     def compact(self, base: int, count: int) -> None:
         """Drop entries of evicted refs in every shard."""
@@ -71,4 +86,4 @@ class ShardedIndex:
 
     @property
     def nbytes(self) -> int:
-        return sum(s.nbytes for s in self.shards)
+        return sum(s.table.nbytes for s in self.shards)

@@ -125,5 +125,4 @@ def load_snapshot(path: str | os.PathLike[str], config: DedupConfig | None = Non
         int(r): arrays["features"][offsets[j] : offsets[j + 1]]
         for j, r in enumerate(arrays["features_refs"])
     }
-    dedup.watermark = int(meta["watermark"])  # type: ignore[call-overload]
     return dedup

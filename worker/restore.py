@@ -45,16 +45,25 @@ def restore_index(
     started = last_log = time.monotonic()
     while remaining and not should_stop():
         batch = reader.poll(timeout_ms=500)
+        records = []
         for tp, messages in batch.items():
             for msg in messages:
                 if msg.value is None:
                     continue
                 try:
-                    dedup.apply_record(FingerprintRecord.decode(msg.value))
-                    replayed += 1
+                    record = FingerprintRecord.decode(msg.value)
                 except ValueError as exc:
                     skipped += 1
                     log.warning("skipping changelog record %s@%d: %s", tp, msg.offset, exc)
+                    continue
+                if record.config_id != config.fingerprint_id:
+                    skipped += 1
+                    log.warning("skipping changelog record %s@%d: other fingerprint settings",
+                                tp, msg.offset)
+                    continue
+                records.append(record)
+        dedup.apply_records(records)
+        replayed += len(records)
         for tp in list(remaining):
             if reader.position(tp) >= end[tp]:
                 remaining.discard(tp)

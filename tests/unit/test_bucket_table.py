@@ -13,7 +13,7 @@ def test_probe_returns_exactly_what_was_inserted(pairs: list[tuple[int, int]]) -
     table = BucketTable(cap=10**6)
     model: dict[int, list[int]] = defaultdict(list)
     for ref, key in enumerate(k for _, k in pairs):
-        table.insert(np.array([key], dtype=np.uint32), ref)
+        table.insert(np.array([key], dtype=np.uint32), np.array([ref], dtype=np.uint32))
         model[key].append(ref)
     for key, refs in model.items():
         got = table.probe(np.array([key], dtype=np.uint32))
@@ -24,7 +24,7 @@ def test_growth_keeps_entries() -> None:
     table = BucketTable(cap=4)
     keys = np.arange(100_000, dtype=np.uint32) * np.uint32(2654435761)
     for ref, key in enumerate(keys):
-        table.insert(np.array([key]), ref)
+        table.insert(np.array([key]), np.array([ref], dtype=np.uint32))
     assert len(table) == 100_000
     assert table.heads.size * 4 >= len(table)
     assert table.probe(keys[12345:12346]).tolist() == [12345]
@@ -33,15 +33,15 @@ def test_growth_keeps_entries() -> None:
 def test_bucket_cap_bounds_hot_keys() -> None:
     table = BucketTable(cap=3)
     for ref in range(10):
-        table.insert(np.array([7], dtype=np.uint32), ref)
+        table.insert(np.array([7], dtype=np.uint32), np.array([ref], dtype=np.uint32))
     assert table.probe(np.array([7], dtype=np.uint32)).tolist() == [2, 1, 0]
 
 
 def test_compact_drops_refs_outside_the_window_and_cap_counts_live_only() -> None:
     table = BucketTable(cap=2)
     for ref in range(2):
-        table.insert(np.array([5], dtype=np.uint32), ref, base=0, count=ref + 1)
-    table.insert(np.array([5], dtype=np.uint32), 2, base=2, count=1)
+        table.insert(np.array([5], dtype=np.uint32), np.array([ref], dtype=np.uint32), 0, ref + 1)
+    table.insert(np.array([5], dtype=np.uint32), np.array([2], dtype=np.uint32), 2, 1)
     assert sorted(table.probe(np.array([5], dtype=np.uint32)).tolist()) == [0, 1, 2]
     table.compact(base=2, count=1)
     assert table.probe(np.array([5], dtype=np.uint32)).tolist() == [2]
@@ -50,7 +50,7 @@ def test_compact_drops_refs_outside_the_window_and_cap_counts_live_only() -> Non
 def test_from_arrays_round_trip() -> None:
     table = BucketTable(cap=8)
     for ref in range(500):
-        table.insert(np.array([ref % 37, ref % 11 + 1000], dtype=np.uint32), ref)
+        table.insert(np.array([ref % 37, ref % 11 + 1000], dtype=np.uint32), np.array([ref, ref], dtype=np.uint32))
     keys, refs = table.entries()
     again = BucketTable.from_arrays(8, keys, refs)
     for key in (3, 1005):

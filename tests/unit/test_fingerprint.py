@@ -8,7 +8,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup_stream import _kernels
+from neardup_stream import _index_kernels
 from neardup_stream.config import DedupConfig
 from neardup_stream.fingerprint import Fingerprinter
 from neardup_stream.shingles import char_shingles, jaccard
@@ -86,7 +86,7 @@ def test_jaccard_estimate_within_error_bound(seed: int, rate: float) -> None:
     other = mutate(base, rate, seed + 1)
     cfg = DedupConfig()
     fp = Fingerprinter(cfg).batch([base, other])
-    est = _kernels.estimate_jaccard(fp.sketch[0], fp.sketch[1])
+    est = _index_kernels.estimate_jaccard(fp.sketch[0], fp.sketch[1])
     true = jaccard(char_shingles(base, 5), char_shingles(other, 5))
     p = (1 + true) / 2
     sigma = 2 * math.sqrt(p * (1 - p) / cfg.sketch_bits)
@@ -96,3 +96,33 @@ def test_jaccard_estimate_within_error_bound(seed: int, rate: float) -> None:
 def test_feature_hashes_match_reference_shingles(text: str) -> None:
     fp = Fingerprinter(DedupConfig())
     assert fp.features(text).size == len(set(char_shingles(text, 5)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(
+        alphabet=st.one_of(
+            st.characters(codec="utf-8"),
+            st.sampled_from(list(" \t\n\r\x0b\x0c\x1c\x85\xa0\u1680\u2000\u2028\u3000ＡﬁẞΣİ")),
+        ),
+        max_size=60,
+    )
+)
+def test_kernel_normalisation_and_exact_hash_match_the_python_reference(text: str) -> None:
+    from neardup_stream.hashing import exact_hash
+    from neardup_stream.normalize import normalize
+
+    cfg = DedupConfig()
+    fp = Fingerprinter(cfg).batch([text])
+    assert tuple(int(x) for x in fp.exact[0]) == exact_hash(normalize(text), cfg.seed)
+    assert fp.nfeat[0] == len(char_shingles(normalize(text), 5))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=5000))
+def test_bit_counts_equal_naive_counting(values: list[int]) -> None:
+    from neardup_stream._kernels import bit_counts
+
+    feats = np.array(values, dtype=np.uint64)
+    naive = [sum((v >> b) & 1 for v in values) for b in range(64)]
+    assert bit_counts(feats).tolist() == naive

@@ -1,0 +1,250 @@
+"""Compiled (numba) kernels of the index: bucket tables, the store ring, and batch decisions.
+
+Refs are 32-bit sequence numbers; a ref is live while (ref - base) mod 2**32 < count, so
+entries of evicted documents are recognised without flags (see `doc_store`). The store's
+window lives in a small int64 array, `window = [base, count, start, watermark, evicted]`,
+updated in place. Shard tables are passed as tuples of arrays; key `k` lives in shard
+`k % len(tables)`. A batch kernel returns early (with the index of the next document) when a
+table needs to grow, which the Python side does before calling again.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from neardup_stream._kernels import popcount64
+
+_U32 = np.uint64(0xFFFFFFFF)
+BASE, COUNT, START, WATERMARK, EVICTED = 0, 1, 2, 3, 4
+UNIQUE, EXACT, SIMHASH, MINHASH = 0, 1, 2, 3
+MAX_LOAD = 4
+
+
+@njit(inline="always", cache=True)
+def _alive(ref, base, count):
+    return ((np.uint64(ref) - np.uint64(base)) & _U32) < np.uint64(count)
+
+
+@njit(cache=True)
+def table_probe(heads, nxt, keys, refs, qkeys, out):
+    """Write to `out` the refs stored under `qkeys`; returns how many exist (may exceed out)."""
+    mask = heads.size - 1
+    n = 0
+    for q in qkeys:
+        e = heads[q & mask]
+        while e >= 0:
+            if keys[e] == q:
+                if n < out.size:
+                    out[n] = refs[e]
+                n += 1
+            e = nxt[e]
+    return n
+
+
+@njit(inline="always", cache=True)
+def _insert_one(heads, nxt, keys, refs, size, q, ref, cap, base, count):
+    b = q & (heads.size - 1)
+    e = heads[b]
+    same = 0
+    while e >= 0:
+        if keys[e] == q and _alive(refs[e], base, count):
+            same += 1
+        e = nxt[e]
+    if same >= cap:
+        return size
+    keys[size] = q
+    refs[size] = ref
+    nxt[size] = heads[b]
+    heads[b] = size
+    return size + 1
+
+
+@njit(cache=True)
+def table_insert(heads, nxt, keys, refs, size, qkeys, qrefs, cap, base, count):
+    """Insert (qkeys[i], qrefs[i]) unless that key already holds `cap` live refs."""
+    for i in range(qkeys.size):
+        size = _insert_one(heads, nxt, keys, refs, size, qkeys[i], qrefs[i], cap, base, count)
+    return size
+
+
+@njit(cache=True)
+def table_rehash(heads, nxt, keys, size):
+    """Rebuild the bucket chains for the first `size` entries."""
+    heads[:] = -1
+    mask = heads.size - 1
+    for e in range(size):
+        b = keys[e] & mask
+        nxt[e] = heads[b]
+        heads[b] = e
+
+
+@njit(cache=True)
+def table_compact(heads, nxt, keys, refs, size, base, count):
+    """Drop entries whose ref left the live window; returns the new size."""
+    m = 0
+    for e in range(size):
+        if _alive(refs[e], base, count):
+            keys[m] = keys[e]
+            refs[m] = refs[e]
+            m += 1
+    table_rehash(heads, nxt, keys, m)
+    return m
+
+
+@njit(cache=True)
+def estimate_jaccard(a, b):
+    """Jaccard estimate from two 1-bit OPH sketches: P(bit equal) = (1 + J) / 2."""
+    diff = 0
+    for i in range(a.size):
+        diff += popcount64(a[i] ^ b[i])
+    j = 1.0 - 2.0 * diff / (a.size * 64)
+    return j if j > 0.0 else 0.0
+
+
+@njit(cache=True)
+def evict(window, st_ts, max_docs, max_age):
+    cap = st_ts.size
+    while window[COUNT] > 0 and (
+        (max_docs > 0 and window[COUNT] >= max_docs)
+        or (max_age > 0 and st_ts[window[START]] < window[WATERMARK] - max_age)
+    ):
+        window[START] = (window[START] + 1) % cap
+        window[BASE] = (window[BASE] + 1) & 0xFFFFFFFF
+        window[COUNT] -= 1
+        window[EVICTED] += 1
+
+
+@njit(cache=True)
+def _room(heads_t, keys_t, sizes, need):
+    for s in range(sizes.size):
+        if sizes[s] + need > keys_t[s].size or sizes[s] > MAX_LOAD * heads_t[s].size:
+            return False
+    return True
+
+
+@njit(cache=True)
+def _append(window, i, exact, simhash, sketch, nfeat, ts, sim, method,
+            st_exact, st_simhash, st_sketch, st_nfeat, st_ts, st_sim, st_method):
+    cap = st_simhash.size
+    p = (window[START] + window[COUNT]) % cap
+    st_exact[p] = exact[i]
+    st_simhash[p] = simhash[i]
+    st_sketch[p] = sketch[i]
+    st_nfeat[p] = nfeat[i]
+    st_ts[p] = ts[i]
+    st_sim[p] = sim
+    st_method[p] = method
+    ref = (window[BASE] + window[COUNT]) & 0xFFFFFFFF
+    window[COUNT] += 1
+    return ref
+
+
+@njit(cache=True)
+def _index(keys, nkeys, i, ref, heads_t, nxt_t, keys_t, refs_t, sizes, cap, window):
+    shards = sizes.size
+    for j in range(nkeys[i]):
+        q = keys[i, j]
+        s = q % shards
+        sizes[s] = _insert_one(heads_t[s], nxt_t[s], keys_t[s], refs_t[s], sizes[s], q,
+                               np.uint32(ref), cap, window[BASE], window[COUNT])
+
+
+@njit(cache=True)
+def append_batch(begin, skip, keys, nkeys, exact, simhash, sketch, nfeat, ts, sims, methods,
+                 indexed, heads_t, nxt_t, keys_t, refs_t, sizes, st_exact, st_simhash,
+                 st_sketch, st_nfeat, st_ts, st_sim, st_method, window, cap, max_docs, max_age,
+                 out_ref):
+    """Store and index documents whose decisions are already known (replay, precise mode)."""
+    for i in range(begin, skip.size):
+        if skip[i]:
+            continue
+        if not _room(heads_t, keys_t, sizes, keys.shape[1]):
+            return i
+        window[WATERMARK] = max(window[WATERMARK], ts[i])
+        evict(window, st_ts, max_docs, max_age)
+        ref = _append(window, i, exact, simhash, sketch, nfeat, ts, sims[i], methods[i],
+                      st_exact, st_simhash, st_sketch, st_nfeat, st_ts, st_sim, st_method)
+        out_ref[i] = ref
+        if indexed[i]:
+            _index(keys, nkeys, i, ref, heads_t, nxt_t, keys_t, refs_t, sizes, cap, window)
+    return skip.size
+
+
+@njit(cache=True)
+def probe_verify(i, keys, nkeys, exact, simhash, sketch, nfeat, heads_t, nxt_t, keys_t, refs_t,
+                 st_exact, st_simhash, st_sketch, st_nfeat, window, min_sim, buf):
+    """Candidates of document i with estimate >= min_sim: (refs, sims, hamming, exact)."""
+    shards = len(heads_t)
+    n = 0
+    for j in range(nkeys[i]):
+        q = keys[i, j]
+        s = q % shards
+        n += table_probe(heads_t[s], nxt_t[s], keys_t[s], refs_t[s], keys[i, j : j + 1],
+                         buf[n:])
+        n = min(n, buf.size)
+    cands = np.sort(buf[:n])
+    cap = st_simhash.size
+    out_ref = np.empty(n, dtype=np.int64)
+    out_sim = np.empty(n, dtype=np.float64)
+    out_ham = np.empty(n, dtype=np.int64)
+    out_exact = np.zeros(n, dtype=np.bool_)
+    m = 0
+    last = -1
+    for c in range(n):
+        ref = np.int64(cands[c])
+        if ref == last:
+            continue
+        last = ref
+        d = (np.uint64(ref) - np.uint64(window[BASE])) & _U32
+        if d >= np.uint64(window[COUNT]):
+            continue
+        p = (window[START] + np.int64(d)) % cap
+        same = st_exact[p, 0] == exact[i, 0] and st_exact[p, 1] == exact[i, 1]
+        if same:
+            sim = 1.0
+        elif nfeat[i] == 0 or st_nfeat[p] == 0:
+            continue
+        else:
+            sim = estimate_jaccard(sketch[i], st_sketch[p])
+        if sim < min_sim:
+            continue
+        out_ref[m] = ref
+        out_sim[m] = sim
+        out_ham[m] = np.int64(popcount64(simhash[i] ^ st_simhash[p]))
+        out_exact[m] = same
+        m += 1
+    return out_ref[:m], out_sim[:m], out_ham[:m], out_exact[:m]
+
+
+@njit(cache=True)
+def decide_batch(begin, skip, keys, nkeys, exact, simhash, sketch, nfeat, ts, heads_t, nxt_t,
+                 keys_t, refs_t, sizes, st_exact, st_simhash, st_sketch, st_nfeat, st_ts, st_sim,
+                 st_method, window, cap, max_docs, max_age, threshold, simhash_k, index_dups,
+                 retention, out_ref, out_match, out_sim, out_method):
+    """Decide, store and index documents begin.. in order (each sees all earlier ones)."""
+    buf = np.empty(keys.shape[1] * cap * 4 + 64, dtype=np.uint32)
+    for i in range(begin, skip.size):
+        if skip[i]:
+            continue
+        if not _room(heads_t, keys_t, sizes, keys.shape[1]):
+            return i
+        window[WATERMARK] = max(window[WATERMARK], ts[i])
+        evict(window, st_ts, max_docs, max_age)
+        refs, sims, hams, same = probe_verify(
+            i, keys, nkeys, exact, simhash, sketch, nfeat, heads_t, nxt_t, keys_t, refs_t,
+            st_exact, st_simhash, st_sketch, st_nfeat, window, threshold, buf)
+        match, sim, method = -1, 0.0, UNIQUE
+        for c in range(refs.size):
+            if same[c]:
+                match, sim, method = refs[c], 1.0, EXACT
+                break
+            if sims[c] > sim:
+                match, sim = refs[c], sims[c]
+                method = SIMHASH if hams[c] <= simhash_k else MINHASH
+        ref = _append(window, i, exact, simhash, sketch, nfeat, ts, sim, method,
+                      st_exact, st_simhash, st_sketch, st_nfeat, st_ts, st_sim, st_method)
+        out_ref[i], out_match[i], out_sim[i], out_method[i] = ref, match, sim, method
+        if method == UNIQUE or (index_dups and (method != EXACT or retention)):
+            _index(keys, nkeys, i, ref, heads_t, nxt_t, keys_t, refs_t, sizes, cap, window)
+    return skip.size
