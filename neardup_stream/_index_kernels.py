@@ -124,8 +124,24 @@ def _room(heads_t, keys_t, sizes, need):
 
 
 @njit(cache=True)
-def _append(window, i, exact, simhash, sketch, nfeat, ts, sim, method,
-            st_exact, st_simhash, st_sketch, st_nfeat, st_ts, st_sim, st_method):
+def _append(
+    window,
+    i,
+    exact,
+    simhash,
+    sketch,
+    nfeat,
+    ts,
+    sim,
+    method,
+    st_exact,
+    st_simhash,
+    st_sketch,
+    st_nfeat,
+    st_ts,
+    st_sim,
+    st_method,
+):
     cap = st_simhash.size
     p = (window[START] + window[COUNT]) % cap
     st_exact[p] = exact[i]
@@ -146,15 +162,52 @@ def _index(keys, nkeys, i, ref, heads_t, nxt_t, keys_t, refs_t, sizes, cap, wind
     for j in range(nkeys[i]):
         q = keys[i, j]
         s = q % shards
-        sizes[s] = _insert_one(heads_t[s], nxt_t[s], keys_t[s], refs_t[s], sizes[s], q,
-                               np.uint32(ref), cap, window[BASE], window[COUNT])
+        sizes[s] = _insert_one(
+            heads_t[s],
+            nxt_t[s],
+            keys_t[s],
+            refs_t[s],
+            sizes[s],
+            q,
+            np.uint32(ref),
+            cap,
+            window[BASE],
+            window[COUNT],
+        )
 
 
 @njit(cache=True)
-def append_batch(begin, skip, keys, nkeys, exact, simhash, sketch, nfeat, ts, sims, methods,
-                 indexed, heads_t, nxt_t, keys_t, refs_t, sizes, st_exact, st_simhash,
-                 st_sketch, st_nfeat, st_ts, st_sim, st_method, window, cap, max_docs, max_age,
-                 out_ref):
+def append_batch(
+    begin,
+    skip,
+    keys,
+    nkeys,
+    exact,
+    simhash,
+    sketch,
+    nfeat,
+    ts,
+    sims,
+    methods,
+    indexed,
+    heads_t,
+    nxt_t,
+    keys_t,
+    refs_t,
+    sizes,
+    st_exact,
+    st_simhash,
+    st_sketch,
+    st_nfeat,
+    st_ts,
+    st_sim,
+    st_method,
+    window,
+    cap,
+    max_docs,
+    max_age,
+    out_ref,
+):
     """Store and index documents whose decisions are already known (replay, precise mode)."""
     for i in range(begin, skip.size):
         if skip[i]:
@@ -163,8 +216,24 @@ def append_batch(begin, skip, keys, nkeys, exact, simhash, sketch, nfeat, ts, si
             return i
         window[WATERMARK] = max(window[WATERMARK], ts[i])
         evict(window, st_ts, max_docs, max_age)
-        ref = _append(window, i, exact, simhash, sketch, nfeat, ts, sims[i], methods[i],
-                      st_exact, st_simhash, st_sketch, st_nfeat, st_ts, st_sim, st_method)
+        ref = _append(
+            window,
+            i,
+            exact,
+            simhash,
+            sketch,
+            nfeat,
+            ts,
+            sims[i],
+            methods[i],
+            st_exact,
+            st_simhash,
+            st_sketch,
+            st_nfeat,
+            st_ts,
+            st_sim,
+            st_method,
+        )
         out_ref[i] = ref
         if indexed[i]:
             _index(keys, nkeys, i, ref, heads_t, nxt_t, keys_t, refs_t, sizes, cap, window)
@@ -172,16 +241,33 @@ def append_batch(begin, skip, keys, nkeys, exact, simhash, sketch, nfeat, ts, si
 
 
 @njit(cache=True)
-def probe_verify(i, keys, nkeys, exact, simhash, sketch, nfeat, heads_t, nxt_t, keys_t, refs_t,
-                 st_exact, st_simhash, st_sketch, st_nfeat, window, min_sim, buf):
+def probe_verify(
+    i,
+    keys,
+    nkeys,
+    exact,
+    simhash,
+    sketch,
+    nfeat,
+    heads_t,
+    nxt_t,
+    keys_t,
+    refs_t,
+    st_exact,
+    st_simhash,
+    st_sketch,
+    st_nfeat,
+    window,
+    min_sim,
+    buf,
+):
     """Candidates of document i with estimate >= min_sim: (refs, sims, hamming, exact)."""
     shards = len(heads_t)
     n = 0
     for j in range(nkeys[i]):
         q = keys[i, j]
         s = q % shards
-        n += table_probe(heads_t[s], nxt_t[s], keys_t[s], refs_t[s], keys[i, j : j + 1],
-                         buf[n:])
+        n += table_probe(heads_t[s], nxt_t[s], keys_t[s], refs_t[s], keys[i, j : j + 1], buf[n:])
         n = min(n, buf.size)
     cands = np.sort(buf[:n])
     cap = st_simhash.size
@@ -218,10 +304,41 @@ def probe_verify(i, keys, nkeys, exact, simhash, sketch, nfeat, heads_t, nxt_t, 
 
 
 @njit(cache=True)
-def decide_batch(begin, skip, keys, nkeys, exact, simhash, sketch, nfeat, ts, heads_t, nxt_t,
-                 keys_t, refs_t, sizes, st_exact, st_simhash, st_sketch, st_nfeat, st_ts, st_sim,
-                 st_method, window, cap, max_docs, max_age, threshold, simhash_k, index_dups,
-                 retention, out_ref, out_match, out_sim, out_method):
+def decide_batch(
+    begin,
+    skip,
+    keys,
+    nkeys,
+    exact,
+    simhash,
+    sketch,
+    nfeat,
+    ts,
+    heads_t,
+    nxt_t,
+    keys_t,
+    refs_t,
+    sizes,
+    st_exact,
+    st_simhash,
+    st_sketch,
+    st_nfeat,
+    st_ts,
+    st_sim,
+    st_method,
+    window,
+    cap,
+    max_docs,
+    max_age,
+    threshold,
+    simhash_k,
+    index_dups,
+    retention,
+    out_ref,
+    out_match,
+    out_sim,
+    out_method,
+):
     """Decide, store and index documents begin.. in order (each sees all earlier ones)."""
     buf = np.empty(keys.shape[1] * cap * 4 + 64, dtype=np.uint32)
     for i in range(begin, skip.size):
@@ -232,8 +349,25 @@ def decide_batch(begin, skip, keys, nkeys, exact, simhash, sketch, nfeat, ts, he
         window[WATERMARK] = max(window[WATERMARK], ts[i])
         evict(window, st_ts, max_docs, max_age)
         refs, sims, hams, same = probe_verify(
-            i, keys, nkeys, exact, simhash, sketch, nfeat, heads_t, nxt_t, keys_t, refs_t,
-            st_exact, st_simhash, st_sketch, st_nfeat, window, threshold, buf)
+            i,
+            keys,
+            nkeys,
+            exact,
+            simhash,
+            sketch,
+            nfeat,
+            heads_t,
+            nxt_t,
+            keys_t,
+            refs_t,
+            st_exact,
+            st_simhash,
+            st_sketch,
+            st_nfeat,
+            window,
+            threshold,
+            buf,
+        )
         match, sim, method = -1, 0.0, UNIQUE
         for c in range(refs.size):
             if same[c]:
@@ -242,8 +376,24 @@ def decide_batch(begin, skip, keys, nkeys, exact, simhash, sketch, nfeat, ts, he
             if sims[c] > sim:
                 match, sim = refs[c], sims[c]
                 method = SIMHASH if hams[c] <= simhash_k else MINHASH
-        ref = _append(window, i, exact, simhash, sketch, nfeat, ts, sim, method,
-                      st_exact, st_simhash, st_sketch, st_nfeat, st_ts, st_sim, st_method)
+        ref = _append(
+            window,
+            i,
+            exact,
+            simhash,
+            sketch,
+            nfeat,
+            ts,
+            sim,
+            method,
+            st_exact,
+            st_simhash,
+            st_sketch,
+            st_nfeat,
+            st_ts,
+            st_sim,
+            st_method,
+        )
         out_ref[i], out_match[i], out_sim[i], out_method[i] = ref, match, sim, method
         if method == UNIQUE or (index_dups and (method != EXACT or retention)):
             _index(keys, nkeys, i, ref, heads_t, nxt_t, keys_t, refs_t, sizes, cap, window)

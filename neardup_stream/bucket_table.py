@@ -66,8 +66,16 @@ class BucketTable:
         """Store refs[i] under keys[i] unless that key already holds `cap` live refs."""
         self.reserve(keys.size)
         self.size = _k.table_insert(
-            self.heads, self.nxt, self.keys, self.refs, self.size, keys, refs, self.cap,
-            base, count,
+            self.heads,
+            self.nxt,
+            self.keys,
+            self.refs,
+            self.size,
+            keys,
+            refs,
+            self.cap,
+            base,
+            count,
         )
 
     def compact(self, base: int, count: int) -> None:

@@ -43,7 +43,9 @@ def compare(a: str, b: str, config: DedupConfig | None = None) -> PairReport:
     verdict = dedup.check_batch([Document(id="A", text=a), Document(id="B", text=b)])[1]
     return PairReport(
         exact_jaccard=round(jaccard(sa, sb), 6),
-        estimated_jaccard=round(_index_kernels.estimate_jaccard(prints.sketch[0], prints.sketch[1]), 6),
+        estimated_jaccard=round(
+            _index_kernels.estimate_jaccard(prints.sketch[0], prints.sketch[1]), 6
+        ),
         simhash_hamming=int(bin(int(prints.simhash[0]) ^ int(prints.simhash[1])).count("1")),
         tfidf_cosine=round(tfidf_cosine(sa, sb), 6),
         exact_duplicate=bool((prints.exact[0] == prints.exact[1]).all()),

@@ -70,8 +70,11 @@ def _decision(stored: StoredDecision) -> Decision:
     if stored.method == UNIQUE:
         return Decision(id=stored.doc_id, decision="unique")
     return Decision(
-        id=stored.doc_id, decision="duplicate", duplicate_of=stored.duplicate_of,
-        representative=stored.representative, similarity=round(stored.similarity, 6),
+        id=stored.doc_id,
+        decision="duplicate",
+        duplicate_of=stored.duplicate_of,
+        representative=stored.representative,
+        similarity=round(stored.similarity, 6),
         method=METHODS[stored.method - 1],
     )
 
@@ -132,9 +135,16 @@ class Deduplicator:
         keys = np.concatenate((fps.simhash_keys, fps.lsh_keys), axis=1)
         nkeys = np.where(fps.nfeat > 0, keys.shape[1], fps.simhash_keys.shape[1])
         batch = _Batch(
-            [d.id for d in docs], np.zeros(len(docs), dtype=np.bool_), keys, nkeys, fps.exact,
-            fps.simhash, fps.sketch, fps.nfeat, np.clip(np.array(ts, dtype=np.float64), 0,
-            _MAX_TS).astype(np.int64), fps.lsh_keys.shape[1],
+            [d.id for d in docs],
+            np.zeros(len(docs), dtype=np.bool_),
+            keys,
+            nkeys,
+            fps.exact,
+            fps.simhash,
+            fps.sketch,
+            fps.nfeat,
+            np.clip(np.array(ts, dtype=np.float64), 0, _MAX_TS).astype(np.int64),
+            fps.lsh_keys.shape[1],
         )
         earlier = self._mark_known(batch)
         if self.config.precise:
@@ -170,23 +180,66 @@ class Deduplicator:
         i = begin
         while i < end:
             heads, nxt, keys, refs, (sizes,) = self.index.arrays()
-            common = (heads, nxt, keys, refs, sizes, st.exact, st.simhash, st.sketch, st.nfeat,
-                      st.ts)
+            common = (
+                heads,
+                nxt,
+                keys,
+                refs,
+                sizes,
+                st.exact,
+                st.simhash,
+                st.sketch,
+                st.nfeat,
+                st.ts,
+            )
             retention = (cfg.max_docs or 0, cfg.max_age_seconds or 0)
             if decide:
                 i = _k.decide_batch(
-                    i, batch.skip[sl], batch.keys[sl], batch.nkeys[sl], batch.exact[sl],
-                    batch.simhash[sl], batch.sketch[sl], batch.nfeat[sl], batch.ts[sl], *common,
-                    st.similarity, st.method, st.window, cfg.bucket_cap, *retention,
-                    cfg.threshold, cfg.simhash_k, cfg.index_duplicates, self._retention,
-                    batch.ref, batch.match, batch.sim, batch.method,
+                    i,
+                    batch.skip[sl],
+                    batch.keys[sl],
+                    batch.nkeys[sl],
+                    batch.exact[sl],
+                    batch.simhash[sl],
+                    batch.sketch[sl],
+                    batch.nfeat[sl],
+                    batch.ts[sl],
+                    *common,
+                    st.similarity,
+                    st.method,
+                    st.window,
+                    cfg.bucket_cap,
+                    *retention,
+                    cfg.threshold,
+                    cfg.simhash_k,
+                    cfg.index_duplicates,
+                    self._retention,
+                    batch.ref,
+                    batch.match,
+                    batch.sim,
+                    batch.method,
                 )
             else:
                 i = _k.append_batch(
-                    i, batch.skip[sl], batch.keys[sl], batch.nkeys[sl], batch.exact[sl],
-                    batch.simhash[sl], batch.sketch[sl], batch.nfeat[sl], batch.ts[sl],
-                    batch.sim[sl], batch.method[sl], batch.indexed[sl], *common, st.similarity,
-                    st.method, st.window, cfg.bucket_cap, *retention, batch.ref,
+                    i,
+                    batch.skip[sl],
+                    batch.keys[sl],
+                    batch.nkeys[sl],
+                    batch.exact[sl],
+                    batch.simhash[sl],
+                    batch.sketch[sl],
+                    batch.nfeat[sl],
+                    batch.ts[sl],
+                    batch.sim[sl],
+                    batch.method[sl],
+                    batch.indexed[sl],
+                    *common,
+                    st.similarity,
+                    st.method,
+                    st.window,
+                    cfg.bucket_cap,
+                    *retention,
+                    batch.ref,
                 )
             self.index.set_sizes(sizes)
             if i < end:
@@ -205,9 +258,24 @@ class Deduplicator:
             heads, nxt, keys, refs, _ = self.index.arrays()
             feats[i] = self.fingerprinter.features(texts[i])
             cands = _k.probe_verify(
-                i, batch.keys, batch.nkeys, batch.exact, batch.simhash, batch.sketch,
-                batch.nfeat, heads, nxt, keys, refs, st.exact, st.simhash, st.sketch,
-                st.nfeat, st.window, cfg.threshold - cfg.precise_margin, buf,
+                i,
+                batch.keys,
+                batch.nkeys,
+                batch.exact,
+                batch.simhash,
+                batch.sketch,
+                batch.nfeat,
+                heads,
+                nxt,
+                keys,
+                refs,
+                st.exact,
+                st.simhash,
+                st.sketch,
+                st.nfeat,
+                st.window,
+                cfg.threshold - cfg.precise_margin,
+                buf,
             )
             self._choose_exactly(batch, i, feats[i], *cands)
             self._run(batch, decide=False, begin=i, end=i + 1)
@@ -215,16 +283,26 @@ class Deduplicator:
         for ref in [r for r in self.features if not st.alive(r)]:
             del self.features[ref]
 
-    def _choose_exactly(self, batch: _Batch, i: int, feats: np.ndarray, refs: np.ndarray,
-                        sims: np.ndarray, hams: np.ndarray, same: np.ndarray) -> None:
+    def _choose_exactly(
+        self,
+        batch: _Batch,
+        i: int,
+        feats: np.ndarray,
+        refs: np.ndarray,
+        sims: np.ndarray,
+        hams: np.ndarray,
+        same: np.ndarray,
+    ) -> None:
         cfg = self.config
         if same.any():
             j, sim, method = int(np.argmax(same)), 1.0, EXACT
         else:
-            exact = np.array([
-                sorted_jaccard(feats, self.features[int(r)]) if int(r) in self.features else s
-                for r, s in zip(refs, sims)
-            ])
+            exact = np.array(
+                [
+                    sorted_jaccard(feats, self.features[int(r)]) if int(r) in self.features else s
+                    for r, s in zip(refs, sims)
+                ]
+            )
             if exact.size == 0 or exact.max() < cfg.threshold:
                 return
             j = int(np.argmax(exact))
@@ -250,7 +328,10 @@ class Deduplicator:
             else:
                 dup, rep = st.doc_id(match), st.representative(match)
                 decision = Decision(
-                    id=doc_id, decision="duplicate", duplicate_of=dup, representative=rep,
+                    id=doc_id,
+                    decision="duplicate",
+                    duplicate_of=dup,
+                    representative=rep,
                     similarity=round(float(batch.sim[i]), 6),
                     method=METHODS[int(batch.method[i]) - 1],
                 )
@@ -264,14 +345,20 @@ class Deduplicator:
                     cfg.index_duplicates and (batch.method[i] != EXACT or self._retention)
                 )
                 record = FingerprintRecord(
-                    config_id=cfg.fingerprint_id, doc_id=doc_id, duplicate_of=dup,
-                    representative=rep, ts=int(batch.ts[i]), method=int(batch.method[i]),
-                    similarity=float(batch.sim[i]), nfeat=int(batch.nfeat[i]),
+                    config_id=cfg.fingerprint_id,
+                    doc_id=doc_id,
+                    duplicate_of=dup,
+                    representative=rep,
+                    ts=int(batch.ts[i]),
+                    method=int(batch.method[i]),
+                    similarity=float(batch.sim[i]),
+                    nfeat=int(batch.nfeat[i]),
                     exact=(int(batch.exact[i, 0]), int(batch.exact[i, 1])),
                     simhash=int(batch.simhash[i]),
                     lsh_keys=batch.keys[i, batch.keys.shape[1] - batch.lsh_width :][:width],
                     simhash_keys=batch.keys[i, : batch.keys.shape[1] - batch.lsh_width],
-                    sketch=batch.sketch[i], indexed=bool(indexed),
+                    sketch=batch.sketch[i],
+                    indexed=bool(indexed),
                 )
             out.append(Outcome(decision, record))
         self.registry.insert(
@@ -304,13 +391,16 @@ class Deduplicator:
         for i, r in enumerate(recs):
             keys[i, : blocks + r.lsh_keys.size] = np.concatenate((r.simhash_keys, r.lsh_keys))
         batch = _Batch(
-            [r.doc_id for r in recs], np.zeros(len(recs), dtype=np.bool_), keys,
+            [r.doc_id for r in recs],
+            np.zeros(len(recs), dtype=np.bool_),
+            keys,
             np.array([blocks + r.lsh_keys.size for r in recs], dtype=np.int64),
             np.array([r.exact for r in recs], dtype=np.uint64).reshape(-1, 2),
             np.array([r.simhash for r in recs], dtype=np.uint64),
             np.stack([r.sketch for r in recs]),
             np.array([r.nfeat for r in recs], dtype=np.int64),
-            np.array([r.ts for r in recs], dtype=np.int64), bands,
+            np.array([r.ts for r in recs], dtype=np.int64),
+            bands,
         )
         batch.sim[:] = [r.similarity for r in recs]
         batch.method[:] = [r.method for r in recs]
@@ -326,7 +416,9 @@ class Deduplicator:
             keys_new.append(id_key(rec.doc_id))
             refs_new.append(int(batch.ref[i]))
             new += 1
-        self.registry.insert(np.array(keys_new, dtype=np.uint32), np.array(refs_new, dtype=np.uint32))
+        self.registry.insert(
+            np.array(keys_new, dtype=np.uint32), np.array(refs_new, dtype=np.uint32)
+        )
         self._after_evictions()
         return new
 

@@ -32,8 +32,17 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def save_snapshot(dedup: Deduplicator, path: str | os.PathLike[str]) -> Path:
-    """Write `dedup`'s full state to directory `path`, replacing it atomically."""
+def save_snapshot(
+    dedup: Deduplicator, path: str | os.PathLike[str], extra: dict[str, object] | None = None
+) -> Path:
+    """Write `dedup`'s full state to directory `path`, replacing it atomically.
+
+    Args:
+        dedup: The index to save.
+        path: Target directory.
+        extra: JSON-serialisable facts stored in meta.json beside the state (e.g. the
+            changelog offsets the snapshot covers).
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
@@ -59,6 +68,7 @@ def save_snapshot(dedup: Deduplicator, path: str | os.PathLike[str]) -> Path:
         "config": dedup.config.model_dump(),
         "watermark": dedup.watermark,
         "documents": len(dedup),
+        **(extra or {}),
     }
     with open(tmp / "meta.json", "w", encoding="utf-8") as fh:
         json.dump(meta, fh, indent=2)

@@ -100,7 +100,10 @@ def ensure_topics(settings: Settings) -> int:
     try:
         existing = set(admin.list_topics())
         wanted: dict[str, dict[str, Any]] = {}
-        spec = {"num_partitions": topics.partitions, "replication_factor": topics.replication_factor}
+        spec = {
+            "num_partitions": topics.partitions,
+            "replication_factor": topics.replication_factor,
+        }
         for name in (topics.input, topics.unique, topics.duplicate, topics.dlq):
             if name not in existing:
                 wanted[name] = dict(spec)
@@ -112,11 +115,16 @@ def ensure_topics(settings: Settings) -> int:
             configs = {"cleanup.policy": policy}
             if topics.changelog_retention_ms is not None:
                 configs["retention.ms"] = str(topics.changelog_retention_ms)
-            _create(admin, {topics.changelog: {
-                "num_partitions": partitions,
-                "replication_factor": topics.replication_factor,
-                "configs": configs,
-            }})
+            _create(
+                admin,
+                {
+                    topics.changelog: {
+                        "num_partitions": partitions,
+                        "replication_factor": topics.replication_factor,
+                        "configs": configs,
+                    }
+                },
+            )
         changelog = _partition_count(admin, topics.changelog)
         if changelog < partitions:
             raise RuntimeError(

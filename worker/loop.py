@@ -24,7 +24,7 @@ from neardup_stream.settings import Settings
 from worker import clients, codec
 from worker.metrics import Metrics
 from worker.offsets import AssignmentTracker, rewind_to_committed, update_lag
-from worker.restore import restore_index
+from worker.restore import restore_index, snapshot_index
 
 log = logging.getLogger(__name__)
 RETRY_BACKOFF_S = (0.5, 1, 2, 5, 10)
@@ -51,6 +51,7 @@ class Worker:
         self.consumer: KafkaConsumer | None = None
         self.producer: KafkaProducer | None = None
         self.reader: KafkaConsumer | None = None
+        self._last_snapshot = time.monotonic()
 
     def request_stop(self) -> None:
         """Ask the loop to finish its batch and shut down (safe from signal handlers)."""
@@ -91,6 +92,7 @@ class Worker:
         for ts in output.timestamps:
             self.metrics.decision_latency.observe(max(0.0, done - ts / 1000))
         self.metrics.batch_seconds.observe(time.perf_counter() - started)
+        self._maybe_snapshot()
         stats = self.dedup.stats()
         self.metrics.index_documents.set(stats["documents"])
         self.metrics.index_entries.set(stats["index_entries"])
@@ -110,10 +112,16 @@ class Worker:
         outcomes = iter(self.dedup.process(docs, records=True))
         out = _Output([], [], {}, [])
         for m, p in zip(records, parsed):
-            out.offsets[TopicPartition(m.topic, m.partition)] = OffsetAndMetadata(m.offset + 1, "", -1)
+            out.offsets[TopicPartition(m.topic, m.partition)] = OffsetAndMetadata(
+                m.offset + 1, "", -1
+            )
             if isinstance(p, ParseError):
                 error = ErrorRecord.build(
-                    p.reason, p.message, m.value or b"", topic=m.topic, partition=m.partition,
+                    p.reason,
+                    p.message,
+                    m.value or b"",
+                    topic=m.topic,
+                    partition=m.partition,
                     offset=m.offset,
                 )
                 out.messages.append(codec.dlq_message(topics.dlq, error, m.key))
@@ -186,15 +194,38 @@ class Worker:
         started = time.monotonic()
         partitions = {tp.partition for tp in self.tracker.partitions}
         self.dedup, replayed = restore_index(
-            self.reader, self.settings.topics.changelog, partitions, self.settings.dedup,
+            self.reader,
+            self.settings.topics.changelog,
+            partitions,
+            self.settings.dedup,
             self._stop.is_set,
+            self.settings.worker.snapshot_dir,
         )
         self.metrics.restore_seconds.set(time.monotonic() - started)
         self.metrics.restored_records.inc(replayed)
         self.ready.set()
         self.metrics.ready.set(1)
 
+    def _maybe_snapshot(self, force: bool = False) -> None:
+        w = self.settings.worker
+        due = time.monotonic() - self._last_snapshot >= w.snapshot_every_s
+        if w.snapshot_dir is None or not (due or force) or not self.ready.is_set():
+            return
+        assert self.reader is not None
+        try:
+            snapshot_index(
+                self.dedup,
+                self.reader,
+                self.settings.topics.changelog,
+                {tp.partition for tp in self.tracker.partitions},
+                w.snapshot_dir,
+            )
+        except Exception:
+            log.exception("saving a snapshot failed; the changelog still covers everything")
+        self._last_snapshot = time.monotonic()
+
     def _close(self) -> None:
+        self._maybe_snapshot(force=True)
         for client in (self.consumer, self.reader):
             if client is not None:
                 client.close(autocommit=False)

@@ -38,9 +38,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--group-id", help="consumer group (default neardup)")
     p.add_argument("--instance-id", help="stable id of this replica (default hostname)")
     p.add_argument("--max-batch", type=int, help="records per poll/transaction (default 500)")
+    p.add_argument("--snapshot-dir", help="keep a local index snapshot here (faster restores)")
     p.add_argument("--max-message-bytes", type=int, help="larger inputs go to the DLQ")
-    p.add_argument("--at-least-once", action="store_true", default=None,
-                   help="no transactions: idempotent replays instead of exactly-once")
+    p.add_argument(
+        "--at-least-once",
+        action="store_true",
+        default=None,
+        help="no transactions: idempotent replays instead of exactly-once",
+    )
     p.add_argument("--metrics-host", help="metrics listener address (default 127.0.0.1)")
     p.add_argument("--metrics-port", type=int, help="metrics listener port (default 9108)")
     p.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -54,13 +59,19 @@ def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -
     overrides: dict[str, dict[str, Any]] = {
         "kafka": {"bootstrap_servers": args.bootstrap_servers},
         "topics": {
-            "input": args.input_topic, "unique": args.unique_topic,
-            "duplicate": args.duplicate_topic, "dlq": args.dlq_topic,
-            "changelog": args.changelog_topic, "partitions": args.partitions,
+            "input": args.input_topic,
+            "unique": args.unique_topic,
+            "duplicate": args.duplicate_topic,
+            "dlq": args.dlq_topic,
+            "changelog": args.changelog_topic,
+            "partitions": args.partitions,
         },
         "worker": {
-            "group_id": args.group_id, "instance_id": args.instance_id,
-            "max_batch": args.max_batch, "max_message_bytes": args.max_message_bytes,
+            "group_id": args.group_id,
+            "instance_id": args.instance_id,
+            "max_batch": args.max_batch,
+            "max_message_bytes": args.max_message_bytes,
+            "snapshot_dir": args.snapshot_dir,
             "exactly_once": False if args.at_least_once else None,
         },
         "metrics": {"host": args.metrics_host, "port": args.metrics_port},
@@ -80,10 +91,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValidationError as exc:
         parser.error(f"invalid settings: {exc}")
     logging.basicConfig(
-        level=settings.log_level, stream=sys.stderr,
+        level=settings.log_level,
+        stream=sys.stderr,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
-    logging.getLogger("kafka").setLevel(max(logging.WARNING, logging.getLevelName(settings.log_level)))
+    logging.getLogger("kafka").setLevel(
+        max(logging.WARNING, logging.getLevelName(settings.log_level))
+    )
     log.info("effective settings: %s", json.dumps(settings.redacted(), sort_keys=True))
     registry = CollectorRegistry()
     metrics = build_metrics(registry)

@@ -12,8 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
@@ -40,21 +46,28 @@ def build_metrics(registry: CollectorRegistry) -> Metrics:
     """Register the worker's metrics on `registry`."""
     return Metrics(
         documents=Counter(
-            "neardup_documents", "Documents decided, by decision and matching method",
-            ["decision", "method"], registry=registry,
+            "neardup_documents",
+            "Documents decided, by decision and matching method",
+            ["decision", "method"],
+            registry=registry,
         ),
         dlq=Counter(
-            "neardup_dlq_messages", "Messages sent to the dead-letter topic, by reason",
-            ["reason"], registry=registry,
+            "neardup_dlq_messages",
+            "Messages sent to the dead-letter topic, by reason",
+            ["reason"],
+            registry=registry,
         ),
         batch_seconds=Histogram(
-            "neardup_batch_processing_seconds", "Time to decide, produce and commit one batch",
-            registry=registry, buckets=LATENCY_BUCKETS,
+            "neardup_batch_processing_seconds",
+            "Time to decide, produce and commit one batch",
+            registry=registry,
+            buckets=LATENCY_BUCKETS,
         ),
         decision_latency=Histogram(
             "neardup_decision_latency_seconds",
             "From the input record's timestamp to its committed decision",
-            registry=registry, buckets=LATENCY_BUCKETS,
+            registry=registry,
+            buckets=LATENCY_BUCKETS,
         ),
         index_documents=Gauge(
             "neardup_index_documents", "Documents in the in-memory index", registry=registry
@@ -66,22 +79,27 @@ def build_metrics(registry: CollectorRegistry) -> Metrics:
             "neardup_index_bytes", "Estimated bytes held by the index", registry=registry
         ),
         consumer_lag=Gauge(
-            "neardup_consumer_lag_messages", "Messages behind the end of each input partition",
-            ["topic", "partition"], registry=registry,
+            "neardup_consumer_lag_messages",
+            "Messages behind the end of each input partition",
+            ["topic", "partition"],
+            registry=registry,
         ),
         restore_seconds=Gauge(
-            "neardup_restore_seconds", "Duration of the last index restore from the changelog",
+            "neardup_restore_seconds",
+            "Duration of the last index restore from the changelog",
             registry=registry,
         ),
         restored_records=Counter(
-            "neardup_restored_records", "Changelog records replayed into the index",
+            "neardup_restored_records",
+            "Changelog records replayed into the index",
             registry=registry,
         ),
         transaction_aborts=Counter(
             "neardup_transaction_aborts", "Kafka transactions aborted", registry=registry
         ),
         ready=Gauge(
-            "neardup_ready", "1 once the index is restored and the worker consumes",
+            "neardup_ready",
+            "1 once the index is restored and the worker consumes",
             registry=registry,
         ),
     )
@@ -96,7 +114,7 @@ class MetricsServer:
         registry_ = registry
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 (http.server API)
+            def do_GET(self) -> None:
                 if self.path.startswith("/metrics"):
                     body, status, ctype = generate_latest(registry_), 200, CONTENT_TYPE_LATEST
                 elif self.path.startswith("/healthz"):
@@ -111,7 +129,7 @@ class MetricsServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+            def log_message(self, format: str, *args: object) -> None:
                 return
 
         self.httpd = ThreadingHTTPServer((host, port), Handler)

@@ -42,9 +42,16 @@ class Topics:
 
     def args(self) -> list[str]:
         return [
-            "--input-topic", self.input, "--unique-topic", self.unique,
-            "--duplicate-topic", self.duplicate, "--dlq-topic", self.dlq,
-            "--changelog-topic", self.changelog,
+            "--input-topic",
+            self.input,
+            "--unique-topic",
+            self.unique,
+            "--duplicate-topic",
+            self.duplicate,
+            "--dlq-topic",
+            self.dlq,
+            "--changelog-topic",
+            self.changelog,
         ]
 
 
@@ -63,9 +70,19 @@ class WorkerProcess:
 
     def start(self) -> WorkerProcess:
         cmd = [
-            sys.executable, "-m", "worker", "--bootstrap-servers", self.bootstrap,
-            *self.topics.args(), "--group-id", self.group, "--instance-id", self.instance,
-            "--metrics-port", str(self.metrics_port), *self.extra,
+            sys.executable,
+            "-m",
+            "worker",
+            "--bootstrap-servers",
+            self.bootstrap,
+            *self.topics.args(),
+            "--group-id",
+            self.group,
+            "--instance-id",
+            self.instance,
+            "--metrics-port",
+            str(self.metrics_port),
+            *self.extra,
         ]
         log = open(self.log_path, "ab")  # noqa: SIM115 (kept open for the child)
         env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
@@ -74,7 +91,9 @@ class WorkerProcess:
 
     def http(self, path: str) -> tuple[int, str]:
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}{path}", timeout=5) as r:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{self.metrics_port}{path}", timeout=5
+            ) as r:
                 return r.status, r.read().decode()
         except urllib.error.HTTPError as e:
             return e.code, e.read().decode()
@@ -131,8 +150,11 @@ def produce_docs(bootstrap: str, topic: str, docs: Iterable[dict[str, object]]) 
 def read_all(bootstrap: str, topic: str, expected: int, timeout: float = 120) -> list:
     """Committed messages of `topic` (all partitions), waiting for at least `expected`."""
     consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap, isolation_level="read_committed", enable_auto_commit=False,
-        group_id=None, consumer_timeout_ms=1000,
+        bootstrap_servers=bootstrap,
+        isolation_level="read_committed",
+        enable_auto_commit=False,
+        group_id=None,
+        consumer_timeout_ms=1000,
     )
     deadline = time.monotonic() + timeout
     while not consumer.partitions_for_topic(topic):

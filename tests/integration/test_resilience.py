@@ -19,7 +19,9 @@ from tests.integration.test_worker import expected, stream
 pytestmark = pytest.mark.integration
 
 
-def _feed(bootstrap: str, topic: str, docs: list[dict[str, object]], seconds: float) -> threading.Thread:
+def _feed(
+    bootstrap: str, topic: str, docs: list[dict[str, object]], seconds: float
+) -> threading.Thread:
     """Produce `docs` spread over about `seconds`, in a background thread."""
     chunks = 20
 
@@ -39,7 +41,9 @@ def _assert_exactly_once(got: dict, docs: list[dict[str, object]]) -> None:
     missing = [i for i in ids if i not in got]
     repeated = {i: v for i, v in got.items() if len(v) != 1}
     assert not missing, f"{len(missing)} documents without a decision, e.g. {missing[:5]}"
-    assert not repeated, f"{len(repeated)} documents decided more than once: {list(repeated.items())[:3]}"
+    assert not repeated, (
+        f"{len(repeated)} documents decided more than once: {list(repeated.items())[:3]}"
+    )
     assert set(got) == set(ids)
 
 
@@ -53,7 +57,9 @@ def test_hard_kills_leave_exactly_one_decision_per_document(
     feeder = _feed(kafka_bootstrap, topics.input, docs, seconds=40)
     rng = random.Random(5)
     kills = 0
-    worker = WorkerProcess(kafka_bootstrap, topics, group, log, extra=["--max-batch", "100"]).start()
+    worker = WorkerProcess(
+        kafka_bootstrap, topics, group, log, extra=["--max-batch", "100"]
+    ).start()
     try:
         while kills < 4:
             worker.wait_ready(timeout=180)
@@ -100,14 +106,22 @@ def test_worker_survives_a_broker_restart(
         pytest.skip("the broker at KAFKA_BOOTSTRAP_SERVERS is not managed by deploy/local/kafka.sh")
     docs = stream(3_000, seed=12)
     topics = Topics.fresh(unique_topic)
-    worker = WorkerProcess(kafka_bootstrap, topics, "g-" + topics.input, tmp_path / "w.log",
-                           extra=["--max-batch", "100"]).start()
+    worker = WorkerProcess(
+        kafka_bootstrap,
+        topics,
+        "g-" + topics.input,
+        tmp_path / "w.log",
+        extra=["--max-batch", "100"],
+    ).start()
     try:
         worker.wait_ready()
         produce_docs(kafka_bootstrap, topics.input, docs[:1500])
         time.sleep(1.0)
         restart = subprocess.run(
-            ["bash", str(KAFKA_SH), "restart"], capture_output=True, text=True, timeout=300,
+            ["bash", str(KAFKA_SH), "restart"],
+            capture_output=True,
+            text=True,
+            timeout=300,
             env=os.environ,
         )
         assert restart.returncode == 0, restart.stderr[-3000:]

@@ -10,7 +10,14 @@ from pathlib import Path
 import pytest
 
 from neardup_stream import Deduplicator, Document
-from tests.integration.harness import Topics, WorkerProcess, decisions, produce, produce_docs, read_all
+from tests.integration.harness import (
+    Topics,
+    WorkerProcess,
+    decisions,
+    produce,
+    produce_docs,
+    read_all,
+)
 from tests.unit.conftest import mutate, random_text
 
 pytestmark = pytest.mark.integration
@@ -83,7 +90,10 @@ def test_bad_input_goes_to_the_dead_letter_topic(
     ]
     good = [json.dumps(d).encode() for d in stream(5, seed=3)]
     worker = WorkerProcess(
-        kafka_bootstrap, topics, "g-" + topics.input, tmp_path / "w.log",
+        kafka_bootstrap,
+        topics,
+        "g-" + topics.input,
+        tmp_path / "w.log",
         extra=["--max-message-bytes", "16384"],
     ).start()
     try:
@@ -103,13 +113,15 @@ def test_bad_input_goes_to_the_dead_letter_topic(
         assert worker.stop() == 0, worker.log()
 
 
+@pytest.mark.parametrize("snapshot", [False, True], ids=["changelog", "snapshot"])
 def test_restart_restores_the_index_from_the_changelog(
-    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path, snapshot: bool
 ) -> None:
     first, later = stream(60, seed=5), stream(60, seed=6)
     log = tmp_path / "w.log"
     group = "g-" + topics.input
-    worker = WorkerProcess(kafka_bootstrap, topics, group, log).start()
+    extra = ["--snapshot-dir", str(tmp_path / "snap")] if snapshot else []
+    worker = WorkerProcess(kafka_bootstrap, topics, group, log, extra=extra).start()
     worker.wait_ready()
     produce_docs(kafka_bootstrap, topics.input, first)
     assert len(decisions(kafka_bootstrap, topics, len(first))) == len(first)
@@ -117,10 +129,14 @@ def test_restart_restores_the_index_from_the_changelog(
 
     copies = [{"id": f"copy-{d['id']}", "text": d["text"]} for d in first[:10]]
     replay = [first[3]]  # an id the index already knows
-    worker = WorkerProcess(kafka_bootstrap, topics, group, log).start()
+    worker = WorkerProcess(kafka_bootstrap, topics, group, log, extra=extra).start()
     try:
         worker.wait_ready()
-        assert "restored 60 records" in worker.log()
+        if snapshot:
+            assert "loaded snapshot of 60 documents" in worker.log()
+            assert "restored 0 records" in worker.log()
+        else:
+            assert "restored 60 records" in worker.log()
         produce_docs(kafka_bootstrap, topics.input, copies + replay + later)
         total = len(first) + len(copies) + len(replay) + len(later)
         got = decisions(kafka_bootstrap, topics, total)

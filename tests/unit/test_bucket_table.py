@@ -50,7 +50,10 @@ def test_compact_drops_refs_outside_the_window_and_cap_counts_live_only() -> Non
 def test_from_arrays_round_trip() -> None:
     table = BucketTable(cap=8)
     for ref in range(500):
-        table.insert(np.array([ref % 37, ref % 11 + 1000], dtype=np.uint32), np.array([ref, ref], dtype=np.uint32))
+        table.insert(
+            np.array([ref % 37, ref % 11 + 1000], dtype=np.uint32),
+            np.array([ref, ref], dtype=np.uint32),
+        )
     keys, refs = table.entries()
     again = BucketTable.from_arrays(8, keys, refs)
     for key in (3, 1005):
