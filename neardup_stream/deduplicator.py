@@ -300,7 +300,7 @@ class Deduplicator:
             exact = np.array(
                 [
                     sorted_jaccard(feats, self.features[int(r)]) if int(r) in self.features else s
-                    for r, s in zip(refs, sims)
+                    for r, s in zip(refs, sims, strict=False)
                 ]
             )
             if exact.size == 0 or exact.max() < cfg.threshold:

@@ -72,7 +72,7 @@ class ShardedIndex:
             shard.table.reserve(extra)
 
     def set_sizes(self, sizes: np.ndarray) -> None:
-        for shard, size in zip(self.shards, sizes):
+        for shard, size in zip(self.shards, sizes, strict=False):
             shard.table.size = int(size)
 
     def compact(self, base: int, count: int) -> None:

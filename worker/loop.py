@@ -111,7 +111,7 @@ class Worker:
         docs = [p for p in parsed if isinstance(p, Document)]
         outcomes = iter(self.dedup.process(docs, records=True))
         out = _Output([], [], {}, [])
-        for m, p in zip(records, parsed):
+        for m, p in zip(records, parsed, strict=False):
             out.offsets[TopicPartition(m.topic, m.partition)] = OffsetAndMetadata(
                 m.offset + 1, "", -1
             )

@@ -8,6 +8,7 @@ lose input silently.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
@@ -28,10 +29,8 @@ class AssignmentTracker(ConsumerRebalanceListener):
     def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
         for tp in revoked:
             self.partitions.discard(tp)
-            try:
+            with contextlib.suppress(KeyError):
                 self.metrics.consumer_lag.remove(tp.topic, str(tp.partition))
-            except KeyError:
-                pass
         if revoked:
             log.info("partitions revoked: %s", sorted(tp.partition for tp in revoked))
             self.changed = True

@@ -102,7 +102,7 @@ def test_bad_input_goes_to_the_dead_letter_topic(
         dlq = read_all(kafka_bootstrap, topics.dlq, len(bad))
         assert len(dlq) == len(bad), worker.log()
         records = sorted((json.loads(m.value) for m in dlq), key=lambda r: r["source"]["offset"])
-        for record, (raw, reason) in zip(records, bad):
+        for record, (raw, reason) in zip(records, bad, strict=False):
             assert record["reason"] == reason
             assert record["message"]
             assert base64.b64decode(record["raw_base64"]) == (raw or b"")
