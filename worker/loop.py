@@ -36,6 +36,8 @@ class _Output:
     changelog: list[tuple[int, bytes, bytes]]  # (partition, key, value)
     offsets: dict[TopicPartition, OffsetAndMetadata]
     timestamps: list[int]
+    counted: list[tuple[str, str]]  # (decision, method) per document, for metrics
+    dead: list[str]  # DLQ reasons, for metrics
 
 
 class Worker:
@@ -89,6 +91,10 @@ class Worker:
             self._recover()
             return
         done = time.time()
+        for decision, method in output.counted:
+            self.metrics.documents.labels(decision, method).inc()
+        for reason in output.dead:
+            self.metrics.dlq.labels(reason).inc()
         for ts in output.timestamps:
             self.metrics.decision_latency.observe(max(0.0, done - ts / 1000))
         self.metrics.batch_seconds.observe(time.perf_counter() - started)
@@ -110,7 +116,7 @@ class Worker:
             parsed.append(p)
         docs = [p for p in parsed if isinstance(p, Document)]
         outcomes = iter(self.dedup.process(docs, records=True))
-        out = _Output([], [], {}, [])
+        out = _Output([], [], {}, [], [], [])
         for m, p in zip(records, parsed, strict=False):
             out.offsets[TopicPartition(m.topic, m.partition)] = OffsetAndMetadata(
                 m.offset + 1, "", -1
@@ -125,7 +131,7 @@ class Worker:
                     offset=m.offset,
                 )
                 out.messages.append(codec.dlq_message(topics.dlq, error, m.key))
-                self.metrics.dlq.labels(p.reason).inc()
+                out.dead.append(p.reason)
                 continue
             outcome = next(outcomes)
             d = outcome.decision
@@ -136,7 +142,7 @@ class Worker:
             if outcome.record is not None:
                 out.changelog.append((m.partition, d.id.encode(), outcome.record.encode()))
             out.timestamps.append(m.timestamp)
-            self.metrics.documents.labels(d.decision, d.method or "none").inc()
+            out.counted.append((d.decision, d.method or "none"))
         return out
 
     def _publish(self, out: _Output) -> None:
