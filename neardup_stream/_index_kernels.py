@@ -103,8 +103,8 @@ def estimate_jaccard(a, b):
 
 
 @njit(cache=True)
-def evict(window, st_ts, max_docs, max_age):
-    cap = st_ts.size
+def evict(window, st_ts, cap, max_docs, max_age):
+    """Drop the oldest documents beyond `max_docs` or older than watermark - `max_age`."""
     while window[COUNT] > 0 and (
         (max_docs > 0 and window[COUNT] >= max_docs)
         or (max_age > 0 and st_ts[window[START]] < window[WATERMARK] - max_age)
@@ -147,8 +147,9 @@ def _append(
     st_exact[p] = exact[i]
     st_simhash[p] = simhash[i]
     st_sketch[p] = sketch[i]
-    st_nfeat[p] = nfeat[i]
-    st_ts[p] = ts[i]
+    st_nfeat[p] = 1 if nfeat[i] > 0 else 0
+    if st_ts.size == cap:
+        st_ts[p] = ts[i]
     st_sim[p] = sim
     st_method[p] = method
     ref = (window[BASE] + window[COUNT]) & 0xFFFFFFFF
@@ -215,7 +216,7 @@ def append_batch(
         if not _room(heads_t, keys_t, sizes, keys.shape[1]):
             return i
         window[WATERMARK] = max(window[WATERMARK], ts[i])
-        evict(window, st_ts, max_docs, max_age)
+        evict(window, st_ts, st_simhash.size, max_docs, max_age)
         ref = _append(
             window,
             i,
@@ -347,7 +348,7 @@ def decide_batch(
         if not _room(heads_t, keys_t, sizes, keys.shape[1]):
             return i
         window[WATERMARK] = max(window[WATERMARK], ts[i])
-        evict(window, st_ts, max_docs, max_age)
+        evict(window, st_ts, st_simhash.size, max_docs, max_age)
         refs, sims, hams, same = probe_verify(
             i,
             keys,

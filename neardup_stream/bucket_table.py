@@ -88,7 +88,7 @@ class BucketTable:
         """Room for `extra` more entries, with the heads resized to keep the load bounded."""
         needed = self.size + extra
         if needed > self.keys.size:
-            new = max(needed, self.keys.size + self.keys.size // 2, _MIN_BUCKETS)
+            new = max(needed, self.keys.size + self.keys.size // 8, _MIN_BUCKETS)
             for name in ("nxt", "keys", "refs"):
                 old = getattr(self, name)
                 grown = np.empty(new, dtype=old.dtype)

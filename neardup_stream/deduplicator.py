@@ -85,7 +85,7 @@ class Deduplicator:
     def __init__(self, config: DedupConfig | None = None) -> None:
         self.config = config or DedupConfig()
         self.fingerprinter = Fingerprinter(self.config)
-        self.store = DocStore(self.config.sketch_bits // 64)
+        self.store = DocStore(self.config.sketch_bits // 64, self.config.max_age_seconds is not None)
         self.index = ShardedIndex(self.config.shards, self.config.bucket_cap)
         self.registry = BucketTable(_REGISTRY_CAP)
         self.features: dict[int, np.ndarray] = {}
@@ -254,7 +254,7 @@ class Deduplicator:
             if batch.skip[i]:
                 continue
             st.window[_k.WATERMARK] = max(int(st.window[_k.WATERMARK]), int(batch.ts[i]))
-            _k.evict(st.window, st.ts, cfg.max_docs or 0, cfg.max_age_seconds or 0)
+            _k.evict(st.window, st.ts, st.capacity, cfg.max_docs or 0, cfg.max_age_seconds or 0)
             heads, nxt, keys, refs, _ = self.index.arrays()
             feats[i] = self.fingerprinter.features(texts[i])
             cands = _k.probe_verify(
@@ -332,7 +332,7 @@ class Deduplicator:
                     decision="duplicate",
                     duplicate_of=dup,
                     representative=rep,
-                    similarity=round(float(batch.sim[i]), 6),
+                    similarity=round(float(np.float32(batch.sim[i])), 6),
                     method=METHODS[int(batch.method[i]) - 1],
                 )
             st.record(ref, doc_id, dup, rep)

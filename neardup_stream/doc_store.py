@@ -4,9 +4,11 @@ Documents get consecutive 32-bit sequence numbers ("refs"). The live window is
 [base, base + count) modulo 2**32; eviction always removes the oldest document, so the store
 is a ring and every table entry of an evicted document is recognisable as dead by a range
 check, without a per-document flag. Per document it keeps: the 128-bit exact hash, the
-SimHash, the 1-bit MinHash sketch, the feature count, a timestamp (seconds), and the original
-decision (similarity, method, and the ids it named, in a FIFO byte blob). The compiled kernels
-append and evict; this class owns the arrays, the id blob and growth.
+SimHash, the 1-bit MinHash sketch, whether it has any feature, a timestamp (seconds, only when
+retention by age needs it), and the original decision (similarity, method, and the ids it
+named, as length-prefixed records in a FIFO byte blob addressed by 32-bit offsets). The
+compiled kernels append and evict; this class owns the arrays, the id blob and growth
+(in steps of 1/8 of the capacity, so little is allocated but unused).
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neardup_stream._index_kernels import BASE, COUNT, START
+from neardup_stream._index_kernels import BASE, COUNT, START, WATERMARK
 
 REF_MASK = 0xFFFFFFFF
 _MIN_CAPACITY = 1024
 _SEP = b"\x00"
+_LEN = 2  # bytes of the length prefix of a blob record
 
 
 @dataclass(frozen=True)
@@ -38,8 +41,9 @@ class DocStore:
 
     COLUMNS = ("exact", "simhash", "sketch", "nfeat", "ts", "similarity", "method", "offset")
 
-    def __init__(self, sketch_words: int, capacity: int = _MIN_CAPACITY) -> None:
+    def __init__(self, sketch_words: int, keep_time: bool, capacity: int = _MIN_CAPACITY) -> None:
         self.sketch_words = sketch_words
+        self.keep_time = keep_time
         self.window = np.zeros(5, dtype=np.int64)  # base, count, start, watermark, evicted
         self.blob = bytearray()
         self.blob_base = 0
@@ -49,11 +53,15 @@ class DocStore:
         self.exact = np.zeros((capacity, 2), dtype=np.uint64)
         self.simhash = np.zeros(capacity, dtype=np.uint64)
         self.sketch = np.zeros((capacity, self.sketch_words), dtype=np.uint64)
-        self.nfeat = np.zeros(capacity, dtype=np.int32)
-        self.ts = np.zeros(capacity, dtype=np.uint32)
+        self.nfeat = np.zeros(capacity, dtype=np.uint8)  # 1 if the document has features
+        self.ts = np.zeros(capacity if self.keep_time else 1, dtype=np.uint32)
         self.similarity = np.zeros(capacity, dtype=np.float32)
         self.method = np.zeros(capacity, dtype=np.uint8)
-        self.offset = np.zeros(capacity, dtype=np.int64)
+        self.offset = np.zeros(capacity, dtype=np.uint32)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return self.COLUMNS if self.keep_time else tuple(c for c in self.COLUMNS if c != "ts")
 
     @property
     def base(self) -> int:
@@ -72,6 +80,10 @@ class DocStore:
         """Bytes held by the columns (allocated capacity) and the id blob."""
         return sum(getattr(self, c).nbytes for c in self.COLUMNS) + len(self.blob)
 
+    def _rel(self, offset: int) -> int:
+        """Position in the blob of a stored 32-bit offset."""
+        return (int(offset) - self.blob_base) & REF_MASK
+
     def alive(self, ref: int) -> bool:
         return ((ref - self.base) & REF_MASK) < self.count
 
@@ -85,17 +97,18 @@ class DocStore:
         if self.count + extra <= self.capacity:
             return
         order = (int(self.window[START]) + np.arange(self.count)) % self.capacity
-        old = {c: getattr(self, c) for c in self.COLUMNS}
-        self._allocate(max(self.count + extra, self.capacity + self.capacity // 2))
+        old = {c: getattr(self, c) for c in self.columns}
+        self._allocate(max(self.count + extra, self.capacity + self.capacity // 8))
         for c, arr in old.items():
             getattr(self, c)[: self.count] = arr[order]
         self.window[START] = 0
 
     def record(self, ref: int, doc_id: str, duplicate_of: str | None, rep: str | None) -> None:
         """Append the ids of a just-stored document to the blob (in ref order)."""
-        self.offset[self.slot(ref)] = self.blob_base + len(self.blob)
+        self.offset[self.slot(ref)] = (self.blob_base + len(self.blob)) & REF_MASK
         parts = [doc_id] if duplicate_of is None else [doc_id, duplicate_of, rep or ""]
-        self.blob += _SEP.join(p.encode("utf-8", "surrogatepass") for p in parts)
+        body = _SEP.join(p.encode("utf-8", "surrogatepass") for p in parts)
+        self.blob += len(body).to_bytes(_LEN, "little") + body
 
     def trim_blob(self) -> None:
         """Release the blob prefix of evicted documents once it is large."""
@@ -103,20 +116,15 @@ class DocStore:
             self.blob_base += len(self.blob)
             self.blob = bytearray()
             return
-        dead = int(self.offset[int(self.window[START])]) - self.blob_base
+        dead = self._rel(self.offset[int(self.window[START])])
         if dead > (1 << 20) and dead * 2 > len(self.blob):
             del self.blob[:dead]
             self.blob_base += dead
 
     def _record_bytes(self, ref: int) -> bytes:
-        p = self.slot(ref)
-        begin = int(self.offset[p]) - self.blob_base
-        nxt = (p + 1) % self.capacity
-        following = (ref + 1 - self.base) & REF_MASK
-        end = len(self.blob)
-        if following < self.count and int(self.offset[nxt]) - self.blob_base > begin:
-            end = int(self.offset[nxt]) - self.blob_base
-        return bytes(self.blob[begin:end])
+        begin = self._rel(self.offset[self.slot(ref)])
+        size = int.from_bytes(self.blob[begin : begin + _LEN], "little")
+        return bytes(self.blob[begin + _LEN : begin + _LEN + size])
 
     def doc_id(self, ref: int) -> str:
         return self._record_bytes(ref).split(_SEP, 1)[0].decode("utf-8", "surrogatepass")
@@ -137,19 +145,24 @@ class DocStore:
     def state(self) -> dict[str, np.ndarray]:
         """Live columns in ref order plus the blob, for snapshots."""
         order = (int(self.window[START]) + np.arange(self.count)) % self.capacity
-        out = {f"store_{c}": getattr(self, c)[order] for c in self.COLUMNS}
-        out["store_offset"] = out["store_offset"] - self.blob_base
+        out = {f"store_{c}": getattr(self, c)[order] for c in self.columns}
+        out["store_offset"] = (out["store_offset"] - np.uint32(self.blob_base & REF_MASK))
         out["store_blob"] = np.frombuffer(bytes(self.blob), dtype=np.uint8)
         out["store_window"] = self.window.copy()
         return out
 
     @classmethod
-    def from_state(cls, sketch_words: int, state: dict[str, np.ndarray]) -> DocStore:
+    def from_state(
+        cls, sketch_words: int, keep_time: bool, state: dict[str, np.ndarray]
+    ) -> DocStore:
         window = state["store_window"].astype(np.int64)
         count = int(window[COUNT])
-        store = cls(sketch_words, count)
-        for c in cls.COLUMNS:
-            getattr(store, c)[:count] = state[f"store_{c}"]
+        store = cls(sketch_words, keep_time, count)
+        for c in store.columns:
+            if f"store_{c}" in state:
+                getattr(store, c)[:count] = state[f"store_{c}"]
+            else:  # a snapshot taken without timestamps: treat everything as current
+                getattr(store, c)[:count] = window[WATERMARK]
         store.window[:] = window
         store.window[START] = 0
         store.blob = bytearray(state["store_blob"].tobytes())

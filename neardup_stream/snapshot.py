@@ -111,7 +111,9 @@ def load_snapshot(path: str | os.PathLike[str], config: DedupConfig | None = Non
     with np.load(Path(path) / "state.npz") as npz:
         arrays = {k: npz[k] for k in npz.files}
     dedup = Deduplicator(config)
-    dedup.store = DocStore.from_state(config.sketch_bits // 64, arrays)
+    dedup.store = DocStore.from_state(
+        config.sketch_bits // 64, config.max_age_seconds is not None, arrays
+    )
     dedup.registry = BucketTable.from_arrays(
         _REGISTRY_CAP, arrays["registry_keys"], arrays["registry_refs"]
     )
