@@ -2,8 +2,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
-KAFKA_PORT ?= 19092
-export KAFKA_PORT
+# The test broker gets its own port, so it never collides with a demo/dev broker on 9092.
+TEST_KAFKA_PORT ?= 19092
 
 .PHONY: install test unit lint demo bench kafka-start kafka-stop clean
 
@@ -16,9 +16,21 @@ install: $(PY)
 
 # The whole suite: unit tests and integration tests against a real local Kafka broker.
 test: install
-	@set -e; bootstrap=$$(deploy/local/kafka.sh start | tail -n 1); \
+	@set -e; export KAFKA_PORT=$(TEST_KAFKA_PORT); \
+	bootstrap=$$(deploy/local/kafka.sh start | tail -n 1); \
 	trap 'deploy/local/kafka.sh stop' EXIT; \
 	KAFKA_BOOTSTRAP_SERVERS=$$bootstrap $(PY) -m pytest
+
+# The main job end to end: local broker, a worker, a bundled sample, a summary.
+demo: install
+	PYTHON=$(PY) bash deploy/local/demo/run.sh
+
+# Benchmarks (not part of the tests): quality/speed vs peers, memory, Kafka end to end.
+bench: install
+	$(PY) -m pip install --quiet -e '.[bench]'
+	$(PY) -m bench.bench_dedup --docs 20000 --out bench/results
+	$(PY) -m bench.bench_memory --docs 100000 1000000 --json bench/results/memory.json
+	$(PY) -m bench.bench_kafka
 
 unit: install
 	$(PY) -m pytest tests/unit

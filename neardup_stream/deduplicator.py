@@ -85,7 +85,9 @@ class Deduplicator:
     def __init__(self, config: DedupConfig | None = None) -> None:
         self.config = config or DedupConfig()
         self.fingerprinter = Fingerprinter(self.config)
-        self.store = DocStore(self.config.sketch_bits // 64, self.config.max_age_seconds is not None)
+        self.store = DocStore(
+            self.config.sketch_bits // 64, self.config.max_age_seconds is not None
+        )
         self.index = ShardedIndex(self.config.shards, self.config.bucket_cap)
         self.registry = BucketTable(_REGISTRY_CAP)
         self.features: dict[int, np.ndarray] = {}
@@ -133,7 +135,7 @@ class Deduplicator:
         default_ts = time.time() if now is None else now
         ts = [d.timestamp.timestamp() if d.timestamp else default_ts for d in docs]
         keys = np.concatenate((fps.simhash_keys, fps.lsh_keys), axis=1)
-        nkeys = np.where(fps.nfeat > 0, keys.shape[1], fps.simhash_keys.shape[1])
+        nkeys = np.asarray(np.where(fps.nfeat > 0, keys.shape[1], fps.simhash_keys.shape[1]))
         batch = _Batch(
             [d.id for d in docs],
             np.zeros(len(docs), dtype=np.bool_),

@@ -146,7 +146,7 @@ class DocStore:
         """Live columns in ref order plus the blob, for snapshots."""
         order = (int(self.window[START]) + np.arange(self.count)) % self.capacity
         out = {f"store_{c}": getattr(self, c)[order] for c in self.columns}
-        out["store_offset"] = (out["store_offset"] - np.uint32(self.blob_base & REF_MASK))
+        out["store_offset"] = out["store_offset"] - np.uint32(self.blob_base & REF_MASK)
         out["store_blob"] = np.frombuffer(bytes(self.blob), dtype=np.uint8)
         out["store_window"] = self.window.copy()
         return out

@@ -7,6 +7,7 @@ is then verified, so false positives cost only CPU while false negatives cost re
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import lru_cache
 
 import numpy as np
@@ -17,11 +18,11 @@ def candidate_probability(s: float | np.ndarray, bands: int, rows: int) -> float
     return 1.0 - (1.0 - np.power(s, rows)) ** bands
 
 
-def _area(f: np.ndarray, lo: float, hi: float) -> float:
+def _area(f: Callable[[np.ndarray], object], lo: float, hi: float) -> float:
+    """Trapezoid-rule integral of `f` over [lo, hi]."""
     xs = np.linspace(lo, hi, 201)
-    return (
-        float(np.trapezoid(f(xs), xs)) if hasattr(np, "trapezoid") else float(np.trapz(f(xs), xs))
-    )
+    ys = np.asarray(f(xs), dtype=np.float64)
+    return float(np.sum((ys[1:] + ys[:-1]) * np.diff(xs)) / 2)
 
 
 def false_positive_area(threshold: float, bands: int, rows: int) -> float:

@@ -59,7 +59,7 @@ def save_snapshot(
     arrays["features_sizes"] = np.array([f.size for f in feats], dtype=np.int64)
     arrays["features"] = np.concatenate(feats) if feats else np.empty(0, dtype=np.uint64)
     with open(tmp / "state.npz", "wb") as fh:
-        np.savez(fh, **arrays)
+        np.savez(fh, **arrays)  # type: ignore[arg-type]
         fh.flush()
         os.fsync(fh.fileno())
     meta = {
