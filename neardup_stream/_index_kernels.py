@@ -19,6 +19,16 @@ _U32 = np.uint64(0xFFFFFFFF)
 BASE, COUNT, START, WATERMARK, EVICTED = 0, 1, 2, 3, 4
 UNIQUE, EXACT, SIMHASH, MINHASH = 0, 1, 2, 3
 MAX_LOAD = 4
+SIZE_CAP = 65535  # stored set sizes saturate here (uint16)
+
+
+@njit(inline="always", cache=True)
+def _sizes_exclude(a, b, min_sim):
+    """Exact size filter: Jaccard <= min(|A|, |B|) / max(|A|, |B|)."""
+    a = min(a, SIZE_CAP)
+    if a == SIZE_CAP or b == SIZE_CAP:
+        return False
+    return min(a, b) < min_sim * max(a, b)
 
 
 @njit(inline="always", cache=True)
@@ -147,7 +157,7 @@ def _append(
     st_exact[p] = exact[i]
     st_simhash[p] = simhash[i]
     st_sketch[p] = sketch[i]
-    st_nfeat[p] = 1 if nfeat[i] > 0 else 0
+    st_nfeat[p] = min(nfeat[i], SIZE_CAP)
     if st_ts.size == cap:
         st_ts[p] = ts[i]
     st_sim[p] = sim
@@ -290,7 +300,7 @@ def probe_verify(
         same = st_exact[p, 0] == exact[i, 0] and st_exact[p, 1] == exact[i, 1]
         if same:
             sim = 1.0
-        elif nfeat[i] == 0 or st_nfeat[p] == 0:
+        elif nfeat[i] == 0 or st_nfeat[p] == 0 or _sizes_exclude(nfeat[i], st_nfeat[p], min_sim):
             continue
         else:
             sim = estimate_jaccard(sketch[i], st_sketch[p])

@@ -251,7 +251,7 @@ def fingerprint_batch(data, offsets, mode, k, seed, sketch_bits, num_perm):
 
     Returns:
         exact uint64[n, 2], simhash uint64[n], sketch uint64[n, sketch_bits // 64],
-        signature uint64[n, num_perm], nfeat int64[n] (feature occurrences).
+        signature uint64[n, num_perm], nfeat int64[n] (distinct features: the set size).
     """
     n = offsets.size - 1
     words = sketch_bits // 64
@@ -270,6 +270,7 @@ def fingerprint_batch(data, offsets, mode, k, seed, sketch_bits, num_perm):
         longest = max(longest, offsets[d + 1] - offsets[d])
     buf = np.empty(longest, dtype=np.uint32)
     bins = np.empty(sketch_bits, dtype=np.uint64)
+    seen = np.empty(64, dtype=np.uint32)
     for d in range(n):
         m = normalize_utf8(data, offsets[d], offsets[d + 1], buf)
         exact[d, 0], exact[d, 1] = murmur3_128(buf, m, seed)
@@ -282,7 +283,9 @@ def fingerprint_batch(data, offsets, mode, k, seed, sketch_bits, num_perm):
             if h < bins[b]:
                 bins[b] = h
         total = feats.size
-        nfeat[d] = total
+        if _set_size(total) > seen.size:
+            seen = np.empty(_set_size(total), dtype=np.uint32)
+        nfeat[d] = distinct_count(feats, seen)
         sh = np.uint64(0)
         for b in range(64):
             if 2 * counts[b] > total:
@@ -300,6 +303,35 @@ def fingerprint_batch(data, offsets, mode, k, seed, sketch_bits, num_perm):
             for j in range(sketch_bits):
                 sketch[d, j >> 6] |= (bins[j] & _ONE) << np.uint64(j & 63)
     return exact, simhash, sketch, signature, nfeat
+
+
+@njit(inline="always", cache=True)
+def _set_size(n):
+    size = 64
+    while size < 2 * n:
+        size *= 2
+    return size
+
+
+@njit(cache=True)
+def distinct_count(feats, seen):
+    """Number of distinct hashes in `feats`, using `seen` as an open-addressing hash set."""
+    size = _set_size(feats.size)
+    if seen.size < size:
+        seen = np.empty(size, dtype=np.uint32)
+    mask = size - 1
+    seen[:size] = 0
+    n = 0
+    for f in range(feats.size):
+        h = feats[f]
+        tag = np.uint32(h >> _S32) | np.uint32(1)
+        j = np.int64(h & np.uint64(mask))
+        while seen[j] != 0 and seen[j] != tag:
+            j = (j + 1) & mask
+        if seen[j] == 0:
+            seen[j] = tag
+            n += 1
+    return n
 
 
 @njit(inline="always", cache=True)

@@ -4,7 +4,8 @@ Documents get consecutive 32-bit sequence numbers ("refs"). The live window is
 [base, base + count) modulo 2**32; eviction always removes the oldest document, so the store
 is a ring and every table entry of an evicted document is recognisable as dead by a range
 check, without a per-document flag. Per document it keeps: the 128-bit exact hash, the
-SimHash, the 1-bit MinHash sketch, whether it has any feature, a timestamp (seconds, only when
+SimHash, the 1-bit MinHash sketch, its shingle-set size (for the exact size filter
+J <= min/max; saturating at 65535), a timestamp (seconds, only when
 retention by age needs it), and the original decision (similarity, method, and the ids it
 named, as length-prefixed records in a FIFO byte blob addressed by 32-bit offsets). The
 compiled kernels append and evict; this class owns the arrays, the id blob and growth
@@ -53,7 +54,7 @@ class DocStore:
         self.exact = np.zeros((capacity, 2), dtype=np.uint64)
         self.simhash = np.zeros(capacity, dtype=np.uint64)
         self.sketch = np.zeros((capacity, self.sketch_words), dtype=np.uint64)
-        self.nfeat = np.zeros(capacity, dtype=np.uint8)  # 1 if the document has features
+        self.nfeat = np.zeros(capacity, dtype=np.uint16)  # set size, saturating
         self.ts = np.zeros(capacity if self.keep_time else 1, dtype=np.uint32)
         self.similarity = np.zeros(capacity, dtype=np.float32)
         self.method = np.zeros(capacity, dtype=np.uint8)

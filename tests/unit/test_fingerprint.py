@@ -115,7 +115,7 @@ def test_kernel_normalisation_and_exact_hash_match_the_python_reference(text: st
     cfg = DedupConfig()
     fp = Fingerprinter(cfg).batch([text])
     assert tuple(int(x) for x in fp.exact[0]) == exact_hash(normalize(text), cfg.seed)
-    assert fp.nfeat[0] == len(char_shingles(normalize(text), 5))
+    assert fp.nfeat[0] == len(set(char_shingles(normalize(text), 5)))
 
 
 @settings(max_examples=60, deadline=None)
