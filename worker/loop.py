@@ -54,6 +54,7 @@ class Worker:
         self.producer: KafkaProducer | None = None
         self.reader: KafkaConsumer | None = None
         self._last_snapshot = time.monotonic()
+        self.consuming = False
 
     def request_stop(self) -> None:
         """Ask the loop to finish its batch and shut down (safe from signal handlers)."""
@@ -67,6 +68,7 @@ class Worker:
         self.consumer = clients.make_consumer(s)
         self.consumer.subscribe([s.topics.input], listener=self.tracker)
         log.info("consuming %s as group %s", s.topics.input, s.worker.group_id)
+        self.consuming = True
         try:
             while not self._stop.is_set():
                 batch = self.consumer.poll(

@@ -108,8 +108,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             registry, worker.ready.is_set, settings.metrics.host, settings.metrics.port
         ).start()
         log.info("metrics on http://%s:%d/metrics", settings.metrics.host, server.port)
+
+    def on_signal(signum: int, _frame: object) -> None:
+        if not worker.consuming:  # still connecting or restoring: nothing to finish
+            raise SystemExit(128 + signum)
+        worker.request_stop()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: worker.request_stop())
+        signal.signal(sig, on_signal)
     try:
         worker.run()
     finally:
