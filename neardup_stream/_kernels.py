@@ -280,8 +280,7 @@ def fingerprint_batch(data, offsets, mode, k, seed, sketch_bits, num_perm):
         for f in range(feats.size):
             h = feats[f]
             b = h >> shift
-            if h < bins[b]:
-                bins[b] = h
+            bins[b] = min(bins[b], h)
         total = feats.size
         if _set_size(total) > seen.size:
             seen = np.empty(_set_size(total), dtype=np.uint32)
