@@ -56,10 +56,13 @@ def _rotl(x, r):
 
 
 @njit(cache=True)
-def normalize_utf8(data, begin, end, out):
-    """Decode UTF-8 data[begin:end] into `out`: ASCII lowered, whitespace collapsed, stripped.
+def normalize_utf8(data, begin, end, out, fold_index, fold_pool, mapped):
+    """Decode UTF-8 data[begin:end] into `out`, folded, whitespace collapsed and stripped.
 
-    Returns the number of code points written.
+    With `mapped`, every code point is replaced by casefold(NFKC(c)) from the fold table;
+    otherwise the text is taken as already folded (only A-Z are lowered, a no-op then).
+    Returns the number of code points written, or -1 when a code point has no table entry
+    or the output would not fit: the caller folds that text in Python instead.
     """
     n = 0
     pending_space = False
@@ -80,17 +83,28 @@ def normalize_utf8(data, begin, end, out):
             c = ((b & 0x07) << 18) | ((np.uint32(data[i + 1]) & 0x3F) << 12)
             c |= ((np.uint32(data[i + 2]) & 0x3F) << 6) | (np.uint32(data[i + 3]) & 0x3F)
             i += 4
-        if c <= 0x3000 and _SPACE_TABLE[c]:
-            pending_space = n > 0
-            continue
-        if pending_space:
-            out[n] = _SPACE
+        if c < 0x80 or not mapped:
+            if 65 <= c <= 90:
+                c += 32
+            start, length = -1, 1
+        elif c >= fold_index.size or fold_index[c] < 0:
+            return -1
+        else:
+            start = fold_index[c] + 1
+            length = np.int64(fold_pool[start - 1])
+        if n + length + 1 > out.size:
+            return -1
+        for j in range(length):
+            x = c if start < 0 else fold_pool[start + j]
+            if x <= 0x3000 and _SPACE_TABLE[x]:
+                pending_space = n > 0
+                continue
+            if pending_space:
+                out[n] = _SPACE
+                n += 1
+                pending_space = False
+            out[n] = x
             n += 1
-            pending_space = False
-        if 65 <= c <= 90:
-            c += 32
-        out[n] = c
-        n += 1
     return n
 
 
@@ -237,12 +251,15 @@ def _densify(v):
 
 
 @njit(cache=True)
-def fingerprint_batch(data, offsets, mode, k, seed, sketch_bits, num_perm):
+def fingerprint_batch(data, offsets, mapped, fold_index, fold_pool, mode, k, seed, sketch_bits,
+                      num_perm):
     """Fingerprint every document of a batch in one call.
 
     Args:
-        data: Concatenated UTF-8 (uint8) of NFKC-normalised, case-folded texts.
+        data: Concatenated UTF-8 (uint8) of the texts.
         offsets: int64 array of n+1 byte boundaries into `data`.
+        mapped: bool[n]: fold this text with the table (else it is already folded).
+        fold_index, fold_pool: the fold table (`normalize.fold_table`).
         mode: MODE_CHAR or MODE_WORD.
         k: Shingle size.
         seed: Hash seed.
@@ -251,7 +268,8 @@ def fingerprint_batch(data, offsets, mode, k, seed, sketch_bits, num_perm):
 
     Returns:
         exact uint64[n, 2], simhash uint64[n], sketch uint64[n, sketch_bits // 64],
-        signature uint64[n, num_perm], nfeat int64[n] (distinct features: the set size).
+        signature uint64[n, num_perm], nfeat int64[n] (distinct features: the set size;
+        -1 for a text that needs folding in Python first).
     """
     n = offsets.size - 1
     words = sketch_bits // 64
@@ -268,11 +286,14 @@ def fingerprint_batch(data, offsets, mode, k, seed, sketch_bits, num_perm):
     longest = 0
     for d in range(n):
         longest = max(longest, offsets[d + 1] - offsets[d])
-    buf = np.empty(longest, dtype=np.uint32)
+    buf = np.empty(2 * longest + 64, dtype=np.uint32)
     bins = np.empty(sketch_bits, dtype=np.uint64)
     seen = np.empty(64, dtype=np.uint32)
     for d in range(n):
-        m = normalize_utf8(data, offsets[d], offsets[d + 1], buf)
+        m = normalize_utf8(data, offsets[d], offsets[d + 1], buf, fold_index, fold_pool, mapped[d])
+        if m < 0:
+            nfeat[d] = -1
+            continue
         exact[d, 0], exact[d, 1] = murmur3_128(buf, m, seed)
         feats = feature_hashes(buf[:m], mode, k, seed)
         counts = bit_counts(feats)

@@ -1,8 +1,8 @@
 """Fingerprints of documents: exact hash, SimHash, MinHash signature, sketch, bucket keys.
 
-`Fingerprinter.batch(texts)` folds each text in Python (NFKC + case folding, skipped for
-ASCII), then runs the fused compiled kernel once over the whole batch's UTF-8, which finishes
-normalisation and computes everything else. The same text always yields the same fingerprint
+`Fingerprinter.batch(texts)` runs the fused compiled kernel once over the whole batch's UTF-8:
+it normalises (through the fold table; texts with context-dependent characters are folded in
+Python and run again) and computes everything else. The same text always yields the same fingerprint
 (see `hashing` and `_kernels`).
 """
 
@@ -15,7 +15,7 @@ import numpy as np
 
 from neardup_stream import _kernels
 from neardup_stream.config import DedupConfig
-from neardup_stream.normalize import fold, normalize
+from neardup_stream.normalize import fold, fold_table, normalize, strip_html
 from neardup_stream.shingles import codepoints
 
 
@@ -27,7 +27,7 @@ class Fingerprints:
     simhash: np.ndarray  # uint64[n]: weighted 64-bit SimHash
     signature: np.ndarray  # uint64[n, num_perm]: MinHash (one-permutation, densified)
     sketch: np.ndarray  # uint64[n, sketch_bits // 64]: 1-bit MinHash sketch for verification
-    nfeat: np.ndarray  # int64[n]: feature occurrences (0 for an empty text)
+    nfeat: np.ndarray  # int64[n]: distinct features, the set size (0 for an empty text)
     lsh_keys: np.ndarray  # uint32[n, bands]
     simhash_keys: np.ndarray  # uint32[n, simhash_k + 1]
 
@@ -48,15 +48,17 @@ class Fingerprinter:
         return normalize(text, html_input=self.config.strip_html)
 
     def batch(self, texts: Sequence[str]) -> Fingerprints:
-        """Fingerprint raw texts."""
+        """Fingerprint raw texts (normalised by the kernel, or in Python where it must)."""
         cfg = self.config
-        parts = [fold(t, html_input=cfg.strip_html).encode("utf-8", "surrogatepass") for t in texts]
-        offsets = np.zeros(len(parts) + 1, dtype=np.int64)
-        np.cumsum([len(p) for p in parts], out=offsets[1:])
-        data = np.frombuffer(b"".join(parts), dtype=np.uint8)
-        exact, simhash, sketch, signature, nfeat = _kernels.fingerprint_batch(
-            data, offsets, self._mode, cfg.shingle_size, cfg.seed, cfg.sketch_bits, cfg.num_perm
-        )
+        if cfg.strip_html:
+            texts = [strip_html(t) for t in texts]
+        raw = self._run(texts, mapped=True)
+        redo = np.flatnonzero(raw[4] < 0)
+        if redo.size:
+            again = self._run([fold(texts[i]) for i in redo], mapped=False)
+            for column, fixed in zip(raw, again, strict=True):
+                column[redo] = fixed
+        exact, simhash, sketch, signature, nfeat = raw
         return Fingerprints(
             exact=exact,
             simhash=simhash,
@@ -65,6 +67,20 @@ class Fingerprinter:
             nfeat=nfeat,
             lsh_keys=_kernels.band_keys(signature, self.bands, self.rows, cfg.seed),
             simhash_keys=_kernels.simhash_block_keys(simhash, cfg.simhash_k, cfg.seed),
+        )
+
+    def _run(self, texts: Sequence[str], mapped: bool) -> tuple[np.ndarray, ...]:
+        cfg = self.config
+        parts = [t.encode("utf-8", "surrogatepass") for t in texts]
+        offsets = np.zeros(len(parts) + 1, dtype=np.int64)
+        np.cumsum([len(p) for p in parts], out=offsets[1:])
+        data = np.frombuffer(b"".join(parts), dtype=np.uint8)
+        index, pool = fold_table()
+        return tuple(
+            _kernels.fingerprint_batch(
+                data, offsets, np.full(len(parts), mapped), index, pool, self._mode,
+                cfg.shingle_size, cfg.seed, cfg.sketch_bits, cfg.num_perm,
+            )
         )
 
     def features(self, text: str) -> np.ndarray:

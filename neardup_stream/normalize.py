@@ -2,6 +2,13 @@
 
 Every fingerprint, exact hash and ground-truth shingle set is computed from `normalize(text)`,
 so this function is part of the on-disk format: change it and stored indexes become stale.
+
+The compiled kernel applies the same normalisation itself, character by character, through
+`fold_table()`: for every code point c that cannot interact with its neighbours under NFKC
+(no combining class, no combining marks first in its decomposition, nothing that composes
+with a preceding character), casefold(NFKC(s)) is the concatenation of casefold(NFKC(c)).
+Texts holding any other code point are folded here in Python (`fold`) instead. A property
+test checks the kernel against `normalize` on arbitrary Unicode.
 """
 
 from __future__ import annotations
@@ -9,6 +16,9 @@ from __future__ import annotations
 import html
 import re
 import unicodedata
+from functools import lru_cache
+
+import numpy as np
 
 _TAG = re.compile(r"<(script|style)\b.*?</\1\s*>|<!--.*?-->|<[^>]{0,2000}>", re.S | re.I)
 
@@ -16,6 +26,49 @@ _TAG = re.compile(r"<(script|style)\b.*?</\1\s*>|<!--.*?-->|<[^>]{0,2000}>", re.
 def strip_html(text: str) -> str:
     """Remove tags, comments, scripts and styles, and decode character entities."""
     return html.unescape(_TAG.sub(" ", text))
+
+
+FOLD_LIMIT = 0x30000  # code points at or above are left to the Python path
+_HANGUL_JAMO = ((0x1100, 0x11FF), (0x3130, 0x318F), (0xA960, 0xA97F), (0xD7B0, 0xD7FF))
+
+
+def _composes_backwards() -> set[int]:
+    """Starters that can compose with a preceding character (NFC quick-check "maybe")."""
+    found = set(range(0x1161, 0x1176)) | set(range(0x11A8, 0x11C3))
+    for z in range(FOLD_LIMIT):
+        d = unicodedata.decomposition(chr(z))
+        if d and not d.startswith("<"):
+            parts = d.split()
+            if len(parts) == 2 and unicodedata.combining(chr(int(parts[1], 16))) == 0:
+                found.add(int(parts[1], 16))
+    return found
+
+
+@lru_cache(maxsize=1)
+def fold_table() -> tuple[np.ndarray, np.ndarray]:
+    """(index, pool): pool[index[c]] = length, then the code points of casefold(NFKC(c)).
+
+    index[c] is -1 where c is not context-free under NFKC (see the module docstring).
+    """
+    backwards = _composes_backwards()
+    index = np.full(FOLD_LIMIT, -1, dtype=np.int32)
+    pool: list[int] = []
+    for c in range(FOLD_LIMIT):
+        ch = chr(c)
+        if 0xD800 <= c <= 0xDFFF or any(lo <= c <= hi for lo, hi in _HANGUL_JAMO):
+            continue
+        decomposed = unicodedata.normalize("NFKD", ch)
+        if (
+            unicodedata.combining(ch)
+            or unicodedata.combining(decomposed[0])
+            or any(ord(x) in backwards for x in decomposed)
+        ):
+            continue
+        mapped = unicodedata.normalize("NFKC", ch).casefold()
+        index[c] = len(pool)
+        pool.append(len(mapped))
+        pool.extend(ord(x) for x in mapped)
+    return index, np.array(pool, dtype=np.uint32)
 
 
 def fold(text: str, *, html_input: bool = False) -> str:

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -126,3 +127,29 @@ def test_bit_counts_equal_naive_counting(values: list[int]) -> None:
     feats = np.array(values, dtype=np.uint64)
     naive = [sum((v >> b) & 1 for v in values) for b in range(64)]
     assert bit_counts(feats).tolist() == naive
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "ﾊﾟﾝ ｶﾞ",
+        "한국어 텍스트",
+        "e\u0301clair ÉCLAIR",
+        "Straße STRASSE",
+        "İstanbul",
+        "ΌΣΟΣ",
+        "ﬁnance ㎏ ℡ ½",
+        "北京，上海。ＡＢＣ",
+        "\u1100\u1161\u11a8 각",
+        "a\u0b47\u0b3e",
+        "x\u00a0\u3000y",
+    ],
+)
+def test_kernel_normalisation_of_context_dependent_text(text: str) -> None:
+    from neardup_stream.hashing import exact_hash
+    from neardup_stream.normalize import normalize
+
+    cfg = DedupConfig()
+    fp = Fingerprinter(cfg).batch([text, text.upper()])
+    assert tuple(int(x) for x in fp.exact[0]) == exact_hash(normalize(text), cfg.seed)
+    assert tuple(int(x) for x in fp.exact[1]) == exact_hash(normalize(text.upper()), cfg.seed)
