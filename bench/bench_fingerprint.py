@@ -51,7 +51,15 @@ def main() -> None:
 
     def kernel() -> None:
         _kernels.fingerprint_batch(
-            data, offsets, mapped, index, pool, 0, cfg.shingle_size, cfg.seed, cfg.sketch_bits,
+            data,
+            offsets,
+            mapped,
+            index,
+            pool,
+            0,
+            cfg.shingle_size,
+            cfg.seed,
+            cfg.sketch_bits,
             cfg.num_perm,
         )
 

@@ -251,8 +251,9 @@ def _densify(v):
 
 
 @njit(cache=True)
-def fingerprint_batch(data, offsets, mapped, fold_index, fold_pool, mode, k, seed, sketch_bits,
-                      num_perm):
+def fingerprint_batch(
+    data, offsets, mapped, fold_index, fold_pool, mode, k, seed, sketch_bits, num_perm
+):
     """Fingerprint every document of a batch in one call.
 
     Args:

@@ -55,7 +55,7 @@ class Fingerprinter:
         raw = self._run(texts, mapped=True)
         redo = np.flatnonzero(raw[4] < 0)
         if redo.size:
-            again = self._run([fold(texts[i]) for i in redo], mapped=False)
+            again = self._run([fold(texts[int(i)]) for i in redo], mapped=False)
             for column, fixed in zip(raw, again, strict=True):
                 column[redo] = fixed
         exact, simhash, sketch, signature, nfeat = raw
@@ -78,8 +78,16 @@ class Fingerprinter:
         index, pool = fold_table()
         return tuple(
             _kernels.fingerprint_batch(
-                data, offsets, np.full(len(parts), mapped), index, pool, self._mode,
-                cfg.shingle_size, cfg.seed, cfg.sketch_bits, cfg.num_perm,
+                data,
+                offsets,
+                np.full(len(parts), mapped),
+                index,
+                pool,
+                self._mode,
+                cfg.shingle_size,
+                cfg.seed,
+                cfg.sketch_bits,
+                cfg.num_perm,
             )
         )
 
