@@ -52,6 +52,21 @@ def table_probe(heads, nxt, keys, refs, qkeys, out):
     return n
 
 
+@njit(cache=True)
+def live_hits(heads, nxt, keys, refs, qkeys, base, count):
+    """For each query key, how many live refs are stored under it."""
+    mask = heads.size - 1
+    out = np.zeros(qkeys.size, dtype=np.int64)
+    for i in range(qkeys.size):
+        q = qkeys[i]
+        e = heads[q & mask]
+        while e >= 0:
+            if keys[e] == q and _alive(refs[e], base, count):
+                out[i] += 1
+            e = nxt[e]
+    return out
+
+
 @njit(inline="always", cache=True)
 def _insert_one(heads, nxt, keys, refs, size, q, ref, cap, base, count):
     b = q & (heads.size - 1)
@@ -60,9 +75,9 @@ def _insert_one(heads, nxt, keys, refs, size, q, ref, cap, base, count):
     while e >= 0:
         if keys[e] == q and _alive(refs[e], base, count):
             same += 1
+            if same >= cap:
+                return size
         e = nxt[e]
-    if same >= cap:
-        return size
     keys[size] = q
     refs[size] = ref
     nxt[size] = heads[b]

@@ -7,6 +7,7 @@ never restored under settings that would hash documents differently.
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Literal
 
 import mmh3
@@ -87,7 +88,7 @@ class DedupConfig(BaseModel):
             raise ValueError("bands * rows must be <= num_perm")
         return self
 
-    @property
+    @cached_property
     def banding(self) -> tuple[int, int]:
         """(bands, rows) used by the LSH index."""
         if self.bands is not None and self.rows is not None:
@@ -112,7 +113,7 @@ class DedupConfig(BaseModel):
             "format": 1,
         }
 
-    @property
+    @cached_property
     def fingerprint_id(self) -> int:
         """A 32-bit id of `fingerprint_fields`, stamped on snapshots and records."""
         text = repr(sorted(self.fingerprint_fields().items()))

@@ -157,6 +157,9 @@ class Deduplicator:
 
     def _mark_known(self, batch: _Batch) -> dict[int, int]:
         """Skip ids already stored or repeated in the batch; returns repeat -> first index."""
+        reg, st = self.registry, self.store
+        keys = np.array([id_key(doc_id) for doc_id in batch.ids], dtype=np.uint32)
+        hits = _k.live_hits(reg.heads, reg.nxt, reg.keys, reg.refs, keys, st.base, st.count)
         first: dict[str, int] = {}
         earlier: dict[int, int] = {}
         for i, doc_id in enumerate(batch.ids):
@@ -165,7 +168,7 @@ class Deduplicator:
                 batch.skip[i] = True
                 continue
             first[doc_id] = i
-            ref = self._find(doc_id)
+            ref = self._find(doc_id) if hits[i] else None
             if ref is not None:
                 batch.ref[i] = ref
                 batch.match[i] = -2
