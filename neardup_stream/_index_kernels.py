@@ -36,7 +36,7 @@ def _alive(ref, base, count):
     return ((np.uint64(ref) - np.uint64(base)) & _U32) < np.uint64(count)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def table_probe(heads, nxt, keys, refs, qkeys, out):
     """Write to `out` the refs stored under `qkeys`; returns how many exist (may exceed out)."""
     mask = heads.size - 1
@@ -52,7 +52,7 @@ def table_probe(heads, nxt, keys, refs, qkeys, out):
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def live_hits(heads, nxt, keys, refs, qkeys, base, count):
     """For each query key, how many live refs are stored under it."""
     mask = heads.size - 1
@@ -85,7 +85,7 @@ def _insert_one(heads, nxt, keys, refs, size, q, ref, cap, base, count):
     return size + 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def table_insert(heads, nxt, keys, refs, size, qkeys, qrefs, cap, base, count):
     """Insert (qkeys[i], qrefs[i]) unless that key already holds `cap` live refs."""
     for i in range(qkeys.size):
@@ -93,7 +93,7 @@ def table_insert(heads, nxt, keys, refs, size, qkeys, qrefs, cap, base, count):
     return size
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def table_rehash(heads, nxt, keys, size):
     """Rebuild the bucket chains for the first `size` entries."""
     heads[:] = -1
@@ -104,7 +104,7 @@ def table_rehash(heads, nxt, keys, size):
         heads[b] = e
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def table_compact(heads, nxt, keys, refs, size, base, count):
     """Drop entries whose ref left the live window; returns the new size."""
     m = 0
@@ -117,7 +117,7 @@ def table_compact(heads, nxt, keys, refs, size, base, count):
     return m
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def estimate_jaccard(a, b):
     """Jaccard estimate from two 1-bit OPH sketches: P(bit equal) = (1 + J) / 2."""
     diff = 0
@@ -127,7 +127,7 @@ def estimate_jaccard(a, b):
     return j if j > 0.0 else 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def evict(window, st_ts, cap, max_docs, max_age):
     """Drop the oldest documents beyond `max_docs` or older than watermark - `max_age`."""
     while window[COUNT] > 0 and (
@@ -140,7 +140,7 @@ def evict(window, st_ts, cap, max_docs, max_age):
         window[EVICTED] += 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _room(heads_t, keys_t, sizes, need):
     for s in range(sizes.size):
         if sizes[s] + need > keys_t[s].size or sizes[s] > MAX_LOAD * heads_t[s].size:
@@ -148,7 +148,7 @@ def _room(heads_t, keys_t, sizes, need):
     return True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _append(
     window,
     i,
@@ -182,7 +182,7 @@ def _append(
     return ref
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _index(keys, nkeys, i, ref, heads_t, nxt_t, keys_t, refs_t, sizes, cap, window):
     shards = sizes.size
     for j in range(nkeys[i]):
@@ -202,7 +202,7 @@ def _index(keys, nkeys, i, ref, heads_t, nxt_t, keys_t, refs_t, sizes, cap, wind
         )
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def append_batch(
     begin,
     skip,
@@ -266,7 +266,7 @@ def append_batch(
     return skip.size
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def probe_verify(
     i,
     keys,
@@ -329,7 +329,7 @@ def probe_verify(
     return out_ref[:m], out_sim[:m], out_ham[:m], out_exact[:m]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def decide_batch(
     begin,
     skip,

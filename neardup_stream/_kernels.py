@@ -2,6 +2,7 @@
 
 Everything here is pure integer arithmetic on numpy arrays with fixed 64-bit constants, so the
 results are identical on every machine, process and release (no salted hashing anywhere).
+Kernels release the GIL, so the Kafka clients' threads keep working while a batch is hashed.
 
 Input is UTF-8 of text that is already NFKC-normalised and case-folded (or pure ASCII, which
 both leave unchanged but for A-Z, lowered here). The kernel decodes it, collapses whitespace
@@ -55,7 +56,7 @@ def _rotl(x, r):
     return (x << np.uint64(r)) | (x >> np.uint64(64 - r))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def normalize_utf8(data, begin, end, out, fold_index, fold_pool, mapped):
     """Decode UTF-8 data[begin:end] into `out`, folded, whitespace collapsed and stripped.
 
@@ -108,7 +109,7 @@ def normalize_utf8(data, begin, end, out, fold_index, fold_pool, mapped):
     return n
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def murmur3_128(cps, n, seed):
     """MurmurHash3_x64_128 of the UTF-32LE bytes of cps[:n]; returns (h1, h2)."""
     h1 = np.uint64(seed)
@@ -164,7 +165,7 @@ def popcount64(x):
     return (x * _KF) >> np.uint64(56)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _word_hashes(cps, seed):
     """FNV-1a + fmix hash of every space-separated word of a normalised text."""
     n = cps.size
@@ -190,7 +191,7 @@ def _word_hashes(cps, seed):
     return out[:m]
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def feature_hashes(cps, mode, k, seed):
     """All feature hashes of one normalised text (code points), in order (repeats kept)."""
     useed = fmix64(np.uint64(seed) ^ _GOLD)
@@ -231,7 +232,7 @@ def feature_hashes(cps, mode, k, seed):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _densify(v):
     """Rotation densification: an empty bin takes the next non-empty bin's value, re-hashed."""
     size = v.size
@@ -250,7 +251,7 @@ def _densify(v):
             v[i] = fmix64(v[nxt % size] + np.uint64(nxt - i) * _GOLD)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def fingerprint_batch(
     data, offsets, mapped, fold_index, fold_pool, mode, k, seed, sketch_bits, num_perm
 ):
@@ -334,7 +335,7 @@ def _set_size(n):
     return size
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def distinct_count(feats, seen):
     """Number of distinct hashes in `feats`, using `seen` as an open-addressing hash set."""
     size = _set_size(feats.size)
@@ -367,7 +368,7 @@ def _bit(word, b):
     return np.int64((word >> np.uint64(b)) & _ONE)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def bit_counts(feats):
     """For each of the 64 bit positions, how many feature hashes have that bit set.
 
@@ -419,7 +420,7 @@ def bit_counts(feats):
     return counts
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def band_keys(signature, bands, rows, seed):
     """32-bit LSH bucket keys: one per band of `rows` consecutive signature values."""
     n = signature.shape[0]
@@ -434,7 +435,7 @@ def band_keys(signature, bands, rows, seed):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def simhash_block_keys(simhash, k, seed):
     """32-bit keys of the k+1 SimHash blocks (pigeonhole: distance <= k shares a block)."""
     n = simhash.size
