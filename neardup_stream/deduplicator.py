@@ -122,7 +122,11 @@ class Deduplicator:
         return None
 
     def process(
-        self, docs: Sequence[Document], now: float | None = None, records: bool = False
+        self,
+        docs: Sequence[Document],
+        now: float | None = None,
+        records: bool = False,
+        times: Sequence[float] | None = None,
     ) -> list[Outcome]:
         """Decide documents in order, optionally returning their fingerprint records.
 
@@ -130,10 +134,15 @@ class Deduplicator:
             docs: Documents in stream order.
             now: Seconds used as the time of documents without a timestamp (default: now).
             records: Build a `FingerprintRecord` for every newly stored document.
+            times: Per-document fallback times (e.g. Kafka record times), instead of `now`.
         """
         fps = self.fingerprinter.batch([d.text for d in docs])
         default_ts = time.time() if now is None else now
-        ts = [d.timestamp.timestamp() if d.timestamp else default_ts for d in docs]
+        fallback = times if times is not None else [default_ts] * len(docs)
+        ts = [
+            d.timestamp.timestamp() if d.timestamp else t
+            for d, t in zip(docs, fallback, strict=True)
+        ]
         keys = np.concatenate((fps.simhash_keys, fps.lsh_keys), axis=1)
         nkeys = np.asarray(np.where(fps.nfeat > 0, keys.shape[1], fps.simhash_keys.shape[1]))
         batch = _Batch(

@@ -46,6 +46,10 @@ def parse_document(raw: bytes | None, max_bytes: int = 4 * MAX_TEXT_CHARS) -> Do
     if len(raw) > max_bytes:
         return ParseError("too_large", f"input is {len(raw)} bytes; the limit is {max_bytes}")
     try:
+        return Document.model_validate_json(raw)
+    except ValidationError:
+        pass  # classify the problem precisely below
+    try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return ParseError("invalid_utf8", f"input is not valid UTF-8: {exc}")

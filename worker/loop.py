@@ -12,7 +12,6 @@ import logging
 import threading
 import time
 from dataclasses import dataclass
-from datetime import datetime, timezone
 
 from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
@@ -109,15 +108,15 @@ class Worker:
     def _decide(self, batch: dict[TopicPartition, list[ConsumerRecord]]) -> _Output:
         topics, max_bytes = self.settings.topics, self.settings.worker.max_message_bytes
         records = [m for messages in batch.values() for m in messages]
-        parsed: list[Document | ParseError] = []
-        for m in records:
-            p = parse_document(m.value, max_bytes)
-            if isinstance(p, Document) and p.timestamp is None and m.timestamp >= 0:
-                stamp = datetime.fromtimestamp(m.timestamp / 1000, tz=timezone.utc)
-                p = p.model_copy(update={"timestamp": stamp})
-            parsed.append(p)
+        parsed = [parse_document(m.value, max_bytes) for m in records]
         docs = [p for p in parsed if isinstance(p, Document)]
-        outcomes = iter(self.dedup.process(docs, records=True))
+        now = time.time()
+        times = [
+            m.timestamp / 1000 if m.timestamp >= 0 else now
+            for m, p in zip(records, parsed, strict=True)
+            if isinstance(p, Document)
+        ]
+        outcomes = iter(self.dedup.process(docs, records=True, times=times))
         out = _Output([], [], {}, [], [], [])
         for m, p in zip(records, parsed, strict=False):
             out.offsets[TopicPartition(m.topic, m.partition)] = OffsetAndMetadata(
