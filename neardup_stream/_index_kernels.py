@@ -6,6 +6,14 @@ window lives in a small int64 array, `window = [base, count, start, watermark, e
 updated in place. Shard tables are passed as tuples of arrays; key `k` lives in shard
 `k % len(tables)`. A batch kernel returns early (with the index of the next document) when a
 table needs to grow, which the Python side does before calling again.
+
+The batch kernels take their arrays bundled in tuples:
+
+* `docs`   = (skip, keys, nkeys, exact, simhash, sketch, nfeat, ts): the batch's fingerprints,
+  one row per document (`keys` holds the SimHash block keys, then the LSH band keys);
+* `tables` = (heads, nxt, keys, refs, sizes): per-shard tuples of the bucket-table arrays;
+* `store`  = (exact, simhash, sketch, nfeat, ts, similarity, method): the store's columns;
+* `limits` = (bucket_cap, max_docs, max_age): 0 means no limit for the last two.
 """
 
 from __future__ import annotations
@@ -141,32 +149,23 @@ def evict(window, st_ts, cap, max_docs, max_age):
 
 
 @njit(cache=True, nogil=True)
-def _room(heads_t, keys_t, sizes, need):
+def _prepare(i, docs, tables, store, window, limits):
+    """Room check, watermark and eviction before document i; False when a table must grow."""
+    heads_t, _, keys_t, _, sizes = tables
+    need = docs[1].shape[1]
     for s in range(sizes.size):
         if sizes[s] + need > keys_t[s].size or sizes[s] > MAX_LOAD * heads_t[s].size:
             return False
+    window[WATERMARK] = max(window[WATERMARK], docs[7][i])
+    evict(window, store[4], store[1].size, limits[1], limits[2])
     return True
 
 
 @njit(cache=True, nogil=True)
-def _append(
-    window,
-    i,
-    exact,
-    simhash,
-    sketch,
-    nfeat,
-    ts,
-    sim,
-    method,
-    st_exact,
-    st_simhash,
-    st_sketch,
-    st_nfeat,
-    st_ts,
-    st_sim,
-    st_method,
-):
+def _append(i, docs, store, window, sim, method):
+    """Store document i at the end of the ring; returns its ref."""
+    exact, simhash, sketch, nfeat, ts = docs[3], docs[4], docs[5], docs[6], docs[7]
+    st_exact, st_simhash, st_sketch, st_nfeat, st_ts, st_sim, st_method = store
     cap = st_simhash.size
     p = (window[START] + window[COUNT]) % cap
     st_exact[p] = exact[i]
@@ -183,7 +182,10 @@ def _append(
 
 
 @njit(cache=True, nogil=True)
-def _index(keys, nkeys, i, ref, heads_t, nxt_t, keys_t, refs_t, sizes, cap, window):
+def _index(i, ref, docs, tables, window, cap):
+    """Insert ref under document i's keys, each in the shard that owns it."""
+    keys, nkeys = docs[1], docs[2]
+    heads_t, nxt_t, keys_t, refs_t, sizes = tables
     shards = sizes.size
     for j in range(nkeys[i]):
         q = keys[i, j]
@@ -203,96 +205,41 @@ def _index(keys, nkeys, i, ref, heads_t, nxt_t, keys_t, refs_t, sizes, cap, wind
 
 
 @njit(cache=True, nogil=True)
-def append_batch(
-    begin,
-    skip,
-    keys,
-    nkeys,
-    exact,
-    simhash,
-    sketch,
-    nfeat,
-    ts,
-    sims,
-    methods,
-    indexed,
-    heads_t,
-    nxt_t,
-    keys_t,
-    refs_t,
-    sizes,
-    st_exact,
-    st_simhash,
-    st_sketch,
-    st_nfeat,
-    st_ts,
-    st_sim,
-    st_method,
-    window,
-    cap,
-    max_docs,
-    max_age,
-    out_ref,
-):
-    """Store and index documents whose decisions are already known (replay, precise mode)."""
-    for i in range(begin, skip.size):
-        if skip[i]:
+def append_batch(begin, docs, decided, tables, store, window, limits, out_ref):
+    """Store and index documents whose decisions are known (replay, precise mode).
+
+    `decided` = (similarity, method, indexed) per document.
+    """
+    sims, methods, indexed = decided
+    for i in range(begin, docs[0].size):
+        if docs[0][i]:
             continue
-        if not _room(heads_t, keys_t, sizes, keys.shape[1]):
+        if not _prepare(i, docs, tables, store, window, limits):
             return i
-        window[WATERMARK] = max(window[WATERMARK], ts[i])
-        evict(window, st_ts, st_simhash.size, max_docs, max_age)
-        ref = _append(
-            window,
-            i,
-            exact,
-            simhash,
-            sketch,
-            nfeat,
-            ts,
-            sims[i],
-            methods[i],
-            st_exact,
-            st_simhash,
-            st_sketch,
-            st_nfeat,
-            st_ts,
-            st_sim,
-            st_method,
-        )
+        ref = _append(i, docs, store, window, sims[i], methods[i])
         out_ref[i] = ref
         if indexed[i]:
-            _index(keys, nkeys, i, ref, heads_t, nxt_t, keys_t, refs_t, sizes, cap, window)
-    return skip.size
+            _index(i, ref, docs, tables, window, limits[0])
+    return docs[0].size
 
 
 @njit(cache=True, nogil=True)
-def probe_verify(
-    i,
-    keys,
-    nkeys,
-    exact,
-    simhash,
-    sketch,
-    nfeat,
-    heads_t,
-    nxt_t,
-    keys_t,
-    refs_t,
-    st_exact,
-    st_simhash,
-    st_sketch,
-    st_nfeat,
-    window,
-    min_sim,
-    buf,
-):
+def probe_verify(i, docs, tables, store, window, min_sim, buf):
     """Candidates of document i with estimate >= min_sim: (refs, sims, hamming, exact)."""
+    keys, nkeys, exact, simhash, sketch, nfeat = (
+        docs[1],
+        docs[2],
+        docs[3],
+        docs[4],
+        docs[5],
+        docs[6],
+    )
+    heads_t, nxt_t, keys_t, refs_t, _ = tables
+    st_exact, st_simhash, st_sketch, st_nfeat = store[0], store[1], store[2], store[3]
     shards = len(heads_t)
     n = 0
     for j in range(nkeys[i]):
-        q = keys[i, j]
-        s = q % shards
+        s = keys[i, j] % shards
         n += table_probe(heads_t[s], nxt_t[s], keys_t[s], refs_t[s], keys[i, j : j + 1], buf[n:])
         n = min(n, buf.size)
     cands = np.sort(buf[:n])
@@ -330,70 +277,21 @@ def probe_verify(
 
 
 @njit(cache=True, nogil=True)
-def decide_batch(
-    begin,
-    skip,
-    keys,
-    nkeys,
-    exact,
-    simhash,
-    sketch,
-    nfeat,
-    ts,
-    heads_t,
-    nxt_t,
-    keys_t,
-    refs_t,
-    sizes,
-    st_exact,
-    st_simhash,
-    st_sketch,
-    st_nfeat,
-    st_ts,
-    st_sim,
-    st_method,
-    window,
-    cap,
-    max_docs,
-    max_age,
-    threshold,
-    simhash_k,
-    index_dups,
-    retention,
-    out_ref,
-    out_match,
-    out_sim,
-    out_method,
-):
-    """Decide, store and index documents begin.. in order (each sees all earlier ones)."""
-    buf = np.empty(keys.shape[1] * cap * 4 + 64, dtype=np.uint32)
-    for i in range(begin, skip.size):
-        if skip[i]:
+def decide_batch(begin, docs, tables, store, window, limits, rules, out):
+    """Decide, store and index documents begin.. in order (each sees all earlier ones).
+
+    `rules` = (threshold, simhash_k, index_duplicates, retention);
+    `out` = (ref, match, similarity, method) per document.
+    """
+    threshold, simhash_k, index_dups, retention = rules
+    out_ref, out_match, out_sim, out_method = out
+    buf = np.empty(docs[1].shape[1] * limits[0] * 4 + 64, dtype=np.uint32)
+    for i in range(begin, docs[0].size):
+        if docs[0][i]:
             continue
-        if not _room(heads_t, keys_t, sizes, keys.shape[1]):
+        if not _prepare(i, docs, tables, store, window, limits):
             return i
-        window[WATERMARK] = max(window[WATERMARK], ts[i])
-        evict(window, st_ts, st_simhash.size, max_docs, max_age)
-        refs, sims, hams, same = probe_verify(
-            i,
-            keys,
-            nkeys,
-            exact,
-            simhash,
-            sketch,
-            nfeat,
-            heads_t,
-            nxt_t,
-            keys_t,
-            refs_t,
-            st_exact,
-            st_simhash,
-            st_sketch,
-            st_nfeat,
-            window,
-            threshold,
-            buf,
-        )
+        refs, sims, hams, same = probe_verify(i, docs, tables, store, window, threshold, buf)
         match, sim, method = -1, 0.0, UNIQUE
         for c in range(refs.size):
             if same[c]:
@@ -402,25 +300,8 @@ def decide_batch(
             if sims[c] > sim:
                 match, sim = refs[c], sims[c]
                 method = SIMHASH if hams[c] <= simhash_k else MINHASH
-        ref = _append(
-            window,
-            i,
-            exact,
-            simhash,
-            sketch,
-            nfeat,
-            ts,
-            sim,
-            method,
-            st_exact,
-            st_simhash,
-            st_sketch,
-            st_nfeat,
-            st_ts,
-            st_sim,
-            st_method,
-        )
+        ref = _append(i, docs, store, window, sim, method)
         out_ref[i], out_match[i], out_sim[i], out_method[i] = ref, match, sim, method
         if method == UNIQUE or (index_dups and (method != EXACT or retention)):
-            _index(keys, nkeys, i, ref, heads_t, nxt_t, keys_t, refs_t, sizes, cap, window)
-    return skip.size
+            _index(i, ref, docs, tables, window, limits[0])
+    return docs[0].size

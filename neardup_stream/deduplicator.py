@@ -57,6 +57,19 @@ class _Batch:
     ts: np.ndarray
     lsh_width: int
 
+    def columns(self, end: int) -> tuple[np.ndarray, ...]:
+        """Rows [0, end) as the kernels' `docs` tuple."""
+        return (
+            self.skip[:end],
+            self.keys[:end],
+            self.nkeys[:end],
+            self.exact[:end],
+            self.simhash[:end],
+            self.sketch[:end],
+            self.nfeat[:end],
+            self.ts[:end],
+        )
+
     def __post_init__(self) -> None:
         n = len(self.ids)
         self.ref = np.zeros(n, dtype=np.int64)
@@ -188,112 +201,48 @@ class Deduplicator:
         """Run the decide (or append) kernel over batch rows begin..end, growing tables."""
         cfg, st = self.config, self.store
         end = len(batch.ids) if end is None else end
+        width = batch.keys.shape[1]
         st.reserve(end - begin)
-        self.index.reserve((end - begin) * batch.keys.shape[1] // len(self.index.shards) + 64)
-        sl = slice(0, end)
+        docs = batch.columns(end)
+        limits = (cfg.bucket_cap, cfg.max_docs or 0, cfg.max_age_seconds or 0)
+        rules = (cfg.threshold, cfg.simhash_k, cfg.index_duplicates, self._retention)
         i = begin
         while i < end:
-            heads, nxt, keys, refs, (sizes,) = self.index.arrays()
-            common = (
-                heads,
-                nxt,
-                keys,
-                refs,
-                sizes,
-                st.exact,
-                st.simhash,
-                st.sketch,
-                st.nfeat,
-                st.ts,
-            )
-            retention = (cfg.max_docs or 0, cfg.max_age_seconds or 0)
+            self.index.reserve((end - i) * width // len(self.index.shards) + 64)
+            tables = self.index.arrays()
             if decide:
-                i = _k.decide_batch(
-                    i,
-                    batch.skip[sl],
-                    batch.keys[sl],
-                    batch.nkeys[sl],
-                    batch.exact[sl],
-                    batch.simhash[sl],
-                    batch.sketch[sl],
-                    batch.nfeat[sl],
-                    batch.ts[sl],
-                    *common,
-                    st.similarity,
-                    st.method,
-                    st.window,
-                    cfg.bucket_cap,
-                    *retention,
-                    cfg.threshold,
-                    cfg.simhash_k,
-                    cfg.index_duplicates,
-                    self._retention,
-                    batch.ref,
-                    batch.match,
-                    batch.sim,
-                    batch.method,
-                )
+                out = (batch.ref, batch.match, batch.sim, batch.method)
+                i = _k.decide_batch(i, docs, tables, st.arrays(), st.window, limits, rules, out)
             else:
+                decided = (batch.sim[:end], batch.method[:end], batch.indexed[:end])
                 i = _k.append_batch(
-                    i,
-                    batch.skip[sl],
-                    batch.keys[sl],
-                    batch.nkeys[sl],
-                    batch.exact[sl],
-                    batch.simhash[sl],
-                    batch.sketch[sl],
-                    batch.nfeat[sl],
-                    batch.ts[sl],
-                    batch.sim[sl],
-                    batch.method[sl],
-                    batch.indexed[sl],
-                    *common,
-                    st.similarity,
-                    st.method,
-                    st.window,
-                    cfg.bucket_cap,
-                    *retention,
-                    batch.ref,
+                    i, docs, decided, tables, st.arrays(), st.window, limits, batch.ref
                 )
-            self.index.set_sizes(sizes)
-            if i < end:
-                self.index.reserve((end - i) * batch.keys.shape[1] // len(self.index.shards) + 64)
+            self.index.set_sizes(tables[4])
 
     def _decide_precise(self, batch: _Batch, texts: list[str]) -> None:
         """Per document: candidates near the threshold are verified by exact Jaccard."""
         cfg, st = self.config, self.store
         buf = np.empty(batch.keys.shape[1] * cfg.bucket_cap * 4 + 64, dtype=np.uint32)
-        feats: dict[int, np.ndarray] = {}
+        docs = batch.columns(len(batch.ids))
         for i in range(len(batch.ids)):
             if batch.skip[i]:
                 continue
             st.window[_k.WATERMARK] = max(int(st.window[_k.WATERMARK]), int(batch.ts[i]))
             _k.evict(st.window, st.ts, st.capacity, cfg.max_docs or 0, cfg.max_age_seconds or 0)
-            heads, nxt, keys, refs, _ = self.index.arrays()
-            feats[i] = self.fingerprinter.features(texts[i])
+            feats = self.fingerprinter.features(texts[i])
             cands = _k.probe_verify(
                 i,
-                batch.keys,
-                batch.nkeys,
-                batch.exact,
-                batch.simhash,
-                batch.sketch,
-                batch.nfeat,
-                heads,
-                nxt,
-                keys,
-                refs,
-                st.exact,
-                st.simhash,
-                st.sketch,
-                st.nfeat,
+                docs,
+                self.index.arrays(),
+                st.arrays(),
                 st.window,
                 cfg.threshold - cfg.precise_margin,
                 buf,
             )
-            self._choose_exactly(batch, i, feats[i], *cands)
+            self._choose_exactly(batch, i, feats, *cands)
             self._run(batch, decide=False, begin=i, end=i + 1)
-            self.features[int(batch.ref[i])] = feats[i]
+            self.features[int(batch.ref[i])] = feats
         for ref in [r for r in self.features if not st.alive(r)]:
             del self.features[ref]
 

@@ -85,6 +85,18 @@ class DocStore:
         """Position in the blob of a stored 32-bit offset."""
         return (int(offset) - self.blob_base) & REF_MASK
 
+    def arrays(self) -> tuple[np.ndarray, ...]:
+        """The columns as the kernels' `store` tuple."""
+        return (
+            self.exact,
+            self.simhash,
+            self.sketch,
+            self.nfeat,
+            self.ts,
+            self.similarity,
+            self.method,
+        )
+
     def alive(self, ref: int) -> bool:
         return ((ref - self.base) & REF_MASK) < self.count
 

@@ -10,6 +10,8 @@ shards at once through `arrays()`.
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from neardup_stream.bucket_table import BucketTable
@@ -55,15 +57,15 @@ class ShardedIndex:
         for shard in self.shards:
             shard.insert(keys[owner == shard.shard_id], ref, base, count)
 
-    def arrays(self) -> tuple[tuple[np.ndarray, ...], ...]:
-        """(heads, nxt, keys, refs) tuples over shards, plus sizes, for the batch kernels."""
+    def arrays(self) -> tuple[Any, ...]:
+        """The kernels' `tables` tuple: per-shard heads, nxt, keys, refs, then the sizes."""
         tables = [s.table for s in self.shards]
         return (
             tuple(t.heads for t in tables),
             tuple(t.nxt for t in tables),
             tuple(t.keys for t in tables),
             tuple(t.refs for t in tables),
-            (np.array([t.size for t in tables], dtype=np.int64),),
+            np.array([t.size for t in tables], dtype=np.int64),
         )
 
     def reserve(self, extra: int) -> None:
