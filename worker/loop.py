@@ -3,7 +3,12 @@
 Exactly-once: decisions, dead letters, changelog records and the input offsets go out in one
 Kafka transaction. If anything fails the transaction is aborted (or the producer replaced),
 the consumer rewinds to the committed offsets and the index is rebuilt from the committed
-changelog, so the in-memory state never runs ahead of what Kafka has committed.
+changelog, so the in-memory state never runs ahead of what Kafka has committed for long.
+
+Pipelining: the commit of batch N runs in a helper thread while batch N+1 is polled and
+decided (the kernels release the GIL). Batch N+1 is produced only once N's commit succeeded;
+if it failed, N+1's decisions are dropped with the rest of the uncommitted state by the
+rewind-and-rebuild above.
 """
 
 from __future__ import annotations
@@ -27,6 +32,17 @@ from worker.restore import restore_index, snapshot_index
 
 log = logging.getLogger(__name__)
 RETRY_BACKOFF_S = (0.5, 1, 2, 5, 10)
+
+
+@dataclass
+class _InFlight:
+    """A transaction whose commit runs in a helper thread."""
+
+    output: _Output
+    started: float
+    thread: threading.Thread | None = None
+    error: BaseException | None = None
+    done_at: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -54,6 +70,7 @@ class Worker:
         self.reader: KafkaConsumer | None = None
         self._last_snapshot = time.monotonic()
         self.consuming = False
+        self._inflight: _InFlight | None = None
 
     def request_stop(self) -> None:
         """Ask the loop to finish its batch and shut down (safe from signal handlers)."""
@@ -74,32 +91,75 @@ class Worker:
                     timeout_ms=s.worker.poll_timeout_ms, max_records=s.worker.max_batch
                 )
                 if self.tracker.take_change():
+                    if not self._settle():
+                        continue  # recovered: rewound, so what this poll returned comes again
                     self._restore()
                 if batch:
                     self._handle(batch)
+                else:
+                    self._settle()
                 update_lag(self.consumer, self.tracker.partitions, self.metrics)
         finally:
             self._close()
 
     def _handle(self, batch: dict[TopicPartition, list[ConsumerRecord]]) -> None:
         started = time.perf_counter()
+        if self._snapshot_due():
+            if not self._settle():
+                return
+            self._maybe_snapshot()
         output = self._decide(batch)
+        if not self._settle():
+            return  # the previous commit failed: everything since the last commit is replayed
         try:
-            self._publish(output)
+            self._send(output)
         except Exception:
             log.exception("publishing a batch failed; aborting and rewinding")
             self.metrics.transaction_aborts.inc()
             self._recover()
             return
-        done = time.time()
+        flight = _InFlight(output, started)
+        if self.settings.worker.exactly_once:
+            flight.thread = threading.Thread(target=self._commit, args=(flight,), daemon=True)
+            self._inflight = flight
+            flight.thread.start()
+        else:
+            flight.done_at = time.time()
+            self._account(flight)
+
+    def _commit(self, flight: _InFlight) -> None:
+        """Helper thread: finish the open transaction."""
+        assert self.producer is not None
+        try:
+            self.producer.commit_transaction()
+        except BaseException as exc:  # reported by _settle on the loop's thread
+            flight.error = exc
+        flight.done_at = time.time()
+
+    def _settle(self) -> bool:
+        """Wait for the commit in flight; True if everything decided so far is committed."""
+        flight, self._inflight = self._inflight, None
+        if flight is None or flight.thread is None:
+            return True
+        flight.thread.join()
+        if flight.error is not None:
+            log.error("committing a batch failed; aborting and rewinding", exc_info=flight.error)
+            self.metrics.transaction_aborts.inc()
+            self._recover()
+            return False
+        self._account(flight)
+        return True
+
+    def _account(self, flight: _InFlight) -> None:
+        """Metrics of a committed batch."""
+        output = flight.output
         for decision, method in output.counted:
             self.metrics.documents.labels(decision, method).inc()
         for reason in output.dead:
             self.metrics.dlq.labels(reason).inc()
         for ts in output.timestamps:
-            self.metrics.decision_latency.observe(max(0.0, done - ts / 1000))
-        self.metrics.batch_seconds.observe(time.perf_counter() - started)
-        self._maybe_snapshot()
+            self.metrics.decision_latency.observe(max(0.0, flight.done_at - ts / 1000))
+        self.metrics.batch_seconds.observe(time.perf_counter() - flight.started)
         stats = self.dedup.stats()
         self.metrics.index_documents.set(stats["documents"])
         self.metrics.index_entries.set(stats["index_entries"])
@@ -146,7 +206,9 @@ class Worker:
             out.counted.append((d.decision, d.method or "none"))
         return out
 
-    def _publish(self, out: _Output) -> None:
+    def _send(self, out: _Output) -> None:
+        """Produce a batch: open its transaction and add the offsets (exactly-once), or
+        produce, flush and commit the offsets (at-least-once)."""
         assert self.producer is not None and self.consumer is not None
         p, topics = self.producer, self.settings.topics
         eos = self.settings.worker.exactly_once
@@ -160,7 +222,6 @@ class Worker:
         ]
         if eos:
             p.send_offsets_to_transaction(out.offsets, self.consumer.group_metadata())
-            p.commit_transaction()
             return
         p.flush()
         for f in futures:
@@ -213,10 +274,18 @@ class Worker:
         self.ready.set()
         self.metrics.ready.set(1)
 
-    def _maybe_snapshot(self, force: bool = False) -> None:
+    def _snapshot_due(self) -> bool:
         w = self.settings.worker
-        due = time.monotonic() - self._last_snapshot >= w.snapshot_every_s
-        if w.snapshot_dir is None or not (due or force) or not self.ready.is_set():
+        return w.snapshot_dir is not None and (
+            time.monotonic() - self._last_snapshot >= w.snapshot_every_s
+        )
+
+    def _maybe_snapshot(self, force: bool = False) -> None:
+        """Save a snapshot if one is due (or forced); call only with nothing in flight."""
+        w = self.settings.worker
+        if w.snapshot_dir is None or not (force or self._snapshot_due()):
+            return
+        if not self.ready.is_set():
             return
         assert self.reader is not None
         try:
@@ -232,7 +301,18 @@ class Worker:
         self._last_snapshot = time.monotonic()
 
     def _close(self) -> None:
-        self._maybe_snapshot(force=True)
+        flight, self._inflight = self._inflight, None
+        if flight is not None and flight.thread is not None:
+            flight.thread.join()
+            if flight.error is None:
+                self._account(flight)
+                self._maybe_snapshot(force=True)
+            else:
+                log.error(
+                    "the last commit failed; it is replayed on restart", exc_info=flight.error
+                )
+        elif self.ready.is_set():
+            self._maybe_snapshot(force=True)
         for client in (self.consumer, self.reader):
             if client is not None:
                 client.close(autocommit=False)
