@@ -5,10 +5,10 @@ Kafka transaction. If anything fails the transaction is aborted (or the producer
 the consumer rewinds to the committed offsets and the index is rebuilt from the committed
 changelog, so the in-memory state never runs ahead of what Kafka has committed for long.
 
-Pipelining: batch N's transaction (produce, offsets, commit) runs in a helper thread while
-batch N+1 is polled and decided (the kernels release the GIL). Batch N+1 is produced only once
-N's commit succeeded; if it failed, N+1's decisions are dropped with the rest of the
-uncommitted state by the rewind-and-rebuild above.
+Pipelining: the commit of batch N runs in a helper thread while batch N+1 is polled and
+decided (the kernels release the GIL). Batch N+1 is produced only once N's commit succeeded;
+if it failed, N+1's decisions are dropped with the rest of the uncommitted state by the
+rewind-and-rebuild above.
 """
 
 from __future__ import annotations
@@ -111,37 +111,27 @@ class Worker:
         output = self._decide(batch)
         if not self._settle():
             return  # the previous commit failed: everything since the last commit is replayed
-        assert self.consumer is not None
-        flight = _InFlight(output, started)
-        if self.settings.worker.exactly_once:
-            meta = self.consumer.group_metadata()
-            flight.thread = threading.Thread(
-                target=self._transact, args=(flight, meta), daemon=True
-            )
-            self._inflight = flight
-            flight.thread.start()
-            return
         try:
-            self._send_at_least_once(output)
+            self._send(output)
         except Exception:
-            log.exception("publishing a batch failed; rewinding")
+            log.exception("publishing a batch failed; aborting and rewinding")
+            self.metrics.transaction_aborts.inc()
             self._recover()
             return
-        flight.done_at = time.time()
-        self._account(flight)
+        flight = _InFlight(output, started)
+        if self.settings.worker.exactly_once:
+            flight.thread = threading.Thread(target=self._commit, args=(flight,), daemon=True)
+            self._inflight = flight
+            flight.thread.start()
+        else:
+            flight.done_at = time.time()
+            self._account(flight)
 
-    def _transact(self, flight: _InFlight, group_metadata: object) -> None:
-        """Helper thread: produce a batch and commit it with its input offsets, atomically."""
+    def _commit(self, flight: _InFlight) -> None:
+        """Helper thread: finish the open transaction."""
         assert self.producer is not None
-        p, out, topics = self.producer, flight.output, self.settings.topics
         try:
-            p.begin_transaction()
-            for m in out.messages:
-                p.send(m.topic, key=m.key, value=m.value, headers=m.headers)
-            for part, key, value in out.changelog:
-                p.send(topics.changelog, key=key, value=value, partition=part)
-            p.send_offsets_to_transaction(out.offsets, group_metadata)
-            p.commit_transaction()
+            self.producer.commit_transaction()
         except BaseException as exc:  # reported by _settle on the loop's thread
             flight.error = exc
         flight.done_at = time.time()
@@ -216,16 +206,23 @@ class Worker:
             out.counted.append((d.decision, d.method or "none"))
         return out
 
-    def _send_at_least_once(self, out: _Output) -> None:
-        """Produce a batch, wait for every ack, then commit its input offsets."""
+    def _send(self, out: _Output) -> None:
+        """Produce a batch: open its transaction and add the offsets (exactly-once), or
+        produce, flush and commit the offsets (at-least-once)."""
         assert self.producer is not None and self.consumer is not None
         p, topics = self.producer, self.settings.topics
+        eos = self.settings.worker.exactly_once
+        if eos:
+            p.begin_transaction()
         futures = [
             p.send(m.topic, key=m.key, value=m.value, headers=m.headers) for m in out.messages
         ]
         futures += [
             p.send(topics.changelog, key=k, value=v, partition=part) for part, k, v in out.changelog
         ]
+        if eos:
+            p.send_offsets_to_transaction(out.offsets, self.consumer.group_metadata())
+            return
         p.flush()
         for f in futures:
             f.get(timeout=self.settings.kafka.request_timeout_ms / 1000)
