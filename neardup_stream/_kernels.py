@@ -364,6 +364,19 @@ def _csa(a, b, c):
 
 
 @njit(inline="always", cache=True)
+def _add8(feats, i, ones, twos, fours):
+    """Add feats[i:i+8] into the ones/twos/fours counters; returns (eights carry, counters)."""
+    twos_a, ones = _csa(ones, feats[i], feats[i + 1])
+    twos_b, ones = _csa(ones, feats[i + 2], feats[i + 3])
+    fours_a, twos = _csa(twos, twos_a, twos_b)
+    twos_a, ones = _csa(ones, feats[i + 4], feats[i + 5])
+    twos_b, ones = _csa(ones, feats[i + 6], feats[i + 7])
+    fours_b, twos = _csa(twos, twos_a, twos_b)
+    eights, fours = _csa(fours, fours_a, fours_b)
+    return eights, ones, twos, fours
+
+
+@njit(inline="always", cache=True)
 def _bit(word, b):
     return np.int64((word >> np.uint64(b)) & _ONE)
 
@@ -382,20 +395,8 @@ def bit_counts(feats):
     n = feats.size
     i = 0
     while i + 16 <= n:
-        twos_a, ones = _csa(ones, feats[i], feats[i + 1])
-        twos_b, ones = _csa(ones, feats[i + 2], feats[i + 3])
-        fours_a, twos = _csa(twos, twos_a, twos_b)
-        twos_a, ones = _csa(ones, feats[i + 4], feats[i + 5])
-        twos_b, ones = _csa(ones, feats[i + 6], feats[i + 7])
-        fours_b, twos = _csa(twos, twos_a, twos_b)
-        eights_a, fours = _csa(fours, fours_a, fours_b)
-        twos_a, ones = _csa(ones, feats[i + 8], feats[i + 9])
-        twos_b, ones = _csa(ones, feats[i + 10], feats[i + 11])
-        fours_a, twos = _csa(twos, twos_a, twos_b)
-        twos_a, ones = _csa(ones, feats[i + 12], feats[i + 13])
-        twos_b, ones = _csa(ones, feats[i + 14], feats[i + 15])
-        fours_b, twos = _csa(twos, twos_a, twos_b)
-        eights_b, fours = _csa(fours, fours_a, fours_b)
+        eights_a, ones, twos, fours = _add8(feats, i, ones, twos, fours)
+        eights_b, ones, twos, fours = _add8(feats, i + 8, ones, twos, fours)
         carry, eights = _csa(eights, eights_a, eights_b)
         for j in range(8):
             t = slices[j] & carry

@@ -271,12 +271,21 @@ class Deduplicator:
             j = int(np.argmax(exact))
             sim, method = float(exact[j]), SIMHASH if hams[j] <= cfg.simhash_k else MINHASH
         batch.match[i], batch.sim[i], batch.method[i] = refs[j], sim, method
-        batch.indexed[i] = cfg.index_duplicates and (method != EXACT or self._retention)
+        batch.indexed[i] = self._indexes(method)
+
+    def _indexes(self, method: int) -> bool:
+        """Whether a document decided with `method` goes into the tables (the kernel's rule).
+
+        Exact copies add nothing to the tables unless retention may evict their original.
+        """
+        cfg = self.config
+        return method == UNIQUE or (cfg.index_duplicates and (method != EXACT or self._retention))
 
     def _finish(self, batch: _Batch, earlier: dict[int, int], records: bool) -> list[Outcome]:
         st, cfg = self.store, self.config
+        blocks = batch.keys.shape[1] - batch.lsh_width
         out: list[Outcome] = []
-        new_keys, new_refs = [], []
+        stored: list[tuple[int, str]] = []
         for i, doc_id in enumerate(batch.ids):
             if i in earlier:
                 out.append(Outcome(out[earlier[i]].decision, None))
@@ -284,7 +293,7 @@ class Deduplicator:
             if batch.match[i] == -2:
                 out.append(Outcome(_decision(st.decision(int(batch.ref[i]))), None))
                 continue
-            ref, match = int(batch.ref[i]), int(batch.match[i])
+            ref, match, method = int(batch.ref[i]), int(batch.match[i]), int(batch.method[i])
             dup = rep = None
             if match < 0:
                 decision = Decision(id=doc_id, decision="unique")
@@ -296,39 +305,38 @@ class Deduplicator:
                     duplicate_of=dup,
                     representative=rep,
                     similarity=round(float(np.float32(batch.sim[i])), 6),
-                    method=METHODS[int(batch.method[i]) - 1],
+                    method=METHODS[method - 1],
                 )
-            st.record(ref, doc_id, dup, rep)
-            new_keys.append(id_key(doc_id))
-            new_refs.append(ref)
+            st.record(ref, doc_id, dup, rep)  # before later documents of the batch read it
+            stored.append((ref, doc_id))
             record = None
             if records:
-                width = batch.nkeys[i] - (batch.keys.shape[1] - batch.lsh_width)
-                indexed = match < 0 or (
-                    cfg.index_duplicates and (batch.method[i] != EXACT or self._retention)
-                )
                 record = FingerprintRecord(
                     config_id=cfg.fingerprint_id,
                     doc_id=doc_id,
                     duplicate_of=dup,
                     representative=rep,
                     ts=int(batch.ts[i]),
-                    method=int(batch.method[i]),
+                    method=method,
                     similarity=float(batch.sim[i]),
                     nfeat=int(batch.nfeat[i]),
                     exact=(int(batch.exact[i, 0]), int(batch.exact[i, 1])),
                     simhash=int(batch.simhash[i]),
-                    lsh_keys=batch.keys[i, batch.keys.shape[1] - batch.lsh_width :][:width],
-                    simhash_keys=batch.keys[i, : batch.keys.shape[1] - batch.lsh_width],
+                    lsh_keys=batch.keys[i, blocks : batch.nkeys[i]],
+                    simhash_keys=batch.keys[i, :blocks],
                     sketch=batch.sketch[i],
-                    indexed=bool(indexed),
+                    indexed=self._indexes(method),
                 )
             out.append(Outcome(decision, record))
-        self.registry.insert(
-            np.array(new_keys, dtype=np.uint32), np.array(new_refs, dtype=np.uint32)
-        )
-        self._after_evictions()
+        self._remember(stored)
         return out
+
+    def _remember(self, stored: list[tuple[int, str]]) -> None:
+        """Register the (ref, id) of just-stored documents, then settle evictions."""
+        keys = np.array([id_key(doc_id) for _, doc_id in stored], dtype=np.uint32)
+        refs = np.array([ref for ref, _ in stored], dtype=np.uint32)
+        self.registry.insert(keys, refs)
+        self._after_evictions()
 
     def _after_evictions(self) -> None:
         st = self.store
@@ -368,22 +376,16 @@ class Deduplicator:
         batch.sim[:] = [r.similarity for r in recs]
         batch.method[:] = [r.method for r in recs]
         batch.indexed[:] = [r.indexed for r in recs]
-        earlier = self._mark_known(batch)
+        self._mark_known(batch)
         self._run(batch, decide=False)
-        new = 0
-        keys_new, refs_new = [], []
+        stored = []
         for i, rec in enumerate(recs):
-            if batch.skip[i] or i in earlier:
-                continue
-            self.store.record(int(batch.ref[i]), rec.doc_id, rec.duplicate_of, rec.representative)
-            keys_new.append(id_key(rec.doc_id))
-            refs_new.append(int(batch.ref[i]))
-            new += 1
-        self.registry.insert(
-            np.array(keys_new, dtype=np.uint32), np.array(refs_new, dtype=np.uint32)
-        )
-        self._after_evictions()
-        return new
+            if not batch.skip[i]:
+                ref = int(batch.ref[i])
+                self.store.record(ref, rec.doc_id, rec.duplicate_of, rec.representative)
+                stored.append((ref, rec.doc_id))
+        self._remember(stored)
+        return len(stored)
 
     def apply_record(self, rec: FingerprintRecord) -> bool:
         """Replay one changelog record; False if its id is already known."""

@@ -74,14 +74,11 @@ def fold_table() -> tuple[np.ndarray, np.ndarray]:
 def fold(text: str, *, html_input: bool = False) -> str:
     """The first half of `normalize`: HTML stripping, NFKC and case folding.
 
-    Pure-ASCII text is returned as it is: NFKC leaves it unchanged and the compiled kernel
-    lowers A-Z itself, which is all case folding does to ASCII. The kernel then collapses
-    whitespace, completing `normalize`.
+    The compiled kernel collapses whitespace itself, so this is what it is given for texts
+    its fold table cannot handle.
     """
     if html_input:
         text = strip_html(text)
-    if text.isascii():
-        return text
     return unicodedata.normalize("NFKC", text).casefold()
 
 
@@ -96,7 +93,4 @@ def normalize(text: str, *, html_input: bool = False) -> str:
         NFKC-normalised, case-folded text with every whitespace run collapsed to one space
         and no leading or trailing space.
     """
-    if html_input:
-        text = strip_html(text)
-    text = unicodedata.normalize("NFKC", text).casefold()
-    return " ".join(text.split())
+    return " ".join(fold(text, html_input=html_input).split())

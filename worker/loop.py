@@ -136,19 +136,25 @@ class Worker:
             flight.error = exc
         flight.done_at = time.time()
 
-    def _settle(self) -> bool:
-        """Wait for the commit in flight; True if everything decided so far is committed."""
+    def _join_inflight(self) -> BaseException | None:
+        """Wait for the commit in flight and account it; returns its error, if any."""
         flight, self._inflight = self._inflight, None
         if flight is None or flight.thread is None:
-            return True
+            return None
         flight.thread.join()
-        if flight.error is not None:
-            log.error("committing a batch failed; aborting and rewinding", exc_info=flight.error)
-            self.metrics.transaction_aborts.inc()
-            self._recover()
-            return False
-        self._account(flight)
-        return True
+        if flight.error is None:
+            self._account(flight)
+        return flight.error
+
+    def _settle(self) -> bool:
+        """Wait for the commit in flight; True if everything decided so far is committed."""
+        error = self._join_inflight()
+        if error is None:
+            return True
+        log.error("committing a batch failed; aborting and rewinding", exc_info=error)
+        self.metrics.transaction_aborts.inc()
+        self._recover()
+        return False
 
     def _account(self, flight: _InFlight) -> None:
         """Metrics of a committed batch."""
@@ -283,9 +289,9 @@ class Worker:
     def _maybe_snapshot(self, force: bool = False) -> None:
         """Save a snapshot if one is due (or forced); call only with nothing in flight."""
         w = self.settings.worker
-        if w.snapshot_dir is None or not (force or self._snapshot_due()):
+        if w.snapshot_dir is None or not self.ready.is_set():
             return
-        if not self.ready.is_set():
+        if not (force or self._snapshot_due()):
             return
         assert self.reader is not None
         try:
@@ -301,18 +307,11 @@ class Worker:
         self._last_snapshot = time.monotonic()
 
     def _close(self) -> None:
-        flight, self._inflight = self._inflight, None
-        if flight is not None and flight.thread is not None:
-            flight.thread.join()
-            if flight.error is None:
-                self._account(flight)
-                self._maybe_snapshot(force=True)
-            else:
-                log.error(
-                    "the last commit failed; it is replayed on restart", exc_info=flight.error
-                )
-        elif self.ready.is_set():
+        error = self._join_inflight()
+        if error is None:
             self._maybe_snapshot(force=True)
+        else:
+            log.error("the last commit failed; it is replayed on restart", exc_info=error)
         for client in (self.consumer, self.reader):
             if client is not None:
                 client.close(autocommit=False)
