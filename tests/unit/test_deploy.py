@@ -30,8 +30,8 @@ import yaml
 from prometheus_client import CollectorRegistry
 from pydantic import BaseModel
 
-from worker.settings import MetricsSettings, Settings
 from worker.metrics import build_metrics
+from worker.settings import MetricsSettings, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
