@@ -86,6 +86,6 @@ def load(
                 f"{path} covers up to offset {offset}; the changelog holds {log_start}..{log_end}",
             )
         dedup = load_snapshot(path, config)
-    except (OSError, ValueError, KeyError, TypeError, EOFError) as exc:
+    except Exception as exc:
         return Rejected("corrupt", f"{path} cannot be read: {type(exc).__name__}: {exc}")
     return Snapshot(dedup, offset)
