@@ -71,7 +71,7 @@ def _malformed(kind: str, n: int) -> bytes | None:
     }[kind]()
 
 
-# The dead-letter reason each kind must get (the classification of neardup_stream.parsing).
+# The dead-letter reason each kind must get.
 REASONS = {
     "invalid_json": "invalid_json",
     "empty_value": "invalid_json",
@@ -87,7 +87,7 @@ REASONS = {
     "deep_field": "invalid_json",
     "lone_surrogate_id": "invalid_field",
     "lone_surrogate_text": "invalid_field",
-    "huge_id": "too_large",
+    "huge_id": "invalid_id",
     "timestamp_not_a_date": "invalid_field",
     "timestamp_year_99999": "invalid_field",
     "not_an_object": "not_an_object",
