@@ -1,0 +1,260 @@
+"""Section `throughput`: the worker against the bare transactional pipe, in one run.
+
+An input topic (1 partition) is pre-loaded with ``--docs`` documents (`bench.kafka_docs`).
+The same topic is then consumed three times, each by its own consumer group, and timed from
+the moment the first batch has been fetched (for the worker: the first ``/healthz`` 200,
+right after its first poll and its restore) to the moment all ``N`` input offsets are
+committed:
+
+* ``worker``: ``python -m worker`` with default settings and ``--max-batch``, its own group,
+  output topics and changelog. It runs first because the pipes replay its output (below);
+* ``pipe, plain``: a bare consume -> produce loop with the worker's own client settings
+  (``worker.clients``): read_committed group consumer, idempotent producer, per batch of
+  ``--max-batch`` records: send, flush, commit the offsets (the at-least-once path minus
+  parsing and deduplication);
+* ``pipe, transactional``: the same loop with the worker's transactional producer: per batch
+  begin, send, ``send_offsets_to_transaction``, commit (the exactly-once path minus parsing
+  and deduplication; its commit is synchronous, the worker overlaps its own with the next
+  batch).
+
+The pipes send, per input record, the very messages the worker sent for it (read back from
+its duplicate and changelog topics; unique documents are the input bytes plus the worker's
+decision header): same topics, sizes and headers, so the only difference left is the
+worker's own work. ``--repeat k`` runs the three k times, interleaved, and reports medians.
+With ``--profile`` one more worker run is sampled by py-spy (`bench.kafka_profile`); it is
+not part of the figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from kafka import OffsetAndMetadata, TopicPartition
+
+from bench.kafka_broker import Topics, produce_bulk, read_committed, worker_settings
+from bench.kafka_docs import BenchError, DocSource, log
+from bench.kafka_profile import py_spy, py_spy_wrapper, summarize
+from bench.kafka_worker import (
+    WorkerProcess,
+    WorkerTopics,
+    decision_counts,
+    histogram_quantiles,
+    run_until_committed,
+)
+from neardup_stream.deduplicator import Deduplicator
+from neardup_stream.models import Document
+from worker import clients
+
+UNIQUE_HEADERS = [("neardup.decision", b"unique")]  # what the worker adds to unique documents
+
+
+@dataclass(frozen=True)
+class Mirror:
+    """The worker's messages per document id, so the pipes send the same bytes undecided."""
+
+    duplicates: dict[bytes, tuple[bytes, list[tuple[str, bytes]]]]  # key -> (value, headers)
+    changelog: dict[bytes, bytes]
+    default_changelog: bytes
+
+    @classmethod
+    def read(cls, bootstrap: str, wt: WorkerTopics) -> Mirror:
+        dups = {m.key: (m.value, list(m.headers)) for m in read_committed(bootstrap, wt.duplicate)}
+        changelog = {m.key: m.value for m in read_committed(bootstrap, wt.changelog)}
+        default = next(iter(changelog.values()), b"\0" * 400)
+        return cls(dups, changelog, default)
+
+
+def run_pipe(
+    bootstrap: str,
+    topics: Topics,
+    input_topic: str,
+    n: int,
+    transactional: bool,
+    mirror: Mirror,
+    args: argparse.Namespace,
+    name: str,
+) -> dict:
+    """Consume `n` records and send the worker's messages for them, committing per batch."""
+    kind = "eos" if transactional else "plain"
+    max_batch, timeout = args.max_batch, args.timeout
+    unique_topic = topics.create(f"{name}.unique")
+    duplicate_topic = topics.create(f"{name}.duplicate")
+    cl_topic = topics.create(f"{name}.changelog", compact=True)
+    settings = worker_settings(bootstrap, f"{topics.tag}-{name}", "bench", max_batch, transactional)
+    consumer = clients.make_consumer(settings)
+    producer = clients.make_producer(settings)
+    committed = batches = 0
+    positions: dict[TopicPartition, int] = {}
+    first = None
+    deadline = time.monotonic() + timeout
+    try:
+        consumer.subscribe([input_topic])
+        last_log = time.monotonic()
+        while committed < n:
+            if time.monotonic() > deadline:
+                raise BenchError(f"pipe ({kind}) committed {committed:,}/{n:,} in {timeout:.0f}s")
+            batch = consumer.poll(timeout_ms=500, max_records=max_batch)
+            if not batch:
+                continue
+            if first is None:
+                first = time.monotonic()
+            offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+            records = [m for msgs in batch.values() for m in msgs]
+            if transactional:
+                producer.begin_transaction()
+            futures = []
+            for m in records:
+                offsets[TopicPartition(m.topic, m.partition)] = OffsetAndMetadata(
+                    m.offset + 1, "", -1
+                )
+                dup = mirror.duplicates.get(m.key)
+                if dup is None:
+                    f = producer.send(
+                        unique_topic, key=m.key, value=m.value, headers=UNIQUE_HEADERS
+                    )
+                else:
+                    f = producer.send(duplicate_topic, key=m.key, value=dup[0], headers=dup[1])
+                futures.append(f)
+                value = mirror.changelog.get(m.key, mirror.default_changelog)
+                futures.append(
+                    producer.send(cl_topic, key=m.key, value=value, partition=m.partition)
+                )
+            if transactional:
+                producer.send_offsets_to_transaction(offsets, consumer.group_metadata())
+                producer.commit_transaction()
+            else:
+                producer.flush()
+                for f in futures:
+                    f.get(timeout=30)
+                consumer.commit(offsets)
+            positions.update({tp: o.offset for tp, o in offsets.items()})
+            committed = sum(positions.values())
+            batches += 1
+            if time.monotonic() - last_log > 10:
+                last_log = time.monotonic()
+                rate = committed / (last_log - first)
+                log(f"  pipe ({kind}): {committed:,}/{n:,} committed ({rate:,.0f} docs/s)")
+        seconds = time.monotonic() - (first or time.monotonic())
+    finally:
+        consumer.close(autocommit=False)
+        producer.close(timeout=10)
+    return {
+        "docs": committed,
+        "batches": batches,
+        "seconds": round(seconds, 2),
+        "docs_per_s": round(committed / seconds, 1),
+    }
+
+
+def run_worker(
+    bootstrap: str, wt: WorkerTopics, group: str, n: int, args: argparse.Namespace
+) -> dict:
+    """Time a worker from ready to all `n` input offsets committed."""
+    w = WorkerProcess(bootstrap, wt, group, args.log_dir / f"{group}.log", args.max_batch)
+    run = run_until_committed(w, n, args.timeout)
+    return {
+        "docs": run.docs,
+        "seconds": round(run.seconds, 2),
+        "docs_per_s": round(run.docs_per_s, 1),
+        "startup_seconds": round(run.startup_seconds, 2),
+        "batch_seconds_p50_p99": histogram_quantiles(
+            run.metrics, "neardup_batch_processing_seconds", (0.5, 0.99)
+        ),
+        "decisions": decision_counts(run.metrics),
+    }
+
+
+def profile_worker(
+    bootstrap: str, topics: Topics, input_topic: str, n: int, args: argparse.Namespace
+) -> dict[str, Any]:
+    """One more worker run under py-spy; returns the summary (and where the raw data is)."""
+    exe = py_spy()
+    if exe is None:
+        log("  py-spy not found (pip install py-spy): no profile")
+        return {"skipped": "py-spy not installed"}
+    raw = args.log_dir / "worker-profile.txt"
+    wt = WorkerTopics.fresh(topics, "profiled", input_topic)
+    group = f"{topics.tag}-profiled"
+    w = WorkerProcess(
+        bootstrap,
+        wt,
+        group,
+        args.log_dir / f"{group}.log",
+        args.max_batch,
+        wrapper=py_spy_wrapper(exe, raw, args.profile_rate),
+    )
+    run = run_until_committed(w, n, args.timeout)
+    assert w.proc is not None
+    w.proc.wait(60)  # py-spy writes its file when the worker has exited
+    out = summarize(raw)
+    out.update(
+        raw_samples=str(raw),
+        docs_per_s_under_profiler=round(run.docs_per_s, 1),
+        rate_hz=args.profile_rate,
+        includes="start-up and the whole run of the worker process, every thread",
+    )
+    return out
+
+
+def section_throughput(
+    bootstrap: str, topics: Topics, src: DocSource, args: argparse.Namespace
+) -> dict:
+    n = args.docs
+    input_topic = topics.create("input")
+    log(f"pre-loading {n:,} documents into {input_topic}")
+    preload = produce_bulk(bootstrap, input_topic, (src.doc(i, "d") for i in range(n)))
+    log(
+        f"  {preload['records']:,} docs, {preload['bytes'] / 1e6:,.0f} MB "
+        f"in {preload['seconds']:.1f}s"
+    )
+    Deduplicator().process([Document(id="warm", text=src.text(0).text)])  # JIT cache
+    out: dict[str, Any] = {"preload": preload, "input_bytes_per_doc": preload["bytes"] / n}
+    runs: dict[str, list[dict]] = {"worker": [], "pipe_plain": [], "pipe_transactional": []}
+    mirror: Mirror | None = None
+    for r in range(args.repeat):
+        sfx = str(r + 1) if args.repeat > 1 else ""
+        log(f"worker{f' (round {sfx})' if sfx else ''}")
+        wt = WorkerTopics.fresh(topics, f"worker{sfx}", input_topic)
+        runs["worker"].append(run_worker(bootstrap, wt, f"{topics.tag}-worker{sfx}", n, args))
+        log(f"  -> {runs['worker'][-1]['docs_per_s']:,.0f} docs/s")
+        if mirror is None:
+            mirror = Mirror.read(bootstrap, wt)
+            out["mirror"] = {
+                "duplicates": len(mirror.duplicates),
+                "changelog": len(mirror.changelog),
+            }
+        for transactional in (False, True):
+            kind = "transactional" if transactional else "plain"
+            log(f"bare pipe, {kind}")
+            runs[f"pipe_{kind}"].append(
+                run_pipe(
+                    bootstrap,
+                    topics,
+                    input_topic,
+                    n,
+                    transactional,
+                    mirror,
+                    args,
+                    f"pipe-{kind}{sfx}",
+                )
+            )
+            log(f"  -> {runs[f'pipe_{kind}'][-1]['docs_per_s']:,.0f} docs/s")
+    for key, rounds in runs.items():
+        rates = [r["docs_per_s"] for r in rounds]
+        out[key] = {"docs_per_s": statistics.median(rates), "runs": rounds}
+    for pipe in ("transactional", "plain"):
+        out[f"ratio_worker_vs_{pipe}_pipe"] = round(
+            out["worker"]["docs_per_s"] / out[f"pipe_{pipe}"]["docs_per_s"], 3
+        )
+    out["ratio_per_round"] = [
+        round(w["docs_per_s"] / p["docs_per_s"], 3)
+        for w, p in zip(runs["worker"], runs["pipe_transactional"], strict=True)
+    ]
+    if args.profile:
+        log("worker under py-spy (not part of the figures)")
+        out["profile"] = profile_worker(bootstrap, topics, input_topic, n, args)
+    return out
