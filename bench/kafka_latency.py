@@ -23,7 +23,8 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from bench.kafka_broker import Topics
 from bench.kafka_docs import BenchError, DocSource, log
-from bench.kafka_worker import WorkerProcess, WorkerTopics, histogram_quantiles
+from bench.kafka_metrics import histogram_quantiles
+from bench.kafka_worker import WorkerProcess, WorkerTopics
 
 LATENCY_METRIC = "neardup_decision_latency_seconds"
 WARMUP_DOCS = 50  # decided before the timed stream: JIT cache loads, first fetches

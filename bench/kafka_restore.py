@@ -31,7 +31,8 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 from bench.kafka_broker import Topics, produce_bulk, worker_settings
 from bench.kafka_docs import BenchError, DocSource, log
-from bench.kafka_worker import WorkerProcess, WorkerTopics, metric_values
+from bench.kafka_metrics import metric_values
+from bench.kafka_worker import WorkerProcess, WorkerTopics
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.models import Document

@@ -18,13 +18,8 @@ from typing import Any
 
 from bench.kafka_broker import BackgroundProducer, Topics
 from bench.kafka_docs import DocSource, log
-from bench.kafka_worker import (
-    WorkerProcess,
-    WorkerTopics,
-    decision_counts,
-    metric_values,
-    run_until_committed,
-)
+from bench.kafka_metrics import decision_counts, metric_values
+from bench.kafka_worker import WorkerProcess, WorkerTopics, run_until_committed
 
 MIB = 2**20
 

@@ -28,13 +28,8 @@ from typing import Any
 
 from bench.kafka_broker import Topics, produce_bulk
 from bench.kafka_docs import DocSource, log
-from bench.kafka_worker import (
-    WorkerProcess,
-    WorkerTopics,
-    decision_counts,
-    labelled_counts,
-    run_until_committed,
-)
+from bench.kafka_metrics import decision_counts, labelled_counts
+from bench.kafka_worker import WorkerProcess, WorkerTopics, run_until_committed
 from neardup_stream.parsing import ParseError, parse_document
 from worker.settings import Settings
 

@@ -37,14 +37,9 @@ from kafka import OffsetAndMetadata, TopicPartition
 
 from bench.kafka_broker import Topics, produce_bulk, read_committed, worker_settings
 from bench.kafka_docs import BenchError, DocSource, log
+from bench.kafka_metrics import decision_counts, histogram_quantiles
 from bench.kafka_profile import py_spy, py_spy_wrapper, summarize
-from bench.kafka_worker import (
-    WorkerProcess,
-    WorkerTopics,
-    decision_counts,
-    histogram_quantiles,
-    run_until_committed,
-)
+from bench.kafka_worker import WorkerProcess, WorkerTopics, run_until_committed
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.models import Document
 from worker import clients
