@@ -75,6 +75,12 @@ def build_parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("throughput")
     g.add_argument("--docs", type=int, default=50_000, help="documents for throughput")
     g.add_argument("--profile", action="store_true", help="one more worker run under py-spy")
+    g.add_argument(
+        "--variant",
+        action="append",
+        metavar="NAME=PATH",
+        help="also run the worker of the checkout PATH each round (repeatable)",
+    )
     g.add_argument("--profile-rate", type=int, default=100, help="py-spy samples per second")
     g = p.add_argument_group("latency")
     g.add_argument("--latency-seconds", type=float, default=25.0)

@@ -82,7 +82,8 @@ def _throughput_rows(t: dict[str, Any]) -> list[Row]:
         detail = ", ".join(f"{x['docs_per_s']:,.0f} in {x['seconds']:.1f} s" for x in r["runs"])
         if len(r["runs"]) > 1:
             detail = f"median of {detail}"
-        rows.append(("throughput", label, f"{r['docs_per_s']:,.0f} docs/s  ({detail})"))
+        per_cpu = f"; {r['docs_per_cpu_s']:,.0f} per CPU-s" if r.get("docs_per_cpu_s") else ""
+        rows.append(("throughput", label, f"{r['docs_per_s']:,.0f} docs/s  ({detail}{per_cpu})"))
     ratio = t["ratio_worker_vs_transactional_pipe"]
     verdict = "ok" if ratio >= 0.7 else "BELOW GOAL"
     per_round = ", ".join(f"{x:.2f}" for x in t.get("ratio_per_round", []))
@@ -94,6 +95,25 @@ def _throughput_rows(t: dict[str, Any]) -> list[Row]:
         )
     )
     rows.append(("throughput", "worker / plain pipe", f"{t['ratio_worker_vs_plain_pipe']:.2f}"))
+    for name, v in t.get("variants", {}).items():
+        r = t[f"variant_{name}"]
+        per_round = ", ".join(f"{x:.2f}" for x in v["ratio_per_round"])
+        rows.append(
+            (
+                "throughput",
+                f"variant {name}: docs/s, / transactional pipe",
+                f"{v['docs_per_s']:,.0f} docs/s; {v['ratio_vs_transactional_pipe']:.2f}  "
+                f"(per round {per_round}; {_fmt(r.get('docs_per_cpu_s'))} per CPU-s)",
+            )
+        )
+    if t.get("cpu_ratio_worker_vs_transactional_pipe"):
+        rows.append(
+            (
+                "throughput",
+                "worker / transactional pipe, docs per CPU-second",
+                f"{t['cpu_ratio_worker_vs_transactional_pipe']:.2f}  (load-independent)",
+            )
+        )
     prof = t.get("profile")
     if prof and prof.get("samples"):
         threads = ", ".join(f"{k} {v:.0f}%" for k, v in list(prof["threads_pct"].items())[:4])

@@ -21,6 +21,8 @@ The pipes send, per input record, the very messages the worker sent for it (read
 its duplicate and changelog topics; unique documents are the input bytes plus the worker's
 decision header): same topics, sizes and headers, so the only difference left is the
 worker's own work. ``--repeat k`` runs the three k times, interleaved, and reports medians.
+``--variant NAME=PATH`` (repeatable) runs the worker of another checkout (e.g. a proposed
+change) in each round too, on the same input, reported beside this one's worker and pipes.
 With ``--profile`` one more worker run is sampled by py-spy (`bench.kafka_profile`); it is
 not part of the figures.
 """
@@ -29,13 +31,16 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import subprocess
+import sys
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from kafka import OffsetAndMetadata, TopicPartition
 
-from bench.kafka_broker import Topics, produce_bulk, read_committed, worker_settings
+from bench.kafka_broker import REPO_ROOT, Topics, produce_bulk, read_committed, worker_settings
 from bench.kafka_docs import BenchError, DocSource, log
 from bench.kafka_metrics import decision_counts, histogram_quantiles
 from bench.kafka_profile import py_spy, py_spy_wrapper, summarize
@@ -85,6 +90,7 @@ def run_pipe(
     committed = batches = 0
     positions: dict[TopicPartition, int] = {}
     first = None
+    cpu_first = 0.0
     deadline = time.monotonic() + timeout
     try:
         consumer.subscribe([input_topic])
@@ -97,6 +103,7 @@ def run_pipe(
                 continue
             if first is None:
                 first = time.monotonic()
+                cpu_first = time.process_time()
             offsets: dict[TopicPartition, OffsetAndMetadata] = {}
             records = [m for msgs in batch.values() for m in msgs]
             if transactional:
@@ -134,6 +141,7 @@ def run_pipe(
                 rate = committed / (last_log - first)
                 log(f"  pipe ({kind}): {committed:,}/{n:,} committed ({rate:,.0f} docs/s)")
         seconds = time.monotonic() - (first or time.monotonic())
+        cpu = time.process_time() - cpu_first
     finally:
         consumer.close(autocommit=False)
         producer.close(timeout=10)
@@ -142,20 +150,29 @@ def run_pipe(
         "batches": batches,
         "seconds": round(seconds, 2),
         "docs_per_s": round(committed / seconds, 1),
+        "cpu_seconds": round(cpu, 2),
+        "docs_per_cpu_s": round(committed / cpu, 1) if cpu > 0 else None,
     }
 
 
 def run_worker(
-    bootstrap: str, wt: WorkerTopics, group: str, n: int, args: argparse.Namespace
+    bootstrap: str,
+    wt: WorkerTopics,
+    group: str,
+    n: int,
+    args: argparse.Namespace,
+    cwd: Path = REPO_ROOT,
 ) -> dict:
-    """Time a worker from ready to all `n` input offsets committed."""
-    w = WorkerProcess(bootstrap, wt, group, args.log_dir / f"{group}.log", args.max_batch)
+    """Time a worker (of the checkout `cwd`) from ready to all `n` input offsets committed."""
+    w = WorkerProcess(bootstrap, wt, group, args.log_dir / f"{group}.log", args.max_batch, cwd=cwd)
     run = run_until_committed(w, n, args.timeout)
     return {
         "docs": run.docs,
         "seconds": round(run.seconds, 2),
         "docs_per_s": round(run.docs_per_s, 1),
         "startup_seconds": round(run.startup_seconds, 2),
+        "cpu_seconds": None if run.cpu_seconds is None else round(run.cpu_seconds, 2),
+        "docs_per_cpu_s": None if run.docs_per_cpu_s is None else round(run.docs_per_cpu_s, 1),
         "batch_seconds_p50_p99": histogram_quantiles(
             run.metrics, "neardup_batch_processing_seconds", (0.5, 0.99)
         ),
@@ -195,6 +212,29 @@ def profile_worker(
     return out
 
 
+def variants(args: argparse.Namespace) -> dict[str, Path]:
+    """`--variant NAME=PATH`: other checkouts whose worker runs beside this one's."""
+    out: dict[str, Path] = {}
+    for spec in args.variant or []:
+        name, sep, path = spec.partition("=")
+        if not sep or not name or not (Path(path) / "worker" / "__main__.py").exists():
+            raise BenchError(f"--variant {spec!r}: expected NAME=PATH of a checkout with worker/")
+        out[name] = Path(path).resolve()
+        log(f"warming the JIT cache of variant {name}")
+        warm = (
+            "from neardup_stream.deduplicator import Deduplicator; "
+            "from neardup_stream.models import Document; "
+            "Deduplicator().process([Document(id='w', text='warm up this checkout')])"
+        )
+        subprocess.run(
+            [sys.executable, "-c", warm],
+            cwd=out[name],
+            check=True,
+            timeout=600,
+        )
+    return out
+
+
 def section_throughput(
     bootstrap: str, topics: Topics, src: DocSource, args: argparse.Namespace
 ) -> dict:
@@ -208,7 +248,9 @@ def section_throughput(
     )
     Deduplicator().process([Document(id="warm", text=src.text(0).text)])  # JIT cache
     out: dict[str, Any] = {"preload": preload, "input_bytes_per_doc": preload["bytes"] / n}
+    others = variants(args)
     runs: dict[str, list[dict]] = {"worker": [], "pipe_plain": [], "pipe_transactional": []}
+    runs.update({f"variant_{name}": [] for name in others})
     mirror: Mirror | None = None
     for r in range(args.repeat):
         sfx = str(r + 1) if args.repeat > 1 else ""
@@ -216,6 +258,12 @@ def section_throughput(
         wt = WorkerTopics.fresh(topics, f"worker{sfx}", input_topic)
         runs["worker"].append(run_worker(bootstrap, wt, f"{topics.tag}-worker{sfx}", n, args))
         log(f"  -> {runs['worker'][-1]['docs_per_s']:,.0f} docs/s")
+        for name, path in others.items():
+            log(f"worker variant {name} ({path})")
+            vt = WorkerTopics.fresh(topics, f"variant-{name}{sfx}", input_topic)
+            group = f"{topics.tag}-variant-{name}{sfx}"
+            runs[f"variant_{name}"].append(run_worker(bootstrap, vt, group, n, args, path))
+            log(f"  -> {runs[f'variant_{name}'][-1]['docs_per_s']:,.0f} docs/s")
         if mirror is None:
             mirror = Mirror.read(bootstrap, wt)
             out["mirror"] = {
@@ -240,11 +288,34 @@ def section_throughput(
             log(f"  -> {runs[f'pipe_{kind}'][-1]['docs_per_s']:,.0f} docs/s")
     for key, rounds in runs.items():
         rates = [r["docs_per_s"] for r in rounds]
-        out[key] = {"docs_per_s": statistics.median(rates), "runs": rounds}
+        per_cpu = [r["docs_per_cpu_s"] for r in rounds if r.get("docs_per_cpu_s")]
+        out[key] = {
+            "docs_per_s": statistics.median(rates),
+            "docs_per_cpu_s": statistics.median(per_cpu) if per_cpu else None,
+            "runs": rounds,
+        }
     for pipe in ("transactional", "plain"):
         out[f"ratio_worker_vs_{pipe}_pipe"] = round(
             out["worker"]["docs_per_s"] / out[f"pipe_{pipe}"]["docs_per_s"], 3
         )
+    if out["worker"]["docs_per_cpu_s"] and out["pipe_transactional"]["docs_per_cpu_s"]:
+        out["cpu_ratio_worker_vs_transactional_pipe"] = round(
+            out["worker"]["docs_per_cpu_s"] / out["pipe_transactional"]["docs_per_cpu_s"], 3
+        )
+    out["variants"] = {
+        name: {
+            "path": str(path),
+            "docs_per_s": out[f"variant_{name}"]["docs_per_s"],
+            "ratio_vs_transactional_pipe": round(
+                out[f"variant_{name}"]["docs_per_s"] / out["pipe_transactional"]["docs_per_s"], 3
+            ),
+            "ratio_per_round": [
+                round(v["docs_per_s"] / p["docs_per_s"], 3)
+                for v, p in zip(runs[f"variant_{name}"], runs["pipe_transactional"], strict=True)
+            ],
+        }
+        for name, path in others.items()
+    }
     out["ratio_per_round"] = [
         round(w["docs_per_s"] / p["docs_per_s"], 3)
         for w, p in zip(runs["worker"], runs["pipe_transactional"], strict=True)

@@ -76,6 +76,15 @@ def read_rss(pid: int) -> int | None:
     return None
 
 
+def read_cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process, all threads (None once it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 @dataclass
 class WorkerProcess:
     """`python -m worker` as a child process with its log in a file."""
@@ -87,6 +96,7 @@ class WorkerProcess:
     max_batch: int
     extra_args: Sequence[str] = ()
     wrapper: Sequence[str] = ()  # e.g. a profiler's command line, ending in "--"
+    cwd: Path = REPO_ROOT  # the checkout whose worker/ and neardup_stream/ run
     instance: str = "bench"
     metrics_port: int = 0
     proc: subprocess.Popen[bytes] | None = None
@@ -116,7 +126,7 @@ class WorkerProcess:
         self._log_file = open(self.log_path, "ab")  # noqa: SIM115 (kept open for the child)
         self.spawned_at = time.monotonic()
         self.proc = subprocess.Popen(
-            cmd, cwd=REPO_ROOT, stdout=self._log_file, stderr=self._log_file, env=env
+            cmd, cwd=self.cwd, stdout=self._log_file, stderr=self._log_file, env=env
         )
         return self
 
@@ -196,6 +206,11 @@ class CommitRun:
     startup_seconds: float
     metrics: str
     samples: list[dict[str, float]]
+    cpu_seconds: float | None = None  # the worker's CPU time from ready to done
+
+    @property
+    def docs_per_cpu_s(self) -> float | None:
+        return self.docs / self.cpu_seconds if self.cpu_seconds else None
 
     @property
     def docs_per_s(self) -> float:
@@ -219,6 +234,7 @@ def run_until_committed(
     try:
         w.start()
         ready = w.wait_ready(timeout)
+        cpu_ready = read_cpu_seconds(w.pid)
         if on_ready is not None:
             on_ready(w)
         log(f"  worker ready after {ready - w.spawned_at:.1f}s; waiting for {n:,} commits")
@@ -242,6 +258,7 @@ def run_until_committed(
                 rss_note = f", RSS {samples[-1]['rss'] / 2**20:,.0f} MiB" if samples else ""
                 log(f"  worker: {done:,}/{n:,} committed ({rate:,.0f}/s{rss_note})")
         finished = time.monotonic()
+        cpu_done = read_cpu_seconds(w.pid)
         if sample_every:
             samples.append(
                 {"t": round(finished - ready, 2), "committed": done, "rss": w.rss_bytes() or 0}
@@ -250,4 +267,5 @@ def run_until_committed(
     finally:
         offset.close()
         w.stop()
-    return CommitRun(done, finished - ready, ready - w.spawned_at, metrics, samples)
+    cpu = None if cpu_ready is None or cpu_done is None else cpu_done - cpu_ready
+    return CommitRun(done, finished - ready, ready - w.spawned_at, metrics, samples, cpu)
