@@ -155,7 +155,12 @@ def _restore_rows(res: dict[str, Any]) -> list[Row]:
             f"{w['restore_seconds']:.1f} s  ({_fmt(w['records_per_s'])} rec/s; "
             f"goal < 60 s: {verdict})",
         ),
-        ("restore", "worker spawn -> /healthz 200", f"{w['spawn_to_ready_seconds']:.1f} s"),
+        (
+            "restore",
+            "worker spawn -> /healthz 200 (wall / worker CPU)",
+            f"{w['spawn_to_ready_seconds']:.1f} s / "
+            f"{_fmt(w.get('cpu_seconds_spawn_to_ready'), '.1f')} CPU-s",
+        ),
     ]
     if w["rss_bytes_after_restore"]:
         rss = w["rss_bytes_after_restore"] / 2**20
@@ -166,7 +171,8 @@ def _restore_rows(res: dict[str, Any]) -> list[Row]:
             (
                 "restore",
                 "in-process restore_partitions",
-                f"{ip['restore_partitions_seconds']:.1f} s  ({ip['records_per_s']:,.0f} rec/s)",
+                f"{ip['restore_partitions_seconds']:.1f} s  ({ip['records_per_s']:,.0f} rec/s; "
+                f"{_fmt(ip.get('restore_partitions_cpu_seconds'), '.1f')} CPU-s)",
             )
         )
         rows.append(

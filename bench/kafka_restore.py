@@ -32,7 +32,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 from bench.kafka_broker import Topics, produce_bulk, worker_settings
 from bench.kafka_docs import BenchError, DocSource, log
 from bench.kafka_metrics import metric_values
-from bench.kafka_worker import WorkerProcess, WorkerTopics
+from bench.kafka_worker import WorkerProcess, WorkerTopics, read_cpu_seconds
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.models import Document
@@ -89,10 +89,11 @@ def inprocess_restore(
     tp = TopicPartition(topic, 0)
 
     reader = clients.make_reader(settings)
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     registry = CollectorRegistry()
     indexes = restore_partitions(reader, topic, [0], config, build_metrics(registry), lambda: False)
     total = time.perf_counter() - started
+    cpu = time.process_time() - cpu_started
     reader.close(autocommit=False)
     dedup = indexes.pop(0)
     text = generate_latest(registry).decode()
@@ -127,6 +128,7 @@ def inprocess_restore(
         log(f"  warning: replayed {replayed:,}, fetched {len(values):,}, expected {expected:,}")
     return {
         "restore_partitions_seconds": round(total, 2),
+        "restore_partitions_cpu_seconds": round(cpu, 2),
         "skipped": skipped,
         "records_per_s": round(replayed / total, 1),
         "records": replayed,
@@ -166,6 +168,7 @@ def section_restore(
     try:
         w.start()
         ready = w.wait_ready(args.timeout)
+        cpu = read_cpu_seconds(w.pid)
         rss = w.rss_bytes()
         _, metrics = w.http("/metrics")
     finally:
@@ -188,6 +191,7 @@ def section_restore(
             "restore_seconds_metric": float(gauge[1]) if gauge else None,
             "records_per_s": round(records / seconds, 1) if seconds else None,
             "spawn_to_ready_seconds": round(ready - w.spawned_at, 2),
+            "cpu_seconds_spawn_to_ready": None if cpu is None else round(cpu, 2),
             "rss_bytes_after_restore": rss,
         },
     }
