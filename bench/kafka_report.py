@@ -165,6 +165,15 @@ def _restore_rows(res: dict[str, Any]) -> list[Row]:
     if w["rss_bytes_after_restore"]:
         rss = w["rss_bytes_after_restore"] / 2**20
         rows.append(("restore", "worker RSS after restore", f"{rss:,.0f} MiB"))
+    for name, v in res.get("variants", {}).items():
+        rows.append(
+            (
+                "restore",
+                f"variant {name}: worker restore (log)",
+                f"{v['restore_seconds']:.1f} s  ({_fmt(v['records_per_s'])} rec/s; "
+                f"{_fmt(v.get('cpu_seconds_spawn_to_ready'), '.1f')} CPU-s spawn -> ready)",
+            )
+        )
     ip = res.get("in_process")
     if ip:
         rows.append(

@@ -24,14 +24,16 @@ import re
 import time
 import zlib
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 from kafka import TopicPartition
 from prometheus_client import CollectorRegistry, generate_latest
 
-from bench.kafka_broker import Topics, produce_bulk, worker_settings
+from bench.kafka_broker import REPO_ROOT, Topics, produce_bulk, worker_settings
 from bench.kafka_docs import BenchError, DocSource, log
 from bench.kafka_metrics import metric_values
+from bench.kafka_variants import variants
 from bench.kafka_worker import WorkerProcess, WorkerTopics, read_cpu_seconds
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
@@ -139,6 +141,43 @@ def inprocess_restore(
     }
 
 
+def worker_restore(
+    bootstrap: str,
+    topics: Topics,
+    changelog: str,
+    name: str,
+    args: argparse.Namespace,
+    cwd: Path = REPO_ROOT,
+) -> dict[str, Any]:
+    """A worker (of checkout `cwd`) restoring `changelog`: its log line, time to ready, RSS."""
+    wt = WorkerTopics.fresh(topics, name, topics.create(f"{name}.input"), changelog)
+    group = f"{topics.tag}-{name}"
+    w = WorkerProcess(bootstrap, wt, group, args.log_dir / f"{group}.log", args.max_batch, cwd=cwd)
+    try:
+        w.start()
+        ready = w.wait_ready(args.timeout)
+        cpu = read_cpu_seconds(w.pid)
+        rss = w.rss_bytes()
+        _, metrics = w.http("/metrics")
+    finally:
+        w.stop()
+    m = RESTORED_RE.search(w.log_text())
+    if m is None:
+        raise BenchError(f"no 'restored N records' line in the worker log:\n{w.log_tail()}")
+    records, seconds = int(m[2]), float(m[3])
+    gauge = metric_values(metrics, "neardup_restore_seconds").get("")
+    log(f"  -> {records:,} records in {seconds:.1f}s ({records / max(seconds, 1e-9):,.0f}/s)")
+    return {
+        "records_restored": records,
+        "restore_seconds": seconds,
+        "restore_seconds_metric": gauge,
+        "records_per_s": round(records / seconds, 1) if seconds else None,
+        "spawn_to_ready_seconds": round(ready - w.spawned_at, 2),
+        "cpu_seconds_spawn_to_ready": None if cpu is None else round(cpu, 2),
+        "rss_bytes_after_restore": rss,
+    }
+
+
 def section_restore(
     bootstrap: str, topics: Topics, src: DocSource, args: argparse.Namespace
 ) -> dict:
@@ -155,29 +194,10 @@ def section_restore(
         f"  {produced['records']:,} records, {produced['bytes'] / 1e6:,.0f} MB "
         f"in {produced['seconds']:.1f}s"
     )
-    wt = WorkerTopics.fresh(topics, "restore", topics.create("restore.input"), changelog)
     Deduplicator().apply_records(pool[:100])  # refresh the replay kernels' JIT cache if stale
-    w = WorkerProcess(
-        bootstrap,
-        wt,
-        f"{topics.tag}-restore",
-        args.log_dir / "worker-restore.log",
-        args.max_batch,
-    )
+    others = variants(args)
     log("worker restore")
-    try:
-        w.start()
-        ready = w.wait_ready(args.timeout)
-        cpu = read_cpu_seconds(w.pid)
-        rss = w.rss_bytes()
-        _, metrics = w.http("/metrics")
-    finally:
-        w.stop()
-    m = RESTORED_RE.search(w.log_text())
-    if m is None:
-        raise BenchError(f"no 'restored N records' line in the worker log:\n{w.log_tail()}")
-    records, seconds = int(m[2]), float(m[3])
-    gauge = re.search(r"^neardup_restore_seconds ([\d.e+]+)$", metrics, re.M)
+    worker = worker_restore(bootstrap, topics, changelog, "restore", args)
     out: dict[str, Any] = {
         "records_written": produced["records"],
         "changelog_bytes": produced["bytes"],
@@ -185,17 +205,14 @@ def section_restore(
         "pool_size": len(pool),
         "pool_fingerprint_seconds": round(fp_seconds, 2),
         "produce": produced,
-        "worker": {
-            "records_restored": records,
-            "restore_seconds": seconds,
-            "restore_seconds_metric": float(gauge[1]) if gauge else None,
-            "records_per_s": round(records / seconds, 1) if seconds else None,
-            "spawn_to_ready_seconds": round(ready - w.spawned_at, 2),
-            "cpu_seconds_spawn_to_ready": None if cpu is None else round(cpu, 2),
-            "rss_bytes_after_restore": rss,
-        },
+        "worker": worker,
+        "variants": {},
     }
-    log(f"  -> {records:,} records in {seconds:.1f}s ({records / max(seconds, 1e-9):,.0f}/s)")
+    for name, path in others.items():
+        log(f"worker restore, variant {name} ({path})")
+        out["variants"][name] = worker_restore(
+            bootstrap, topics, changelog, f"restore-{name}", args, path
+        )
     if not args.skip_inprocess:
         log("in-process restore_partitions and its parts")
         out["in_process"] = inprocess_restore(bootstrap, changelog, produced["records"], pool)

@@ -31,8 +31,6 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
-import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +42,7 @@ from bench.kafka_broker import REPO_ROOT, Topics, produce_bulk, read_committed, 
 from bench.kafka_docs import BenchError, DocSource, log
 from bench.kafka_metrics import decision_counts, histogram_quantiles
 from bench.kafka_profile import py_spy, py_spy_wrapper, summarize
+from bench.kafka_variants import variants
 from bench.kafka_worker import WorkerProcess, WorkerTopics, run_until_committed
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.models import Document
@@ -209,29 +208,6 @@ def profile_worker(
         rate_hz=args.profile_rate,
         includes="start-up and the whole run of the worker process, every thread",
     )
-    return out
-
-
-def variants(args: argparse.Namespace) -> dict[str, Path]:
-    """`--variant NAME=PATH`: other checkouts whose worker runs beside this one's."""
-    out: dict[str, Path] = {}
-    for spec in args.variant or []:
-        name, sep, path = spec.partition("=")
-        if not sep or not name or not (Path(path) / "worker" / "__main__.py").exists():
-            raise BenchError(f"--variant {spec!r}: expected NAME=PATH of a checkout with worker/")
-        out[name] = Path(path).resolve()
-        log(f"warming the JIT cache of variant {name}")
-        warm = (
-            "from neardup_stream.deduplicator import Deduplicator; "
-            "from neardup_stream.models import Document; "
-            "Deduplicator().process([Document(id='w', text='warm up this checkout')])"
-        )
-        subprocess.run(
-            [sys.executable, "-c", warm],
-            cwd=out[name],
-            check=True,
-            timeout=600,
-        )
     return out
 
 
