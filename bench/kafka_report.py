@@ -204,7 +204,8 @@ def _storm_rows(storm: dict[str, Any]) -> list[Row]:
             f"clean), {m['messages_per_s']:,.0f} msgs/s ({m['messages_per_s_vs_clean']:.2f} x)"
         )
         if m["malformed"]:
-            value += f"; +{m['extra_ms_per_malformed']:.2f} ms per bad msg"
+            rounds = ", ".join(f"{x:.2f}" for x in m.get("valid_docs_per_s_vs_clean_per_round", []))
+            value += f" [per round {rounds}]; +{m['extra_ms_per_malformed']:.2f} ms per bad msg"
             checks = "ok" if m["dlq_matches_parser"] and m["decisions_match_clean"] else "MISMATCH"
             value += f"; DLQ/decisions check {checks}"
         rows.append(("storm", label, value))

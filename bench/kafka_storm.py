@@ -194,6 +194,10 @@ def section_storm(
                 "valid_docs_per_s": docs_s,
                 "valid_docs_per_s_vs_clean": round(docs_s / clean_docs_s, 3),
                 "messages_per_s_vs_clean": round(msgs_s / clean_docs_s, 3),
+                "valid_docs_per_s_vs_clean_per_round": [
+                    round(r["valid_docs_per_s"] / c["valid_docs_per_s"], 3)
+                    for r, c in zip(runs, clean, strict=True)
+                ],
                 "extra_ms_per_malformed": (
                     round(1000 * (seconds - clean_seconds) / n_bad, 3) if n_bad else None
                 ),
