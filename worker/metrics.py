@@ -38,6 +38,9 @@ class Metrics:
     consumer_lag: Gauge
     restore_seconds: Gauge
     restored_records: Counter
+    restore_skipped: Counter
+    snapshots_rejected: Counter
+    partitions_restoring: Gauge
     transaction_aborts: Counter
     ready: Gauge
 
@@ -92,6 +95,23 @@ def build_metrics(registry: CollectorRegistry) -> Metrics:
         restored_records=Counter(
             "neardup_restored_records",
             "Changelog records replayed into the index",
+            registry=registry,
+        ),
+        restore_skipped=Counter(
+            "neardup_restore_skipped_records",
+            "Changelog records skipped during restore: corrupt, or other fingerprint settings",
+            ["reason"],
+            registry=registry,
+        ),
+        snapshots_rejected=Counter(
+            "neardup_snapshots_rejected",
+            "Local snapshots not used: corrupt, other topic/config, offsets out of the log",
+            ["reason"],
+            registry=registry,
+        ),
+        partitions_restoring=Gauge(
+            "neardup_partitions_restoring",
+            "Assigned input partitions whose index is being restored (paused meanwhile)",
             registry=registry,
         ),
         transaction_aborts=Counter(
