@@ -108,7 +108,9 @@ apt_install_prometheus() {
     local rc=0
     (
         export DEBIAN_FRONTEND=noninteractive
-        if ! apt-cache policy prometheus 2>/dev/null | grep -q 'Candidate: [0-9]'; then
+        local policy_out # no pipe into grep -q: under pipefail its early exit reads as failure
+        policy_out="$(apt-cache policy prometheus 2>/dev/null || true)"
+        if [[ "$policy_out" != *"Candidate: "[0-9]* ]]; then
             log "apt-get update (the package index does not know prometheus yet)"
             apt-get update -qq
         fi
