@@ -46,9 +46,9 @@ def _field_reason(err: ValidationError, names: dict[str, str]) -> ParseError:
     shown = names.get(loc, loc)
     if first["type"] == "missing":
         return ParseError(f"missing_{loc}", f"field {shown!r} is required")
-    if first["type"] == "string_too_long":
+    if first["type"] == "string_too_long" and loc != "id":
         return ParseError("too_large", f"{shown} is too long: {first['msg']}")
-    if loc == "id" and first["type"] in {"string_too_short", "value_error"}:
+    if loc == "id" and first["type"] in {"string_too_short", "string_too_long", "value_error"}:
         return ParseError("invalid_id", f"{shown}: {first['msg']}")
     return ParseError("invalid_field", f"field {shown!r}: {first['msg']}")
 
