@@ -168,8 +168,14 @@ def role_costs(docs: list[Document], config: DedupConfig) -> tuple[dict, list]:
     return costs, records
 
 
-def document_partitioned(records: list, config: DedupConfig, shards: int, query: list) -> dict:
-    """Each shard a full engine over its home documents (id hash mod S)."""
+def document_partitioned(
+    records: list, config: DedupConfig, shards: int, query: list, fresh: list
+) -> dict:
+    """Each shard a full engine over its home documents (id hash mod S).
+
+    Probed with `query` (the stream's continuation: copies of earlier documents included) and
+    with `fresh` (documents matching nothing: the bare lookup cost of a probe).
+    """
     one = config.model_copy(update={"shards": 1})
     engines = [Deduplicator(one) for _ in range(shards)]
     homes = [id_key(r.doc_id) % shards for r in records]
@@ -179,11 +185,15 @@ def document_partitioned(records: list, config: DedupConfig, shards: int, query:
             engine.apply_records(mine[i : i + BATCH])
     qbatch = _query_batch(engines[0], query)
     probe_s = [probe_seconds(e, qbatch, config.threshold) for e in engines]
+    fbatch = _query_batch(engines[0], fresh)
+    fresh_s = [probe_seconds(e, fbatch, config.threshold) for e in engines]
     return {
         "shard_bytes": [e.index_bytes() for e in engines],
         "shard_docs": [len(e) for e in engines],
         "probe_us_per_shard": 1e6 * float(np.mean(probe_s)) / len(query),
         "probe_us_per_doc_all_shards": 1e6 * float(np.sum(probe_s)) / len(query),
+        "fresh_probe_us_per_shard": 1e6 * float(np.mean(fresh_s)) / len(fresh),
+        "fresh_probe_us_per_doc_all_shards": 1e6 * float(np.sum(fresh_s)) / len(fresh),
     }
 
 
@@ -302,6 +312,7 @@ def main() -> None:
     docs = corpus(args.docs + args.queries, args.words, args.dup_rate)
     costs, records = role_costs(docs[: args.docs], config)
     _, query = role_costs(docs[args.docs :], config)
+    _, fresh = role_costs(corpus(args.queries, args.words, 0.0, seed=99), config)
     n = len(records)
     out: dict = {"roles": costs, "layouts": {}}
     print(
@@ -314,10 +325,10 @@ def main() -> None:
     )
     print(
         f"{'S':>3} {'layout':>9} {'B/doc':>7} {'W=1 MB':>8} {'W=2 MB':>8} {'W=3 MB':>8} "
-        f"{'max/mean':>8} {'probe µs/shard':>14} {'probe µs/doc':>12}"
+        f"{'max/mean':>8} {'probe µs/shard':>14} {'probe µs/doc':>12}   (no-match probes)"
     )
     for s in args.shards:
-        doc = document_partitioned(records, config, s, query)
+        doc = document_partitioned(records, config, s, query, fresh)
         term = term_partitioned(records, config, s, costs["single_store_bytes_per_row"])
         out["layouts"][s] = {"document": doc, "term": term}
         for name, lay in (("document", doc), ("term", term)):
@@ -325,6 +336,8 @@ def main() -> None:
             lay["replica_bytes"] = reps
             probe = (
                 f"{lay['probe_us_per_shard']:>14.2f} {lay['probe_us_per_doc_all_shards']:>12.1f}"
+                f"   ({lay['fresh_probe_us_per_shard']:.2f} / "
+                f"{lay['fresh_probe_us_per_doc_all_shards']:.1f})"
                 if "probe_us_per_shard" in lay
                 else f"{'-':>14} {'-':>12}"
             )
