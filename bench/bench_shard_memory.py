@@ -29,10 +29,10 @@ import numpy as np
 from numba import njit
 
 from neardup_stream import DedupConfig, Deduplicator, Document
-from neardup_stream import _index_kernels as _k
-from neardup_stream.bucket_table import BucketTable
 from neardup_stream.deduplicator import _Batch
-from neardup_stream.hashing import id_key
+from neardup_stream.fingerprint.hashing import id_key
+from neardup_stream.index import kernels as _k
+from neardup_stream.index.bucket_table import BucketTable
 from neardup_stream.parsing import parse_document
 from neardup_stream.records import FingerprintRecord
 
