@@ -15,7 +15,6 @@ the engine failed on, alone in its batch, is likewise dead-lettered as `internal
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -183,8 +182,9 @@ def _decide_partition(
         kept.append(record)
     if not docs:
         return
-    now = time.time()
-    times = [r.timestamp_ms / 1000 if r.timestamp_ms >= 0 else now for r in kept]
+    # Kafka's record time is each document's reference time (-1: none, the wall clock then);
+    # the engine clamps event times that run ahead of it (`max_future_skew_seconds`).
+    times = [r.timestamp_ms / 1000 if r.timestamp_ms >= 0 else None for r in kept]
     outcomes = dedup.process(docs, records=True, times=times)
     stored: list[bytes] = []
     for record, outcome in zip(kept, outcomes, strict=True):
