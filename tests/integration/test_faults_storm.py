@@ -13,16 +13,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.harness import (
-    Topics,
-    WorkerProcess,
+from tests.integration.faults import (
     assert_exactly_once,
     create_topic,
-    decisions,
-    read_all,
     send_records,
     topic_config,
     wait_committed,
+)
+from tests.integration.harness import (
+    Topics,
+    WorkerProcess,
+    decisions,
+    read_all,
 )
 from tests.integration.test_worker import expected, stream
 from tests.unit.conftest import random_text
