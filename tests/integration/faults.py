@@ -177,6 +177,7 @@ class Broker:
         env = {
             **os.environ,
             "KAFKA_PORT": str(self.port),
+            "KAFKA_CONTROLLER_PORT": str(self.port + 1),
             "KAFKA_DATA_DIR": str(self.data_dir),
             "KAFKA_HEAP_OPTS": os.environ.get("KAFKA_HEAP_OPTS", "-Xms128m -Xmx512m"),
         }
