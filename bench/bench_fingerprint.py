@@ -17,9 +17,10 @@ import time
 import numpy as np
 
 from bench.corpus import DATA_DIR, ensure_corpus, read_jsonl
-from neardup_stream import DedupConfig, _kernels
-from neardup_stream.fingerprint import Fingerprinter
-from neardup_stream.normalize import fold_table
+from neardup_stream import DedupConfig
+from neardup_stream.fingerprint import kernels as _kernels
+from neardup_stream.fingerprint.fingerprinter import Fingerprinter
+from neardup_stream.fingerprint.normalize import fold_table
 
 
 def _best(fn: object, repeat: int = 3) -> float:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from neardup_stream import _index_kernels
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
-from neardup_stream.fingerprint import Fingerprinter
+from neardup_stream.fingerprint.fingerprinter import Fingerprinter
+from neardup_stream.fingerprint.shingles import jaccard, shingles
+from neardup_stream.index import kernels as index_kernels
 from neardup_stream.models import Document
-from neardup_stream.shingles import jaccard, shingles
 from neardup_stream.tfidf import tfidf_cosine
 
 
@@ -44,7 +44,7 @@ def compare(a: str, b: str, config: DedupConfig | None = None) -> PairReport:
     return PairReport(
         exact_jaccard=round(jaccard(sa, sb), 6),
         estimated_jaccard=round(
-            _index_kernels.estimate_jaccard(prints.sketch[0], prints.sketch[1]), 6
+            index_kernels.estimate_jaccard(prints.sketch[0], prints.sketch[1]), 6
         ),
         simhash_hamming=int(bin(int(prints.simhash[0]) ^ int(prints.simhash[1])).count("1")),
         tfidf_cosine=round(tfidf_cosine(sa, sb), 6),

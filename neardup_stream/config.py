@@ -93,7 +93,7 @@ class DedupConfig(BaseModel):
         """(bands, rows) used by the LSH index."""
         if self.bands is not None and self.rows is not None:
             return self.bands, self.rows
-        from neardup_stream.lsh import optimal_banding
+        from neardup_stream.index.lsh import optimal_banding
 
         return optimal_banding(self.threshold, self.num_perm, self.fp_weight, self.max_bands)
 

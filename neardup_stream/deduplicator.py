@@ -18,16 +18,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neardup_stream import _index_kernels as _k
-from neardup_stream.bucket_table import BucketTable
 from neardup_stream.config import DedupConfig
-from neardup_stream.doc_store import DocStore, StoredDecision
-from neardup_stream.fingerprint import Fingerprinter
-from neardup_stream.hashing import id_key
+from neardup_stream.fingerprint.fingerprinter import Fingerprinter
+from neardup_stream.fingerprint.hashing import id_key
+from neardup_stream.fingerprint.shingles import sorted_jaccard
+from neardup_stream.index import kernels as _k
+from neardup_stream.index.bucket_table import BucketTable
+from neardup_stream.index.doc_store import DocStore, StoredDecision
+from neardup_stream.index.shards import ShardedIndex
 from neardup_stream.models import METHODS, Decision, Document
 from neardup_stream.records import FingerprintRecord
-from neardup_stream.shard import ShardedIndex
-from neardup_stream.shingles import sorted_jaccard
 
 UNIQUE, EXACT, SIMHASH, MINHASH = _k.UNIQUE, _k.EXACT, _k.SIMHASH, _k.MINHASH
 _REGISTRY_CAP = 1 << 30

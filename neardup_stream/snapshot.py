@@ -15,11 +15,11 @@ from pathlib import Path
 
 import numpy as np
 
-from neardup_stream.bucket_table import BucketTable
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import _REGISTRY_CAP, Deduplicator
-from neardup_stream.doc_store import DocStore
-from neardup_stream.shard import IndexShard
+from neardup_stream.index.bucket_table import BucketTable
+from neardup_stream.index.doc_store import DocStore
+from neardup_stream.index.shards import IndexShard
 
 FORMAT_VERSION = 1
 

@@ -56,6 +56,7 @@ def make_consumer(settings: Settings, **extra: Any) -> KafkaConsumer:
         isolation_level="read_committed",
         max_poll_records=settings.worker.max_batch,
         partition_assignment_strategy=(StickyPartitionAssignor,),
+        metadata_max_age_ms=worker.metadata_max_age_ms,
         fetch_max_bytes=max(52_428_800, settings.worker.output_max_message_bytes),
         max_partition_fetch_bytes=max(1_048_576, settings.worker.output_max_message_bytes),
         **extra,

@@ -9,7 +9,8 @@ partition's index, so a decision is a function of its partition's order alone.
 An input also goes to the dead-letter topic, as `unpublishable`, when its output could not be
 published: before deciding, when its pass-through would exceed the unique topic's limit; or
 when the broker rejected it for a deterministic reason earlier (`rejected`, filled by the
-transaction step), so a replay never hits the same rejection again.
+loop from the transaction step), so a replay never hits the same rejection again. An input
+the engine failed on, alone in its batch, is likewise dead-lettered as `internal_error`.
 """
 
 from __future__ import annotations
@@ -49,8 +50,10 @@ class InputRecord:
 
 
 class Rejection(NamedTuple):
-    """An input whose output the broker rejected; it becomes an `unpublishable` dead letter."""
+    """An input the worker could not publish (`unpublishable`) or decide (`internal_error`):
+    on the replay it becomes a dead letter with this reason."""
 
+    reason: str
     message: str
     keep_payload: bool = True  # False once even its dead letter was rejected
 
@@ -166,7 +169,7 @@ def _decide_partition(
     for record in records:
         if record.source in rejected:
             why = rejected[record.source]
-            dead_letter(out, rules, record, "unpublishable", why.message, why.keep_payload)
+            dead_letter(out, rules, record, why.reason, why.message, why.keep_payload)
             continue
         parsed = parse_document(record.value, rules.max_message_bytes, rules.mapping, record.key)
         if isinstance(parsed, ParseError):

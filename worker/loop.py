@@ -19,19 +19,16 @@ from collections.abc import Callable
 from kafka import TopicPartition
 
 from neardup_stream.deduplicator import Deduplicator
-from worker import clients, failpoints, snapshots, topics
-from worker.decide import BatchOutput, DecideRules, InputRecord, Rejection, Source, decide
-from worker.metrics import Metrics
+from worker import clients, snapshots, topics
+from worker.decide import BatchOutput, DecideRules, InputRecord, Source, decide
+from worker.metrics import Metrics, account, index_gauges
 from worker.partitions import Assignment, rewind_to_committed, update_lag
+from worker.rejections import Rejections
 from worker.restore import RestoreInterrupted, RestoreJob
 from worker.settings import Settings
 from worker.transaction import Publisher, PublishFailure
 
 log = logging.getLogger(__name__)
-
-
-class FatalError(RuntimeError):
-    """A condition retrying cannot fix (e.g. even a bare dead letter is rejected)."""
 
 
 class Worker:
@@ -43,7 +40,7 @@ class Worker:
         self.ready = threading.Event()
         self.consuming = False
         self.indexes: dict[int, Deduplicator] = {}
-        self.rejected: dict[Source, Rejection] = {}
+        self.rejected = Rejections(settings.topics.dlq)
         self._stop = threading.Event()
         self._job: RestoreJob | None = None
         self._failures = 0
@@ -68,7 +65,7 @@ class Worker:
             layout.limits[s.topics.unique],
         )
         self.consumer = clients.make_consumer(s)
-        self.publisher = Publisher(s, self.consumer, self._account)
+        self.publisher = Publisher(s, self.consumer, self._committed)
         self.assignment = Assignment(s.topics.input, self.metrics, self._settle_before_revoke)
         self.consumer.subscribe([s.topics.input], listener=self.assignment)
         log.info("consuming %s as group %s", s.topics.input, s.worker.group_id)
@@ -90,6 +87,7 @@ class Worker:
                     self._settle()
                 self._maybe_snapshot()
                 update_lag(self.consumer, s.topics.input, set(self.indexes), self.metrics)
+                index_gauges(self.metrics, self.indexes)
         finally:
             self._close()
 
@@ -100,9 +98,10 @@ class Worker:
     def _live(self, polled: dict[TopicPartition, list]) -> list[InputRecord]:
         """Records of partitions with a complete index; others are rewound for later."""
         out: list[InputRecord] = []
+        owned = self.assignment.owned()
         for tp, messages in polled.items():
             if tp.partition not in self.indexes:
-                if messages:
+                if messages and tp.partition in owned:
                     self.consumer.seek(tp, messages[0].offset)
                 continue
             out.extend(
@@ -113,13 +112,16 @@ class Worker:
 
     def _handle(self, records: list[InputRecord]) -> None:
         started = time.perf_counter()
-        output = decide(records, self.indexes, self.rules, self.rejected)
+        try:
+            output = decide(records, self.indexes, self.rules, self.rejected)
+        except Exception as exc:
+            self._decide_failed(records, exc)
+            return
         output.started = started
         failure = self.publisher.settle()  # the previous batch's commit
         if failure is not None:
             self._recover(failure, also=output.partitions)
             return
-        self._failures = 0
         failure = self.publisher.publish(output)
         if failure is not None:
             self._recover(failure)
@@ -129,8 +131,12 @@ class Worker:
         if failure is not None:
             self._recover(failure)
             return False
-        self._failures = 0
         return True
+
+    def _committed(self, output: BatchOutput, committed_at: float) -> None:
+        """A batch committed (on the commit thread): count it; failures are over."""
+        account(self.metrics, output, committed_at)
+        self._failures = 0
 
     def _settle_before_revoke(self) -> None:
         """Rebalance listener: commit what is in flight while the partitions are ours."""
@@ -138,47 +144,30 @@ class Worker:
         if failure is not None:
             self._revoke_failure = failure
 
-    def _account(self, output: BatchOutput, committed_at: float) -> None:
-        """Metrics of a committed batch (runs right after its commit succeeded)."""
-        m = self.metrics
-        for decision, method in output.decided:
-            m.documents.labels(decision, method).inc()
-        for reason in output.dead:
-            m.dlq.labels(reason).inc()
-        for ts in output.timestamps_ms:
-            if ts >= 0:
-                m.decision_latency.observe(max(0.0, committed_at - ts / 1000))
-        if output.started:
-            m.batch_seconds.observe(time.perf_counter() - output.started)
+    def _decide_failed(self, records: list[InputRecord], error: Exception) -> None:
+        """The engine raised: bisect down to the input that causes it, then dead-letter it."""
+        touched = {r.source.partition for r in records}
+        failure = self.publisher.settle() or PublishFailure(error, set())
+        if len(records) == 1:
+            self.rejected.undecidable(records[0].source, error)
+        else:
+            log.error("deciding %d records failed; retrying smaller", len(records), exc_info=error)
+            self._failures += 1
+        self._recover(failure, also=touched, backoff=False)
 
     def _recover(
-        self, failure: PublishFailure, also: frozenset[int] | set[int] = frozenset()
+        self, failure: PublishFailure, also: set[int] | None = None, backoff: bool = True
     ) -> None:
         """Drop what was not committed: rebuild the touched partitions, rewind, retry."""
         self.metrics.transaction_aborts.inc()
         for source, why in failure.rejected.items():
-            earlier = self.rejected.get(source)
-            if earlier is not None and not earlier.keep_payload:
-                raise FatalError(
-                    f"even a bare dead letter for {source} was rejected ({why}); "
-                    f"check the dead-letter topic {self.settings.topics.dlq!r}"
-                ) from failure.error
-            self.rejected[source] = Rejection(why, keep_payload=earlier is None)
-        if failure.rejected:
-            log.warning(
-                "the broker rejected %d outputs; those inputs go to the DLQ", len(failure.rejected)
-            )
-        else:
+            self.rejected.unpublishable(source, why)
+        if backoff and not failure.rejected:
             self._failures += 1
             delay = min(self.settings.worker.retry_backoff_max_s, 0.5 * 2 ** (self._failures - 1))
-            log.error(
-                "a batch failed (%s); retrying in %.1f s",
-                failure.error,
-                delay,
-                exc_info=failure.error,
-            )
+            log.error("a batch failed; retrying in %.1f s", delay, exc_info=failure.error)
             self._stop.wait(delay)
-        for p in (failure.partitions | set(also)) & set(self.indexes):
+        for p in (failure.partitions | (also or set())) & set(self.indexes):
             del self.indexes[p]  # its index ran ahead of the commit: rebuilt from the changelog
         self._retry(self.publisher.reset)
         owned = self.assignment.owned()
@@ -256,13 +245,7 @@ class Worker:
                 self.indexes[p] = dedup
                 self.consumer.resume(TopicPartition(topic, p))
         self.metrics.restore_seconds.set(time.monotonic() - job.started)
-        self._update_index_gauges()
-
-    def _update_index_gauges(self) -> None:
-        stats = [d.stats() for d in self.indexes.values()]
-        self.metrics.index_documents.set(sum(st["documents"] for st in stats))
-        self.metrics.index_entries.set(sum(st["index_entries"] for st in stats))
-        self.metrics.index_bytes.set(sum(st["index_bytes"] for st in stats))
+        index_gauges(self.metrics, self.indexes)
 
     def _maybe_snapshot(self, force: bool = False) -> None:
         """Snapshot every complete partition index, with nothing in flight."""
@@ -270,19 +253,10 @@ class Worker:
         due = time.monotonic() - self._last_snapshot >= w.snapshot_every_s
         if w.snapshot_dir is None or not (force or due) or not self.indexes:
             return
-        self._update_index_gauges()
         if not force and not self._settle():
             return
         self._last_snapshot = time.monotonic()
-        tps = {p: TopicPartition(changelog, p) for p in self.indexes}
-        try:
-            ends = self.consumer.end_offsets(list(tps.values()))
-            for p, dedup in self.indexes.items():
-                snapshots.save(dedup, w.snapshot_dir, changelog, p, ends[tps[p]])
-                failpoints.hit("snapshot_saved")
-            log.info("snapshots of partitions %s saved", sorted(self.indexes))
-        except Exception:
-            log.exception("saving a snapshot failed")
+        snapshots.save_all(self.indexes, self.consumer, w.snapshot_dir, changelog)
 
     def _close(self) -> None:
         if self._job is not None:

@@ -78,6 +78,9 @@ class WorkerSettings(_Section):
     session_timeout_ms: int = Field(10_000, ge=6000)
     max_batch: int = Field(500, ge=1, le=100_000)
     poll_timeout_ms: int = Field(500, ge=1)
+    metadata_max_age_ms: int = Field(
+        30_000, ge=1000, description="how soon input partitions added at runtime are seen"
+    )
     transaction_timeout_ms: int = Field(60_000, ge=1000)
     max_message_bytes: int = Field(
         8 * 1024 * 1024, ge=1024, le=512 * 1024 * 1024, description="larger inputs go to the DLQ"

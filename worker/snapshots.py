@@ -16,9 +16,12 @@ import logging
 from pathlib import Path
 from typing import NamedTuple
 
+from kafka import KafkaConsumer, TopicPartition
+
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.snapshot import load_snapshot, read_meta, save_snapshot
+from worker import failpoints
 
 log = logging.getLogger(__name__)
 
@@ -89,3 +92,19 @@ def load(
     except Exception as exc:
         return Rejected("corrupt", f"{path} cannot be read: {type(exc).__name__}: {exc}")
     return Snapshot(dedup, offset)
+
+
+def save_all(
+    indexes: dict[int, Deduplicator], consumer: KafkaConsumer, root: str, changelog: str
+) -> None:
+    """Snapshot every partition index at the changelog's last stable offset; call only with
+    nothing in flight, so that offset covers everything the indexes hold."""
+    tps = {p: TopicPartition(changelog, p) for p in indexes}
+    try:
+        ends = consumer.end_offsets(list(tps.values()))
+        for p, dedup in indexes.items():
+            save(dedup, root, changelog, p, ends[tps[p]])
+            failpoints.hit("snapshot_saved")
+        log.info("snapshots of partitions %s saved", sorted(indexes))
+    except Exception:
+        log.exception("saving a snapshot failed")

@@ -3,7 +3,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from neardup_stream import DedupConfig, Deduplicator, Document
-from neardup_stream.shingles import char_shingles, jaccard
+from neardup_stream.fingerprint.shingles import char_shingles, jaccard
 from tests.unit.conftest import mutate, random_text
 
 

@@ -9,16 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup_stream import _index_kernels
 from neardup_stream.config import DedupConfig
-from neardup_stream.fingerprint import Fingerprinter
-from neardup_stream.shingles import char_shingles, jaccard
+from neardup_stream.fingerprint.fingerprinter import Fingerprinter
+from neardup_stream.fingerprint.shingles import char_shingles, jaccard
+from neardup_stream.index import kernels as index_kernels
 from tests.unit.conftest import mutate, random_text
 
 SCRIPT = """
 import json, sys
 from neardup_stream.config import DedupConfig
-from neardup_stream.fingerprint import Fingerprinter
+from neardup_stream.fingerprint.fingerprinter import Fingerprinter
 fp = Fingerprinter(DedupConfig()).batch(["Near-duplicate detection, 近似重复检测.", "x" * 999])
 print(json.dumps({"simhash": fp.simhash.tolist(), "exact": fp.exact.tolist(),
                   "sketch": fp.sketch.tolist(), "keys": fp.lsh_keys.tolist(),
@@ -87,7 +87,7 @@ def test_jaccard_estimate_within_error_bound(seed: int, rate: float) -> None:
     other = mutate(base, rate, seed + 1)
     cfg = DedupConfig()
     fp = Fingerprinter(cfg).batch([base, other])
-    est = _index_kernels.estimate_jaccard(fp.sketch[0], fp.sketch[1])
+    est = index_kernels.estimate_jaccard(fp.sketch[0], fp.sketch[1])
     true = jaccard(char_shingles(base, 5), char_shingles(other, 5))
     p = (1 + true) / 2
     sigma = 2 * math.sqrt(p * (1 - p) / cfg.sketch_bits)
@@ -110,8 +110,8 @@ def test_feature_hashes_match_reference_shingles(text: str) -> None:
     )
 )
 def test_kernel_normalisation_and_exact_hash_match_the_python_reference(text: str) -> None:
-    from neardup_stream.hashing import exact_hash
-    from neardup_stream.normalize import normalize
+    from neardup_stream.fingerprint.hashing import exact_hash
+    from neardup_stream.fingerprint.normalize import normalize
 
     cfg = DedupConfig()
     fp = Fingerprinter(cfg).batch([text])
@@ -122,7 +122,7 @@ def test_kernel_normalisation_and_exact_hash_match_the_python_reference(text: st
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.integers(0, 2**64 - 1), max_size=5000))
 def test_bit_counts_equal_naive_counting(values: list[int]) -> None:
-    from neardup_stream._kernels import bit_counts
+    from neardup_stream.fingerprint.kernels import bit_counts
 
     feats = np.array(values, dtype=np.uint64)
     naive = [sum((v >> b) & 1 for v in values) for b in range(64)]
@@ -146,8 +146,8 @@ def test_bit_counts_equal_naive_counting(values: list[int]) -> None:
     ],
 )
 def test_kernel_normalisation_of_context_dependent_text(text: str) -> None:
-    from neardup_stream.hashing import exact_hash
-    from neardup_stream.normalize import normalize
+    from neardup_stream.fingerprint.hashing import exact_hash
+    from neardup_stream.fingerprint.normalize import normalize
 
     cfg = DedupConfig()
     fp = Fingerprinter(cfg).batch([text, text.upper()])

@@ -1,6 +1,6 @@
 """Shingles (features) of a normalised text, as strings: the readable reference definition.
 
-The compiled kernels in `_kernels` hash the same shingles without materialising them; this
+The compiled kernels in `kernels` hash the same shingles without materialising them; this
 module is what `compare`, the tests and the benchmark's ground truth use to compute exact
 Jaccard similarity.
 

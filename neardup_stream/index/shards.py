@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from neardup_stream.bucket_table import BucketTable
+from neardup_stream.index.bucket_table import BucketTable
 
 
 class IndexShard:

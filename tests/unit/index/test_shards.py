@@ -1,7 +1,7 @@
 import numpy as np
 
 from neardup_stream import Deduplicator, Document
-from neardup_stream.shard import ShardedIndex
+from neardup_stream.index.shards import ShardedIndex
 from tests.unit.conftest import mutate, random_text
 
 

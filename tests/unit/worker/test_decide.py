@@ -85,8 +85,8 @@ def test_a_document_too_large_for_the_unique_topic_is_unpublishable_and_not_inde
 def test_rejected_inputs_become_dead_letters_and_bare_ones_lose_their_payload() -> None:
     records = [rec(0, doc("a")), rec(1, doc("b", "other text entirely " * 5))]
     rejected = {
-        Source("in", 0, 0): Rejection("too large"),
-        Source("in", 0, 1): Rejection("dlq too", keep_payload=False),
+        Source("in", 0, 0): Rejection("unpublishable", "too large"),
+        Source("in", 0, 1): Rejection("unpublishable", "dlq too", keep_payload=False),
     }
     idx = indexes(0)
     out = decide(records, idx, rules(), rejected)

@@ -1,5 +1,5 @@
-from neardup_stream.normalize import normalize, strip_html
-from neardup_stream.shingles import char_shingles, jaccard, shingles, word_shingles
+from neardup_stream.fingerprint.normalize import normalize, strip_html
+from neardup_stream.fingerprint.shingles import char_shingles, jaccard, shingles, word_shingles
 
 
 def test_normalize_nfkc_casefold_whitespace() -> None:

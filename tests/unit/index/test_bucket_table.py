@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from neardup_stream.bucket_table import BucketTable
+from neardup_stream.index.bucket_table import BucketTable
 
 
 @settings(max_examples=30, deadline=None)

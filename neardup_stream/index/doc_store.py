@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neardup_stream._index_kernels import BASE, COUNT, START, WATERMARK
+from neardup_stream.index.kernels import BASE, COUNT, START, WATERMARK
 
 REF_MASK = 0xFFFFFFFF
 _MIN_CAPACITY = 1024

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neardup_stream import _index_kernels as _k
+from neardup_stream.index import kernels as _k
 
 _MIN_BUCKETS = 1024
 

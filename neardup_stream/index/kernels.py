@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from neardup_stream._kernels import popcount64
+from neardup_stream.fingerprint.kernels import popcount64
 
 _U32 = np.uint64(0xFFFFFFFF)
 BASE, COUNT, START, WATERMARK, EVICTED = 0, 1, 2, 3, 4

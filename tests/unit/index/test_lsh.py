@@ -4,9 +4,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup_stream.config import DedupConfig
-from neardup_stream.fingerprint import Fingerprinter
-from neardup_stream.lsh import candidate_probability, optimal_banding
-from neardup_stream.shingles import char_shingles, jaccard
+from neardup_stream.fingerprint.fingerprinter import Fingerprinter
+from neardup_stream.fingerprint.shingles import char_shingles, jaccard
+from neardup_stream.index.lsh import candidate_probability, optimal_banding
 from tests.unit.conftest import mutate, random_text
 
 

@@ -3,7 +3,7 @@
 `Fingerprinter.batch(texts)` runs the fused compiled kernel once over the whole batch's UTF-8:
 it normalises (through the fold table; texts with context-dependent characters are folded in
 Python and run again) and computes everything else. The same text always yields the same fingerprint
-(see `hashing` and `_kernels`).
+(see `hashing` and `kernels`).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neardup_stream import _kernels
 from neardup_stream.config import DedupConfig
-from neardup_stream.normalize import fold, fold_table, normalize, strip_html
-from neardup_stream.shingles import codepoints
+from neardup_stream.fingerprint import kernels as _kernels
+from neardup_stream.fingerprint.normalize import fold, fold_table, normalize, strip_html
+from neardup_stream.fingerprint.shingles import codepoints
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,11 @@
+"""Layer 1, fingerprinting: from raw text to fixed-size, deterministic fingerprints.
+
+* `normalize`: the canonical text every feature is computed from (NFKC, case fold, spaces);
+* `shingles`: the readable definition of features (character k-grams, word n-grams) and
+  exact Jaccard;
+* `hashing`: seeded MurmurHash3 for exact-text and id hashes (never Python's `hash()`);
+* `kernels`: the compiled pass that normalises, hashes, and builds SimHash and MinHash;
+* `fingerprinter`: `Fingerprinter.batch(texts)` -> `Fingerprints`, the layer's interface.
+
+Importing the package is cheap; the compiled kernels load with `fingerprinter`/`kernels`.
+"""
