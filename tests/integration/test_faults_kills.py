@@ -116,7 +116,10 @@ def _run_with_failpoints(
             code = worker.wait_exit(timeout=120)
         except AssertionError as exc:
             worker.stop()
-            raise AssertionError(f"failpoint {spec} after {progress} never fired: {exc}") from None
+            hint = " (was a partial restore kept?)" if spec.startswith("restore") else ""
+            raise AssertionError(
+                f"failpoint {spec} after {progress} never fired{hint}: {exc}"
+            ) from None
         if signum is not None:
             assert code == -signum, f"{spec}: exit {code}, not by signal {signum}\n{worker.log()}"
         progress.append((spec, code, committed(ref.bootstrap, group, ref.input)))
