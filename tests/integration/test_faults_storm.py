@@ -177,7 +177,9 @@ def test_malformed_storm(
             "reason": record["reason"] == REASONS[kind],
             "header": dict(m.headers).get("neardup.error") == REASONS[kind].encode(),
             "source": record["source"]["topic"] == topics.input
-            and record["source"]["partition"] == 0,
+            and record["source"]["partition"] == 0
+            and isinstance(record["source"].get("timestamp"), int),
+            "at": bool(record.get("at")),
             "raw_length": record["raw_length"] == len(raw),
             "raw_sha256": record["raw_sha256"] == hashlib.sha256(raw).hexdigest(),
             "raw_base64": prefix == raw[:DLQ_PAYLOAD_BYTES],
