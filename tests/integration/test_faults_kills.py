@@ -159,7 +159,8 @@ def test_sigkill_after_produce_during_commit_and_during_restore(reference: Refer
         ("commit_inflight=kill@5", kill),  # the commit of the 5th batch in flight
         ("batch_produced=kill@12", kill),
         ("commit_inflight=kill@2", kill),
-        ("batch_produced=kill@4", kill),  # about 11,000 documents decided by now
+        ("batch_committed=kill@2", kill),  # committed, not yet accounted
+        ("batch_produced=kill@4", kill),  # about 11,500 documents decided by now
         ("restore_batch=kill@1", kill),  # mid-restore: more than one restore batch
         ("restore_batch=kill@1", kill),
         ("commit_inflight=kill@1", kill),  # the first commit after a restore
@@ -173,10 +174,10 @@ def test_sigterm_during_restore_with_snapshots(reference: Reference) -> None:
     """A stop during restore must not leave a partial index that is decided against or saved
     as a snapshot: the next start restores everything again (so its failpoint fires again)."""
     steps: list[tuple[str, int | None]] = [
-        ("batch_produced=kill@24", signal.SIGKILL),  # 12,000 decided, no snapshot yet
+        ("batch_produced=kill@24", signal.SIGKILL),  # 11,500 decided, no snapshot yet
         ("restore_batch=term@1", None),  # stopped after the first restore batch
         ("restore_batch=term@1", None),  # so again from the start
-        ("batch_produced=term@3", None),  # a graceful stop after work: a snapshot now
+        ("batch_produced=term@3,snapshot_saved=kill@1", None),  # stop: killed once it is saved
         ("batch_produced=kill@1", signal.SIGKILL),  # restores from that snapshot
     ]
     got = _run_with_failpoints(reference, "sigterm", steps, snapshots=True)
