@@ -1,6 +1,6 @@
 """The engine's configuration: one frozen, validated object that every core module reads.
 
-Fingerprint-affecting fields (shingling, seeds, sketch sizes, banding) are part of
+Fingerprint-affecting fields (shingling, seeds, sketch sizes, banding, precise mode) are part of
 `fingerprint_id`, which is stored with every snapshot and changelog record so an index is
 never restored under settings that would hash documents differently.
 """
@@ -58,6 +58,12 @@ class DedupConfig(BaseModel):
     index_duplicates: bool = Field(True, description="index near-duplicates too (catches chains)")
     max_docs: int | None = Field(None, ge=1, lt=2**31, description="evict the oldest beyond this")
     max_age_seconds: float | None = Field(None, gt=0, description="evict documents older than this")
+    max_future_skew_seconds: float = Field(
+        3600,
+        ge=0,
+        description="document times are clamped to at most this far ahead of their record "
+        "time and of the wall clock (see `event_time`)",
+    )
     precise: bool = Field(
         False, description="keep shingle sets; report and decide on exact Jaccard"
     )
@@ -110,6 +116,7 @@ class DedupConfig(BaseModel):
             "rows": rows,
             "simhash_k": self.simhash_k,
             "seed": self.seed,
+            "precise": self.precise,  # precise state carries shingle sets
             "format": 1,
         }
 
