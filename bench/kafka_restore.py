@@ -5,7 +5,9 @@ A pool of corpus texts (``--pool-size``, default 20,000) is fingerprinted once w
 ``r<c>-<id>`` (``duplicate_of``/``representative`` renamed alike) and its bucket keys and
 exact hash XOR-ed with a per-copy constant. The 1M records are then 50 disjoint corpora, each
 with the corpus's key sharing, rather than 50 identical copies piling into the same buckets.
-They go to a fresh compacted 1-partition topic through a plain (non-transactional) producer.
+They go to a fresh compacted 1-partition topic through a plain (non-transactional) producer,
+packed as the worker packs them (``worker.changelog``: the records of each ``--max-batch``
+inputs in messages of up to 512 KiB).
 
 A worker is started with that changelog and an empty input topic; reported are the restore
 time from its log line ``restored partitions [0]: N records replayed in X s`` (goal < 60 s),
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
 import re
 import time
 import zlib
@@ -33,13 +36,13 @@ from prometheus_client import CollectorRegistry, generate_latest
 from bench.kafka_broker import REPO_ROOT, Topics, produce_bulk, worker_settings
 from bench.kafka_docs import BenchError, DocSource, log
 from bench.kafka_metrics import metric_values
-from bench.kafka_variants import variants
+from bench.kafka_variants import variants, warm
 from bench.kafka_worker import WorkerProcess, WorkerTopics, read_cpu_seconds
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.models import Document
 from neardup_stream.records import FingerprintRecord
-from worker import clients
+from worker import changelog, clients
 from worker.metrics import build_metrics
 from worker.restore import restore_partitions
 
@@ -61,6 +64,18 @@ def fingerprint_pool(src: DocSource, size: int) -> list[FingerprintRecord]:
 
 def _renamed(doc_id: str | None, copy: int) -> str | None:
     return None if doc_id is None else f"r{copy}-{doc_id}"
+
+
+def changelog_messages(
+    pool: list[FingerprintRecord], n: int, batch: int
+) -> Iterator[tuple[bytes, bytes]]:
+    """`n` records as the worker writes them: per `batch` inputs, packed (`worker.changelog`)
+    into messages keyed `<partition>:<first offset>:<i>`."""
+    records = (value for _, value in changelog_records(pool, n))
+    for first in range(0, n, batch):
+        chunk = list(itertools.islice(records, batch))
+        for i, value in enumerate(changelog.pack(chunk)):
+            yield f"0:{first}:{i}".encode(), value
 
 
 def changelog_records(pool: list[FingerprintRecord], n: int) -> Iterator[tuple[bytes, bytes]]:
@@ -112,7 +127,7 @@ def inprocess_restore(
     started = time.perf_counter()
     while reader.position(tp) < end:
         for msgs in reader.poll(timeout_ms=500).values():
-            values.extend(m.value for m in msgs if m.value is not None)
+            values.extend(r for m in msgs if m.value is not None for r in changelog.unpack(m.value))
     fetch = time.perf_counter() - started
     reader.close(autocommit=False)
 
@@ -188,20 +203,21 @@ def section_restore(
     pool = fingerprint_pool(src, pool_size)
     fp_seconds = time.perf_counter() - started
     changelog = topics.create("restore.changelog", compact=True)
-    log(f"writing {n:,} changelog records to {changelog}")
-    produced = produce_bulk(bootstrap, changelog, changelog_records(pool, n))
+    log(f"writing {n:,} changelog records to {changelog}, packed per {args.max_batch} inputs")
+    produced = produce_bulk(bootstrap, changelog, changelog_messages(pool, n, args.max_batch))
     log(
-        f"  {produced['records']:,} records, {produced['bytes'] / 1e6:,.0f} MB "
-        f"in {produced['seconds']:.1f}s"
+        f"  {n:,} records in {produced['records']:,} messages, "
+        f"{produced['bytes'] / 1e6:,.0f} MB in {produced['seconds']:.1f}s"
     )
-    Deduplicator().apply_records(pool[:100])  # refresh the replay kernels' JIT cache if stale
+    warm(REPO_ROOT)  # the start-up caches, as `make install` leaves them
     others = variants(args)
     log("worker restore")
     worker = worker_restore(bootstrap, topics, changelog, "restore", args)
     out: dict[str, Any] = {
-        "records_written": produced["records"],
+        "records_written": n,
+        "messages_written": produced["records"],
         "changelog_bytes": produced["bytes"],
-        "record_bytes_mean": round(produced["bytes"] / max(1, produced["records"]), 1),
+        "record_bytes_mean": round(produced["bytes"] / max(1, n), 1),
         "pool_size": len(pool),
         "pool_fingerprint_seconds": round(fp_seconds, 2),
         "produce": produced,
@@ -215,5 +231,5 @@ def section_restore(
         )
     if not args.skip_inprocess:
         log("in-process restore_partitions and its parts")
-        out["in_process"] = inprocess_restore(bootstrap, changelog, produced["records"], pool)
+        out["in_process"] = inprocess_restore(bootstrap, changelog, n, pool)
     return out

@@ -2,8 +2,8 @@
 
 A variant is a proposed change measured in the same run, on the same input, against the same
 pipes: its worker is started with the variant's directory as working directory, so
-``python -m worker`` imports that checkout's ``worker/`` and ``neardup_stream/``. Its numba
-cache is warmed first (fingerprint, decide and replay kernels), as this checkout's is.
+``python -m worker`` imports that checkout's ``worker/`` and ``neardup_stream/``. Its caches
+are warmed first (`warm`: fold table, numba machine code), as this checkout's are.
 """
 
 from __future__ import annotations
@@ -31,6 +31,14 @@ def variants(args: argparse.Namespace) -> dict[str, Path]:
         if not sep or not name or not (Path(path) / "worker" / "__main__.py").exists():
             raise BenchError(f"--variant {spec!r}: expected NAME=PATH of a checkout with worker/")
         out[name] = Path(path).resolve()
-        log(f"warming the JIT cache of variant {name}")
-        subprocess.run([sys.executable, "-c", WARM], cwd=out[name], check=True, timeout=900)
+        log(f"warming the caches of variant {name}")
+        warm(out[name])
     return out
+
+
+def warm(checkout: Path) -> None:
+    """Fill a checkout's start-up caches (fold table, numba machine code), as `make install`
+    does: ``python -m neardup_stream.warmup`` where it exists, else a few documents."""
+    has_module = (checkout / "neardup_stream" / "warmup.py").exists()
+    cmd = ["-m", "neardup_stream.warmup"] if has_module else ["-c", WARM]
+    subprocess.run([sys.executable, *cmd], cwd=checkout, check=True, timeout=900)
