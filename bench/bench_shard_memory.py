@@ -29,10 +29,11 @@ import numpy as np
 from numba import njit
 
 from neardup_stream import DedupConfig, Deduplicator, Document
-from neardup_stream.deduplicator import _Batch
+from neardup_stream.batch import Batch
 from neardup_stream.fingerprint.hashing import id_key
 from neardup_stream.index import kernels as _k
 from neardup_stream.index.bucket_table import BucketTable
+from neardup_stream.index.columns import BatchColumns, StoreColumns, TableArrays
 from neardup_stream.parsing import parse_document
 from neardup_stream.records import FingerprintRecord
 
@@ -67,43 +68,29 @@ def _timed(fn: Callable[[], object]) -> float:
 
 @njit(cache=True, nogil=True)
 def _probe_all(
-    docs: tuple, tables: tuple, store: tuple, window: np.ndarray, threshold: float, buf: np.ndarray
+    docs: BatchColumns,
+    tables: TableArrays,
+    store: StoreColumns,
+    window: np.ndarray,
+    threshold: float,
 ) -> int:
     """Probe every document of `docs` against one shard (no store); returns candidates seen."""
     seen = 0
-    for i in range(docs[0].size):
-        refs, _, _, _ = _k.probe_verify(i, docs, tables, store, window, threshold, buf)
-        seen += refs.size
+    for i in range(docs.skip.size):
+        seen += _k.probe_verify(i, docs, tables, store, window, threshold).refs.size
     return seen
 
 
-def _query_batch(dedup: Deduplicator, records: list[FingerprintRecord]) -> _Batch:
+def _query_batch(dedup: Deduplicator, records: list[FingerprintRecord]) -> Batch:
     """Column arrays of `records` as a batch the kernels can probe with."""
-    blocks, bands = records[0].simhash_keys.size, dedup.fingerprinter.bands
-    keys = np.zeros((len(records), blocks + bands), dtype=np.uint32)
-    for i, r in enumerate(records):
-        keys[i, : blocks + r.lsh_keys.size] = np.concatenate((r.simhash_keys, r.lsh_keys))
-    return _Batch(
-        [r.doc_id for r in records],
-        np.zeros(len(records), dtype=np.bool_),
-        keys,
-        np.array([blocks + r.lsh_keys.size for r in records], dtype=np.int64),
-        np.array([r.exact for r in records], dtype=np.uint64).reshape(-1, 2),
-        np.array([r.simhash for r in records], dtype=np.uint64),
-        np.stack([r.sketch for r in records]),
-        np.array([r.nfeat for r in records], dtype=np.int64),
-        np.array([r.ts for r in records], dtype=np.int64),
-        bands,
-    )
+    return Batch.from_records(records, dedup.fingerprinter.bands)
 
 
-def probe_seconds(shard: Deduplicator, query: _Batch, threshold: float) -> float:
+def probe_seconds(shard: Deduplicator, query: Batch, threshold: float) -> float:
     """Seconds to probe and verify every query document against one shard (nothing stored)."""
-    buf = np.empty(query.keys.shape[1] * shard.config.bucket_cap * 4 + 64, dtype=np.uint32)
-    docs = query.columns(len(query.ids))
-    args = (shard.index.arrays(), shard.store.arrays(), shard.store.window.copy(), threshold, buf)
-    _probe_all(docs, *args)  # compile / warm
-    return min(_timed(lambda: _probe_all(docs, *args)) for _ in range(3))
+    args = (shard.index.arrays, shard.store.arrays(), shard.store.window.copy(), threshold)
+    _probe_all(query.docs, *args)  # compile / warm
+    return min(_timed(lambda: _probe_all(query.docs, *args)) for _ in range(3))
 
 
 def role_costs(docs: list[Document], config: DedupConfig) -> tuple[dict, list]:
@@ -141,6 +128,7 @@ def role_costs(docs: list[Document], config: DedupConfig) -> tuple[dict, list]:
 
     def store_all() -> None:
         for b in batches:
+            kernel.store.reserve(len(b))
             kernel._run(b, decide=False)
 
     kernel_s = _timed(store_all)

@@ -26,7 +26,12 @@ One pass over the features of a document computes, per feature, in O(1):
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from neardup_stream.caches import seed_jit_cache
+
+seed_jit_cache()  # before the first @njit(cache=True) sets up numba's cache directory
+
+from numba import njit  # noqa: E402
 
 EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 _M1 = np.uint64(0xFF51AFD7ED558CCD)

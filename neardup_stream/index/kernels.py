@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from neardup_stream.fingerprint.kernels import popcount64
+from neardup_stream.fingerprint.kernels import popcount64  # (seeds the JIT cache first)
 from neardup_stream.index.columns import (
     BASE,
     COUNT,
