@@ -20,7 +20,7 @@ from kafka import TopicPartition
 
 from neardup_stream.deduplicator import Deduplicator
 from worker import clients, snapshots, topics
-from worker.decide import BatchOutput, DecideRules, InputRecord, Source, decide
+from worker.decide import BatchOutput, DecideRules, InputRecord, Source, Unrecordable, decide
 from worker.metrics import Metrics, account, index_gauges
 from worker.partitions import Assignment, rewind_to_committed, update_lag
 from worker.rejections import Rejections
@@ -63,6 +63,7 @@ class Worker:
             s.worker.max_message_bytes,
             s.worker.dlq_payload_bytes,
             layout.limits[s.topics.unique],
+            layout.limits[s.topics.changelog],
         )
         self.consumer = clients.make_consumer(s)
         self.publisher = Publisher(s, self.consumer, self._committed)
@@ -148,7 +149,9 @@ class Worker:
         """The engine raised: bisect down to the input that causes it, then dead-letter it."""
         touched = {r.source.partition for r in records}
         failure = self.publisher.settle() or PublishFailure(error, set())
-        if len(records) == 1:
+        if isinstance(error, Unrecordable):
+            self.rejected.unpublishable(error.source, str(error))
+        elif len(records) == 1:
             self.rejected.undecidable(records[0].source, error)
         else:
             log.error("deciding %d records failed; retrying smaller", len(records), exc_info=error)
