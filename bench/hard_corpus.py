@@ -19,10 +19,15 @@ insertion / deletion, truncation, boilerplate (real text of the same locale adde
 footer), paragraph reordering plus character edits, mixed word + character edits, and exact or
 format-only copies. Each record keeps ``parent_jaccard``, the Jaccard actually reached.
 
-Output: JSONL ``{"id", "text", "lang", "script", "band", "source", "mutation", "target",
-"parent", "parent_jaccard"}`` in stream order. Usage::
+With ``--levels`` the copies are edited by fixed amounts instead (1-30% of characters or
+words, cuts and additions of 1-30%), the usual way held-out corpora are made.
 
-    python -m bench.hard_corpus --docs 20000 --seed 11 --out bench/data/hard-20000-s11.jsonl
+Output: JSONL ``{"id", "text", "lang", "script", "band", "source", "mutation", "target",
+"parent", "parent_jaccard"}`` in stream order (``target`` is the edit amount with
+``--levels``). Usage::
+
+    python -m bench.hard_corpus --docs 20000 --seed 11   # bench/data/hard-20000-s11.jsonl
+    python -m bench.hard_corpus --docs 20000 --seed 12 --levels
 """
 
 from __future__ import annotations
@@ -201,6 +206,16 @@ class Calibrator:
             return mixed()
         raise ValueError(kind)
 
+    def at_level(self, text: str, lang: str, kind: str, amount: float) -> tuple[str, float] | None:
+        """Edit by a fixed amount (fraction edited, cut or added); return the copy and its
+        Jaccard with ``text``."""
+        if kind in ("exact", "format"):
+            return self.edit(text, lang, kind, 1.0)
+        copy = self._editor(kind, text, lang)(amount, self.rng.randrange(2**31))
+        if not copy or not copy.strip():
+            return None
+        return copy, jaccard(shingle_set(text), shingle_set(copy))
+
     def edit(self, text: str, lang: str, kind: str, target: float) -> tuple[str, float] | None:
         """Bisect the edit amount; return the copy closest to ``target`` and its Jaccard."""
         if kind == "exact":
@@ -241,7 +256,12 @@ def draw_target(rng: random.Random) -> float:
     return rng.uniform(0.5, 0.7)
 
 
-def build(n_docs: int, seed: int, copy_frac: float, chain_frac: float) -> list[dict]:
+LEVELS = (0.01, 0.03, 0.05, 0.1, 0.2, 0.3)
+
+
+def build(
+    n_docs: int, seed: int, copy_frac: float, chain_frac: float, calibrated: bool = True
+) -> list[dict]:
     """Corpus records in stream order."""
     rng = random.Random(seed)
     pool = collect_bases(seed, per_locale=max(60, n_docs // 25))
@@ -262,8 +282,12 @@ def build(n_docs: int, seed: int, copy_frac: float, chain_frac: float) -> list[d
         pidx = rng.choice(copies) if chain else rng.randrange(len(bases))
         parent = docs[pidx]
         kind = rng.choices(kinds, weights)[0]
-        target = draw_target(rng)
-        made = calib.edit(parent["text"], parent["lang"], kind, target)
+        if calibrated:
+            target = draw_target(rng)
+            made = calib.edit(parent["text"], parent["lang"], kind, target)
+        else:
+            target = rng.choice(LEVELS)  # the edit amount, not a Jaccard
+            made = calib.at_level(parent["text"], parent["lang"], kind, target)
         if made is None:
             continue
         text, pj = made
@@ -300,12 +324,15 @@ def build(n_docs: int, seed: int, copy_frac: float, chain_frac: float) -> list[d
     ]
 
 
-def ensure_hard_corpus(n_docs: int, seed: int, path: Path | None = None) -> Path:
+def ensure_hard_corpus(
+    n_docs: int, seed: int, path: Path | None = None, calibrated: bool = True
+) -> Path:
     """Build the corpus at ``path`` (default under bench/data) unless it exists."""
-    path = path or DATA_DIR / f"hard-{n_docs}-s{seed}.jsonl"
+    kind = "hard" if calibrated else "levels"
+    path = path or DATA_DIR / f"{kind}-{n_docs}-s{seed}.jsonl"
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_jsonl(build(n_docs, seed, copy_frac=0.28, chain_frac=0.15), path)
+        write_jsonl(build(n_docs, seed, 0.28, 0.15, calibrated), path)
     return path
 
 
@@ -315,8 +342,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--docs", type=int, default=20000)
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--out", type=Path)
+    ap.add_argument(
+        "--levels",
+        action="store_true",
+        help="edit by fixed amounts (1-30%%) instead of calibrating to a target Jaccard",
+    )
     args = ap.parse_args(argv)
-    path = ensure_hard_corpus(args.docs, args.seed, args.out)
+    path = ensure_hard_corpus(args.docs, args.seed, args.out, calibrated=not args.levels)
     from bench.corpus import read_jsonl
 
     recs = read_jsonl(path)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -56,9 +56,14 @@ class _Batch:
     nfeat: np.ndarray
     ts: np.ndarray
     lsh_width: int
+    feats: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.uint64))
+    feat_offsets: np.ndarray | None = None
 
     def columns(self, end: int) -> tuple[np.ndarray, ...]:
         """Rows [0, end) as the kernels' `docs` tuple."""
+        offsets = self.feat_offsets
+        if offsets is None:  # replayed records carry no feature hashes
+            offsets = np.zeros(len(self.ids) + 1, dtype=np.int64)
         return (
             self.skip[:end],
             self.keys[:end],
@@ -68,6 +73,8 @@ class _Batch:
             self.sketch[:end],
             self.nfeat[:end],
             self.ts[:end],
+            self.feats,
+            offsets[: end + 1],
         )
 
     def __post_init__(self) -> None:
@@ -169,6 +176,8 @@ class Deduplicator:
             fps.nfeat,
             np.clip(np.array(ts, dtype=np.float64), 0, _MAX_TS).astype(np.int64),
             fps.lsh_keys.shape[1],
+            fps.feats,
+            fps.feat_offsets,
         )
         earlier = self._mark_known(batch)
         if self.config.precise:
@@ -205,7 +214,13 @@ class Deduplicator:
         st.reserve(end - begin)
         docs = batch.columns(end)
         limits = (cfg.bucket_cap, cfg.max_docs or 0, cfg.max_age_seconds or 0)
-        rules = (cfg.threshold, cfg.simhash_k, cfg.index_duplicates, self._retention)
+        rules = (
+            cfg.threshold,
+            cfg.simhash_k,
+            cfg.index_duplicates,
+            self._retention,
+            self.fingerprinter.compact_max,
+        )
         i = begin
         while i < end:
             self.index.reserve((end - i) * width // len(self.index.shards) + 64)
@@ -239,6 +254,7 @@ class Deduplicator:
                 st.window,
                 cfg.threshold - cfg.precise_margin,
                 buf,
+                self.fingerprinter.compact_max,
             )
             self._choose_exactly(batch, i, feats, *cands)
             self._run(batch, decide=False, begin=i, end=i + 1)

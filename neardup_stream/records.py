@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 _MAGIC = b"ND"
-_VERSION = 1
+_VERSION = 2  # 2: sketches of small documents are compact sets (config.FINGERPRINT_FORMAT)
 _HEAD = struct.Struct("<2sBIIBfqQQQHBH")
 _NONE = 0xFFFF
 
@@ -80,7 +80,10 @@ class FingerprintRecord:
             data
         )
         if version != _VERSION:
-            raise ValueError(f"unsupported fingerprint record version {version}")
+            raise ValueError(
+                f"fingerprint record version {version} cannot be read by this release "
+                f"(version {_VERSION}); rebuild the index from the input instead"
+            )
         pos = _HEAD.size
         lsh = np.frombuffer(data, "<u4", nb, pos).astype(np.uint32)
         pos += 4 * nb

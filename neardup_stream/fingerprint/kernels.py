@@ -28,6 +28,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
+from neardup_stream.fingerprint.compact_set import encode
+
 EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 _M1 = np.uint64(0xFF51AFD7ED558CCD)
 _M2 = np.uint64(0xC4CEB9FE1A85EC53)
@@ -253,7 +255,18 @@ def _densify(v):
 
 @njit(cache=True, nogil=True)
 def fingerprint_batch(
-    data, offsets, mapped, fold_index, fold_pool, mode, k, seed, sketch_bits, num_perm
+    data,
+    offsets,
+    mapped,
+    fold_index,
+    fold_pool,
+    mode,
+    k,
+    seed,
+    sketch_bits,
+    num_perm,
+    compact_max,
+    keep_max,
 ):
     """Fingerprint every document of a batch in one call.
 
@@ -267,11 +280,15 @@ def fingerprint_batch(
         seed: Hash seed.
         sketch_bits: OPH bins (power of two); also the 1-bit sketch length.
         num_perm: MinHash signature length (power of two <= sketch_bits).
+        compact_max: Documents with at most this many distinct features get their set coded
+            into the sketch (`compact_set`) instead of the 1-bit OPH sketch.
+        keep_max: Documents with at most this many distinct features return them sorted.
 
     Returns:
         exact uint64[n, 2], simhash uint64[n], sketch uint64[n, sketch_bits // 64],
         signature uint64[n, num_perm], nfeat int64[n] (distinct features: the set size;
-        -1 for a text that needs folding in Python first).
+        -1 for a text that needs folding in Python first), then the kept sorted distinct
+        feature hashes as CSR: values uint64[...] and offsets int64[n + 1].
     """
     n = offsets.size - 1
     words = sketch_bits // 64
@@ -291,10 +308,17 @@ def fingerprint_batch(
     buf = np.empty(2 * longest + 64, dtype=np.uint32)
     bins = np.empty(sketch_bits, dtype=np.uint64)
     seen = np.empty(64, dtype=np.uint32)
+    room = 0
+    for d in range(n):
+        room += min(offsets[d + 1] - offsets[d], keep_max)
+    feat_values = np.empty(room, dtype=np.uint64)
+    feat_offsets = np.zeros(n + 1, dtype=np.int64)
+    used = 0
     for d in range(n):
         m = normalize_utf8(data, offsets[d], offsets[d + 1], buf, fold_index, fold_pool, mapped[d])
         if m < 0:
             nfeat[d] = -1
+            feat_offsets[d + 1] = used
             continue
         exact[d, 0], exact[d, 1] = murmur3_128(buf, m, seed)
         feats = feature_hashes(buf[:m], mode, k, seed)
@@ -320,11 +344,41 @@ def fingerprint_batch(
                     low = bins[j]
             signature[d, g] = low
         _densify(signature[d])
-        _densify(bins)
-        if total > 0:
-            for j in range(sketch_bits):
-                sketch[d, j >> 6] |= (bins[j] & _ONE) << np.uint64(j & 63)
-    return exact, simhash, sketch, signature, nfeat
+        if nfeat[d] <= keep_max:
+            uniq = np.unique(feats)
+            feat_values[used : used + uniq.size] = uniq
+            used += uniq.size
+        feat_offsets[d + 1] = used
+        if 0 < nfeat[d] <= compact_max:
+            encode(feat_values[feat_offsets[d] : used], sketch[d])
+        else:
+            _densify(bins)
+            _sketch_bits(bins, total, sketch[d])
+    return exact, simhash, sketch, signature, nfeat, feat_values[:used], feat_offsets
+
+
+@njit(cache=True, nogil=True)
+def _sketch_bits(bins, total, out):
+    """The 1-bit sketch of densified OPH bins: the lowest bit of every bin (zero if empty)."""
+    if total > 0:
+        for j in range(bins.size):
+            out[j >> 6] |= (bins[j] & _ONE) << np.uint64(j & 63)
+
+
+@njit(cache=True, nogil=True)
+def oph_sketch(feats, sketch_bits, out):
+    """Write the 1-bit one-permutation sketch of hashes `feats` to the zeroed array `out`."""
+    log2 = 0
+    while (1 << log2) < sketch_bits:
+        log2 += 1
+    shift = np.uint64(64 - log2)
+    bins = np.full(sketch_bits, EMPTY, dtype=np.uint64)
+    for f in range(feats.size):
+        h = feats[f]
+        b = h >> shift
+        bins[b] = min(bins[b], h)
+    _densify(bins)
+    _sketch_bits(bins, feats.size, out)
 
 
 @njit(inline="always", cache=True)

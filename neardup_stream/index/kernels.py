@@ -9,8 +9,9 @@ table needs to grow, which the Python side does before calling again.
 
 The batch kernels take their arrays bundled in tuples:
 
-* `docs`   = (skip, keys, nkeys, exact, simhash, sketch, nfeat, ts): the batch's fingerprints,
-  one row per document (`keys` holds the SimHash block keys, then the LSH band keys);
+* `docs`   = (skip, keys, nkeys, exact, simhash, sketch, nfeat, ts, feats, feat_offsets): the
+  batch's fingerprints, one row per document (`keys` holds the SimHash block keys, then the
+  LSH band keys; `feats` the sorted feature hashes of small documents, CSR);
 * `tables` = (heads, nxt, keys, refs, sizes): per-shard tuples of the bucket-table arrays;
 * `store`  = (exact, simhash, sketch, nfeat, ts, similarity, method): the store's columns;
 * `limits` = (bucket_cap, max_docs, max_age): 0 means no limit for the last two.
@@ -21,7 +22,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from neardup_stream.fingerprint.kernels import popcount64
+from neardup_stream.fingerprint.compact_set import estimate
+from neardup_stream.fingerprint.kernels import oph_sketch, popcount64
 
 _U32 = np.uint64(0xFFFFFFFF)
 BASE, COUNT, START, WATERMARK, EVICTED = 0, 1, 2, 3, 4
@@ -224,16 +226,34 @@ def append_batch(begin, docs, decided, tables, store, window, limits, out_ref):
 
 
 @njit(cache=True, nogil=True)
-def probe_verify(i, docs, tables, store, window, min_sim, buf):
+def similarity(query_feats, query_nfeat, query_oph, stored, stored_nfeat, compact_max):
+    """Estimated Jaccard of a query document and a stored one (sketch row and set size).
+
+    A stored compact set (at most `compact_max` features) is compared with the query's sorted
+    feature hashes (not kept, so empty, only beyond any size ratio that is verified); a stored
+    1-bit sketch with the query's one-permutation sketch `query_oph`."""
+    if stored_nfeat <= compact_max:
+        if query_feats.size != query_nfeat:
+            return 0.0
+        return estimate(query_feats, stored, stored_nfeat)
+    return estimate_jaccard(query_oph, stored)
+
+
+@njit(cache=True, nogil=True)
+def probe_verify(i, docs, tables, store, window, min_sim, buf, compact_max):
     """Candidates of document i with estimate >= min_sim: (refs, sims, hamming, exact)."""
-    keys, nkeys, exact, simhash, sketch, nfeat = (
+    keys, nkeys, exact, simhash, sketch, nfeat, feats, feat_off = (
         docs[1],
         docs[2],
         docs[3],
         docs[4],
         docs[5],
         docs[6],
+        docs[8],
+        docs[9],
     )
+    query_oph = np.empty(0, dtype=np.uint64)
+    query_feats = feats[feat_off[i] : feat_off[i + 1]]
     heads_t, nxt_t, keys_t, refs_t, _ = tables
     st_exact, st_simhash, st_sketch, st_nfeat = store[0], store[1], store[2], store[3]
     shards = len(heads_t)
@@ -265,7 +285,14 @@ def probe_verify(i, docs, tables, store, window, min_sim, buf):
         elif nfeat[i] == 0 or st_nfeat[p] == 0 or _sizes_exclude(nfeat[i], st_nfeat[p], min_sim):
             continue
         else:
-            sim = estimate_jaccard(sketch[i], st_sketch[p])
+            if query_oph.size == 0 and st_nfeat[p] > compact_max:
+                query_oph = sketch[i]
+                if nfeat[i] <= compact_max:  # i's own row holds its compact set
+                    query_oph = np.zeros(sketch.shape[1], dtype=np.uint64)
+                    oph_sketch(query_feats, sketch.shape[1] * 64, query_oph)
+            sim = similarity(
+                query_feats, nfeat[i], query_oph, st_sketch[p], st_nfeat[p], compact_max
+            )
         if sim < min_sim:
             continue
         out_ref[m] = ref
@@ -280,10 +307,10 @@ def probe_verify(i, docs, tables, store, window, min_sim, buf):
 def decide_batch(begin, docs, tables, store, window, limits, rules, out):
     """Decide, store and index documents begin.. in order (each sees all earlier ones).
 
-    `rules` = (threshold, simhash_k, index_duplicates, retention);
+    `rules` = (threshold, simhash_k, index_duplicates, retention, compact_max);
     `out` = (ref, match, similarity, method) per document.
     """
-    threshold, simhash_k, index_dups, retention = rules
+    threshold, simhash_k, index_dups, retention, compact_max = rules
     out_ref, out_match, out_sim, out_method = out
     buf = np.empty(docs[1].shape[1] * limits[0] * 4 + 64, dtype=np.uint32)
     for i in range(begin, docs[0].size):
@@ -291,7 +318,9 @@ def decide_batch(begin, docs, tables, store, window, limits, rules, out):
             continue
         if not _prepare(i, docs, tables, store, window, limits):
             return i
-        refs, sims, hams, same = probe_verify(i, docs, tables, store, window, threshold, buf)
+        refs, sims, hams, same = probe_verify(
+            i, docs, tables, store, window, threshold, buf, compact_max
+        )
         match, sim, method = -1, 0.0, UNIQUE
         for c in range(refs.size):
             if same[c]:
