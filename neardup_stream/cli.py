@@ -1,8 +1,13 @@
-"""The `neardup-stream` command line: offline `dedup`, `compare`, `schemas`, and `worker`.
+"""The `neardup-stream` command line: offline `dedup`, `compare`, `schemas`, and plug-ins.
 
 `dedup` reads JSONL documents and writes one decision per valid document, in input order.
 A bad line is reported on stderr with its line number and skipped; the run goes on. The exit
-status is non-zero only for usage errors (bad flags, unreadable files).
+status is non-zero only for usage errors (bad flags, unreadable files). Settings come from
+`NEARDUP_*` like the worker's (`EngineSettings`), flags on top, so a worker's decisions can be
+reproduced offline.
+
+Other commands (`worker`) are plug-ins registered under the `neardup_stream.commands` entry
+point group: the core never imports them.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import IO, Any
 
@@ -21,45 +27,20 @@ from pydantic import ValidationError
 from neardup_stream.compare import compare
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
+from neardup_stream.mapping import DEFAULT_MAPPING, InputMapping
 from neardup_stream.models import Document, json_schemas
+from neardup_stream.options import (
+    add_engine_flags,
+    add_input_flags,
+    engine_config,
+    engine_overrides,
+)
 from neardup_stream.parsing import ParseError, parse_document
+from neardup_stream.settings import EngineSettings
 
 BATCH = 512
+PLUGIN_GROUP = "neardup_stream.commands"
 DECISION_FIELDS = ("id", "decision", "duplicate_of", "representative", "similarity", "method")
-
-
-def _add_engine_flags(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("engine")
-    g.add_argument("--threshold", type=float, help="Jaccard threshold (default 0.8)")
-    g.add_argument("--shingle", choices=["char", "word"], help="feature kind (default char)")
-    g.add_argument("--shingle-size", type=int, help="k of the k-grams (default 5)")
-    g.add_argument("--num-perm", type=int, help="MinHash signature length (default 128)")
-    g.add_argument("--simhash-k", type=int, help="SimHash Hamming distance (default 3)")
-    g.add_argument("--strip-html", action="store_true", default=None, help="strip HTML first")
-    g.add_argument(
-        "--precise",
-        action="store_true",
-        default=None,
-        help="exact Jaccard near the threshold (more memory)",
-    )
-
-
-def engine_config(args: argparse.Namespace, base: DedupConfig | None = None) -> DedupConfig:
-    """`base` (defaults when omitted) with every engine flag the user gave applied."""
-    overrides = {
-        name: getattr(args, name)
-        for name in (
-            "threshold",
-            "shingle",
-            "shingle_size",
-            "num_perm",
-            "simhash_k",
-            "strip_html",
-            "precise",
-        )
-        if getattr(args, name, None) is not None
-    }
-    return DedupConfig.model_validate({**(base or DedupConfig()).model_dump(), **overrides})
 
 
 def _lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
@@ -84,6 +65,7 @@ def run_dedup(
     err: IO[str],
     max_bytes: int,
     total_bytes: int | None = None,
+    mapping: InputMapping = DEFAULT_MAPPING,
 ) -> Counter[str]:
     """Stream JSONL documents from `source` to decisions on `sink`; returns counters."""
     dedup = Deduplicator(config)
@@ -103,7 +85,7 @@ def run_dedup(
     for number, raw in _lines(source):
         if bar is not None:
             bar.update(len(raw) + 1)
-        parsed = parse_document(raw, max_bytes)
+        parsed = parse_document(raw, max_bytes, mapping)
         if isinstance(parsed, ParseError):
             counts["errors"] += 1
             err.write(f"line {number}: {parsed.reason}: {parsed.message}\n")
@@ -134,7 +116,9 @@ def _read_text(arg: str) -> str:
 
 
 def _cmd_dedup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    config = engine_config(args)
+    settings = EngineSettings().with_overrides(engine_overrides(args))
+    if settings.input.id_source == "key":
+        parser.error("offline input has no message keys: give ids with --id-field")
     try:
         source = open(args.input, "rb") if args.input != "-" else sys.stdin.buffer  # noqa: SIM115
         sink = open(args.output, "w", encoding="utf-8") if args.output != "-" else sys.stdout  # noqa: SIM115
@@ -142,7 +126,7 @@ def _cmd_dedup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
         parser.error(str(exc))
     total = Path(args.input).stat().st_size if args.input != "-" else None
     try:
-        run_dedup(config, source, sink, sys.stderr, args.max_bytes, total)
+        run_dedup(settings.dedup, source, sink, sys.stderr, args.max_bytes, total, settings.input)
     finally:
         if sink is not sys.stdout:
             sink.close()
@@ -191,26 +175,38 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", "-i", default="-", help="JSONL input (default stdin)")
     p.add_argument("--output", "-o", default="-", help="decisions JSONL (default stdout)")
     p.add_argument("--max-bytes", type=int, default=8 * 1024 * 1024, help="largest line accepted")
-    _add_engine_flags(p)
+    add_engine_flags(p)
+    add_input_flags(p)
     p = sub.add_parser("compare", help="explain the similarity of two texts (files or strings)")
     p.add_argument("a")
     p.add_argument("b")
     p.add_argument("--json", action="store_true", help="print one JSON object")
-    _add_engine_flags(p)
+    add_engine_flags(p, retention=False)
     p = sub.add_parser("schemas", help="print or write the JSON Schemas of the message formats")
     p.add_argument("--out", help="directory to write <Model>.schema.json files into")
-    sub.add_parser(
-        "worker", help="run the Kafka worker (see `neardup-stream worker --help`)", add_help=False
-    )
+    for name in sorted(_plugins()):
+        sub.add_parser(name, help=f"see `neardup-stream {name} --help`", add_help=False)
     return parser
+
+
+def _plugins() -> dict[str, EntryPoint]:
+    """Commands registered by other packages (e.g. the Kafka worker)."""
+    return {ep.name: ep for ep in entry_points(group=PLUGIN_GROUP)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["worker"]:
-        from worker.main import main as worker_main
-
-        return worker_main(argv[1:])
+    plugin = _plugins().get(argv[0]) if argv else None
+    if plugin is not None:
+        try:
+            command = plugin.load()
+        except ImportError as exc:
+            sys.stderr.write(
+                f"neardup-stream {argv[0]}: {exc}; install it with "
+                f"`pip install 'neardup-stream[{argv[0]}]'`\n"
+            )
+            return 2
+        return int(command(argv[1:]))
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

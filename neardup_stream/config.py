@@ -1,6 +1,6 @@
 """The engine's configuration: one frozen, validated object that every core module reads.
 
-Fingerprint-affecting fields (shingling, seeds, sketch sizes, banding) are part of
+Fingerprint-affecting fields (shingling, seeds, sketch sizes, banding, precise mode) are part of
 `fingerprint_id`, which is stored with every snapshot and changelog record so an index is
 never restored under settings that would hash documents differently.
 """
@@ -112,6 +112,7 @@ class DedupConfig(BaseModel):
             "rows": rows,
             "simhash_k": self.simhash_k,
             "seed": self.seed,
+            "precise": self.precise,  # precise state carries shingle sets
             "format": FINGERPRINT_FORMAT,
         }
 

@@ -14,23 +14,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from neardup_stream.batch import Batch
 from neardup_stream.config import DedupConfig
 from neardup_stream.fingerprint.fingerprinter import Fingerprinter
-from neardup_stream.fingerprint.hashing import id_key
-from neardup_stream.fingerprint.shingles import sorted_jaccard
-from neardup_stream.index import kernels as _k
-from neardup_stream.index.bucket_table import BucketTable
+from neardup_stream.index import kernels
+from neardup_stream.index.columns import EVICTED, UNIQUE, WATERMARK, Limits, Rules
 from neardup_stream.index.doc_store import DocStore, StoredDecision
+from neardup_stream.index.registry import IdRegistry
 from neardup_stream.index.shards import ShardedIndex
 from neardup_stream.models import METHODS, Decision, Document
+from neardup_stream.precise import FeatureSets
 from neardup_stream.records import FingerprintRecord
 
-UNIQUE, EXACT, SIMHASH, MINHASH = _k.UNIQUE, _k.EXACT, _k.SIMHASH, _k.MINHASH
-_REGISTRY_CAP = 1 << 30
 _MAX_TS = 2**32 - 1
 
 
@@ -40,50 +39,6 @@ class Outcome:
 
     decision: Decision
     record: FingerprintRecord | None
-
-
-@dataclass
-class _Batch:
-    """Column arrays of one batch on their way through the kernels."""
-
-    ids: list[str]
-    skip: np.ndarray
-    keys: np.ndarray
-    nkeys: np.ndarray
-    exact: np.ndarray
-    simhash: np.ndarray
-    sketch: np.ndarray
-    nfeat: np.ndarray
-    ts: np.ndarray
-    lsh_width: int
-    feats: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.uint64))
-    feat_offsets: np.ndarray | None = None
-
-    def columns(self, end: int) -> tuple[np.ndarray, ...]:
-        """Rows [0, end) as the kernels' `docs` tuple."""
-        offsets = self.feat_offsets
-        if offsets is None:  # replayed records carry no feature hashes
-            offsets = np.zeros(len(self.ids) + 1, dtype=np.int64)
-        return (
-            self.skip[:end],
-            self.keys[:end],
-            self.nkeys[:end],
-            self.exact[:end],
-            self.simhash[:end],
-            self.sketch[:end],
-            self.nfeat[:end],
-            self.ts[:end],
-            self.feats,
-            offsets[: end + 1],
-        )
-
-    def __post_init__(self) -> None:
-        n = len(self.ids)
-        self.ref = np.zeros(n, dtype=np.int64)
-        self.match = np.full(n, -1, dtype=np.int64)
-        self.sim = np.zeros(n, dtype=np.float64)
-        self.method = np.zeros(n, dtype=np.int64)
-        self.indexed = np.ones(n, dtype=np.bool_)
 
 
 def _decision(stored: StoredDecision) -> Decision:
@@ -103,16 +58,21 @@ class Deduplicator:
     """Streaming near-duplicate detector over an in-memory sharded index."""
 
     def __init__(self, config: DedupConfig | None = None) -> None:
-        self.config = config or DedupConfig()
-        self.fingerprinter = Fingerprinter(self.config)
-        self.store = DocStore(
-            self.config.sketch_bits // 64, self.config.max_age_seconds is not None
+        cfg = self.config = config or DedupConfig()
+        self.fingerprinter = Fingerprinter(cfg)
+        self.store = DocStore(cfg.sketch_bits // 64, cfg.max_age_seconds is not None)
+        self.index = ShardedIndex(cfg.shards, cfg.bucket_cap)
+        self.registry = IdRegistry()
+        self.features = FeatureSets(cfg)
+        retention = cfg.max_docs is not None or cfg.max_age_seconds is not None
+        self._limits = Limits(cfg.bucket_cap, cfg.max_docs or 0, float(cfg.max_age_seconds or 0))
+        self._rules = Rules(
+            cfg.threshold,
+            cfg.simhash_k,
+            cfg.index_duplicates,
+            retention,
+            self.fingerprinter.compact_max,
         )
-        self.index = ShardedIndex(self.config.shards, self.config.bucket_cap)
-        self.registry = BucketTable(_REGISTRY_CAP)
-        self.features: dict[int, np.ndarray] = {}
-        cfg = self.config
-        self._retention = cfg.max_docs is not None or cfg.max_age_seconds is not None
 
     def __len__(self) -> int:
         return self.store.count
@@ -120,7 +80,7 @@ class Deduplicator:
     @property
     def watermark(self) -> int:
         """Latest document time seen (seconds); retention by age counts back from it."""
-        return int(self.store.window[_k.WATERMARK])
+        return int(self.store.window[WATERMARK])
 
     def check(self, doc: Document, now: float | None = None) -> Decision:
         """Decide one document (and index it)."""
@@ -132,14 +92,8 @@ class Deduplicator:
 
     def lookup(self, doc_id: str) -> Decision | None:
         """The original decision for an id still in the window, if any."""
-        ref = self._find(doc_id)
+        ref = self.registry.find(doc_id, self.store)
         return None if ref is None else _decision(self.store.decision(ref))
-
-    def _find(self, doc_id: str) -> int | None:
-        for ref in self.registry.probe(np.array([id_key(doc_id)], dtype=np.uint32)):
-            if self.store.alive(int(ref)) and self.store.doc_id(int(ref)) == doc_id:
-                return int(ref)
-        return None
 
     def process(
         self,
@@ -156,160 +110,79 @@ class Deduplicator:
             records: Build a `FingerprintRecord` for every newly stored document.
             times: Per-document fallback times (e.g. Kafka record times), instead of `now`.
         """
-        fps = self.fingerprinter.batch([d.text for d in docs])
+        texts = [d.text for d in docs]
         default_ts = time.time() if now is None else now
         fallback = times if times is not None else [default_ts] * len(docs)
         ts = [
             d.timestamp.timestamp() if d.timestamp else t
             for d, t in zip(docs, fallback, strict=True)
         ]
-        keys = np.concatenate((fps.simhash_keys, fps.lsh_keys), axis=1)
-        nkeys = np.asarray(np.where(fps.nfeat > 0, keys.shape[1], fps.simhash_keys.shape[1]))
-        batch = _Batch(
-            [d.id for d in docs],
-            np.zeros(len(docs), dtype=np.bool_),
-            keys,
-            nkeys,
-            fps.exact,
-            fps.simhash,
-            fps.sketch,
-            fps.nfeat,
-            np.clip(np.array(ts, dtype=np.float64), 0, _MAX_TS).astype(np.int64),
-            fps.lsh_keys.shape[1],
-            fps.feats,
-            fps.feat_offsets,
+        ts_column = np.clip(np.array(ts, dtype=np.float64), 0, _MAX_TS).astype(np.int64)
+        batch = Batch.from_fingerprints(
+            [d.id for d in docs], self.fingerprinter.batch(texts), ts_column
         )
-        earlier = self._mark_known(batch)
+        batch.mark_known(self.registry.find_all(batch.ids, self.store))
+        self.store.reserve(len(batch))  # no row moves while the batch is decided
+        feats: dict[int, np.ndarray] = {}
         if self.config.precise:
-            self._decide_precise(batch, [d.text for d in docs])
+            feats = self._decide_precise(batch, texts)
         else:
             self._run(batch, decide=True)
-        return self._finish(batch, earlier, records)
+        return self._finish(batch, records, feats)
 
-    def _mark_known(self, batch: _Batch) -> dict[int, int]:
-        """Skip ids already stored or repeated in the batch; returns repeat -> first index."""
-        reg, st = self.registry, self.store
-        keys = np.array([id_key(doc_id) for doc_id in batch.ids], dtype=np.uint32)
-        hits = _k.live_hits(reg.heads, reg.nxt, reg.keys, reg.refs, keys, st.base, st.count)
-        first: dict[str, int] = {}
-        earlier: dict[int, int] = {}
-        for i, doc_id in enumerate(batch.ids):
-            if doc_id in first:
-                earlier[i] = first[doc_id]
-                batch.skip[i] = True
-                continue
-            first[doc_id] = i
-            ref = self._find(doc_id) if hits[i] else None
-            if ref is not None:
-                batch.ref[i] = ref
-                batch.match[i] = -2
-                batch.skip[i] = True
-        return earlier
-
-    def _run(self, batch: _Batch, decide: bool, begin: int = 0, end: int | None = None) -> None:
-        """Run the decide (or append) kernel over batch rows begin..end, growing tables."""
-        cfg, st = self.config, self.store
-        end = len(batch.ids) if end is None else end
-        width = batch.keys.shape[1]
-        st.reserve(end - begin)
-        docs = batch.columns(end)
-        limits = (cfg.bucket_cap, cfg.max_docs or 0, cfg.max_age_seconds or 0)
-        rules = (
-            cfg.threshold,
-            cfg.simhash_k,
-            cfg.index_duplicates,
-            self._retention,
-            self.fingerprinter.compact_max,
-        )
+    def _run(self, batch: Batch, decide: bool, begin: int = 0, end: int | None = None) -> None:
+        """Run the decide (or append) kernel over rows begin..end, growing tables as needed."""
+        end = len(batch) if end is None else end
+        width = batch.docs.keys.shape[1]
         i = begin
         while i < end:
-            self.index.reserve((end - i) * width // len(self.index.shards) + 64)
-            tables = self.index.arrays()
+            self.index.reserve(max(width, (end - i) * width // len(self.index.shards)) + 64)
+            args = (batch.docs, batch.decisions, self.index.arrays, self.store.arrays())
             if decide:
-                out = (batch.ref, batch.match, batch.sim, batch.method)
-                i = _k.decide_batch(i, docs, tables, st.arrays(), st.window, limits, rules, out)
-            else:
-                decided = (batch.sim[:end], batch.method[:end], batch.indexed[:end])
-                i = _k.append_batch(
-                    i, docs, decided, tables, st.arrays(), st.window, limits, batch.ref
+                i = kernels.decide_batch(
+                    i, end, *args, self.store.window, self._limits, self._rules
                 )
-            self.index.set_sizes(tables[4])
+            else:
+                i = kernels.append_batch(i, end, *args, self.store.window, self._limits)
 
-    def _decide_precise(self, batch: _Batch, texts: list[str]) -> None:
+    def _decide_precise(self, batch: Batch, texts: list[str]) -> dict[int, np.ndarray]:
         """Per document: candidates near the threshold are verified by exact Jaccard."""
-        cfg, st = self.config, self.store
-        buf = np.empty(batch.keys.shape[1] * cfg.bucket_cap * 4 + 64, dtype=np.uint32)
-        docs = batch.columns(len(batch.ids))
-        for i in range(len(batch.ids)):
-            if batch.skip[i]:
-                continue
-            st.window[_k.WATERMARK] = max(int(st.window[_k.WATERMARK]), int(batch.ts[i]))
-            _k.evict(st.window, st.ts, st.capacity, cfg.max_docs or 0, cfg.max_age_seconds or 0)
-            feats = self.fingerprinter.features(texts[i])
-            cands = _k.probe_verify(
+        cfg, st, out = self.config, self.store, batch.decisions
+        feats: dict[int, np.ndarray] = {}
+        for i in batch.stored():
+            kernels.advance(st.window, st.arrays(), batch.docs.ts[i], self._limits)
+            feats[i] = self.fingerprinter.features(texts[i])
+            cands = kernels.probe_verify(
                 i,
-                docs,
-                self.index.arrays(),
+                batch.docs,
+                self.index.arrays,
                 st.arrays(),
                 st.window,
                 cfg.threshold - cfg.precise_margin,
-                buf,
-                self.fingerprinter.compact_max,
+                self._rules.compact_max,
             )
-            self._choose_exactly(batch, i, feats, *cands)
+            chosen = self.features.choose(feats[i], cands)
+            if chosen is not None:
+                out.match[i], out.similarity[i], out.method[i] = chosen
+            out.indexed[i] = kernels.is_indexed(
+                out.method[i], self._rules.index_duplicates, self._rules.retention
+            )
             self._run(batch, decide=False, begin=i, end=i + 1)
-            self.features[int(batch.ref[i])] = feats
-        for ref in [r for r in self.features if not st.alive(r)]:
-            del self.features[ref]
+            self.features.add(int(out.ref[i]), feats[i])
+        self.features.forget(st.alive)
+        return feats
 
-    def _choose_exactly(
-        self,
-        batch: _Batch,
-        i: int,
-        feats: np.ndarray,
-        refs: np.ndarray,
-        sims: np.ndarray,
-        hams: np.ndarray,
-        same: np.ndarray,
-    ) -> None:
-        cfg = self.config
-        if same.any():
-            j, sim, method = int(np.argmax(same)), 1.0, EXACT
-        else:
-            exact = np.array(
-                [
-                    sorted_jaccard(feats, self.features[int(r)]) if int(r) in self.features else s
-                    for r, s in zip(refs, sims, strict=False)
-                ]
-            )
-            if exact.size == 0 or exact.max() < cfg.threshold:
-                return
-            j = int(np.argmax(exact))
-            sim, method = float(exact[j]), SIMHASH if hams[j] <= cfg.simhash_k else MINHASH
-        batch.match[i], batch.sim[i], batch.method[i] = refs[j], sim, method
-        batch.indexed[i] = self._indexes(method)
-
-    def _indexes(self, method: int) -> bool:
-        """Whether a document decided with `method` goes into the tables (the kernel's rule).
-
-        Exact copies add nothing to the tables unless retention may evict their original.
-        """
-        cfg = self.config
-        return method == UNIQUE or (cfg.index_duplicates and (method != EXACT or self._retention))
-
-    def _finish(self, batch: _Batch, earlier: dict[int, int], records: bool) -> list[Outcome]:
-        st, cfg = self.store, self.config
-        blocks = batch.keys.shape[1] - batch.lsh_width
-        out: list[Outcome] = []
-        stored: list[tuple[int, str]] = []
+    def _finish(self, batch: Batch, records: bool, feats: dict[int, np.ndarray]) -> list[Outcome]:
+        st, out = self.store, batch.decisions
+        outcomes: list[Outcome] = []
         for i, doc_id in enumerate(batch.ids):
-            if i in earlier:
-                out.append(Outcome(out[earlier[i]].decision, None))
+            if i in batch.repeat_of:
+                outcomes.append(Outcome(outcomes[batch.repeat_of[i]].decision, None))
                 continue
-            if batch.match[i] == -2:
-                out.append(Outcome(_decision(st.decision(int(batch.ref[i]))), None))
+            if i in batch.known:
+                outcomes.append(Outcome(_decision(st.decision(batch.known[i])), None))
                 continue
-            ref, match, method = int(batch.ref[i]), int(batch.match[i]), int(batch.method[i])
+            ref, match, method = int(out.ref[i]), int(out.match[i]), int(out.method[i])
             dup = rep = None
             if match < 0:
                 decision = Decision(id=doc_id, decision="unique")
@@ -320,47 +193,49 @@ class Deduplicator:
                     decision="duplicate",
                     duplicate_of=dup,
                     representative=rep,
-                    similarity=round(float(np.float32(batch.sim[i])), 6),
+                    similarity=round(float(np.float32(out.similarity[i])), 6),
                     method=METHODS[method - 1],
                 )
             st.record(ref, doc_id, dup, rep)  # before later documents of the batch read it
-            stored.append((ref, doc_id))
-            record = None
-            if records:
-                record = FingerprintRecord(
-                    config_id=cfg.fingerprint_id,
-                    doc_id=doc_id,
-                    duplicate_of=dup,
-                    representative=rep,
-                    ts=int(batch.ts[i]),
-                    method=method,
-                    similarity=float(batch.sim[i]),
-                    nfeat=int(batch.nfeat[i]),
-                    exact=(int(batch.exact[i, 0]), int(batch.exact[i, 1])),
-                    simhash=int(batch.simhash[i]),
-                    lsh_keys=batch.keys[i, blocks : batch.nkeys[i]],
-                    simhash_keys=batch.keys[i, :blocks],
-                    sketch=batch.sketch[i],
-                    indexed=self._indexes(method),
-                )
-            out.append(Outcome(decision, record))
-        self._remember(stored)
-        return out
+            record = self._record(batch, i, decision, feats.get(i)) if records else None
+            outcomes.append(Outcome(decision, record))
+        self._remember(batch)
+        return outcomes
 
-    def _remember(self, stored: list[tuple[int, str]]) -> None:
-        """Register the (ref, id) of just-stored documents, then settle evictions."""
-        keys = np.array([id_key(doc_id) for _, doc_id in stored], dtype=np.uint32)
-        refs = np.array([ref for ref, _ in stored], dtype=np.uint32)
-        self.registry.insert(keys, refs)
-        self._after_evictions()
+    def _record(
+        self, batch: Batch, i: int, decision: Decision, feats: np.ndarray | None
+    ) -> FingerprintRecord:
+        docs, out = batch.docs, batch.decisions
+        return FingerprintRecord(
+            config_id=self.config.fingerprint_id,
+            doc_id=decision.id,
+            duplicate_of=decision.duplicate_of,
+            representative=decision.representative,
+            ts=int(docs.ts[i]),
+            method=int(out.method[i]),
+            similarity=float(out.similarity[i]),
+            nfeat=int(docs.nfeat[i]),
+            exact=(int(docs.exact[i, 0]), int(docs.exact[i, 1])),
+            simhash=int(docs.simhash[i]),
+            lsh_keys=batch.lsh_keys(i),
+            simhash_keys=batch.simhash_keys(i),
+            sketch=docs.sketch[i],
+            indexed=bool(out.indexed[i]),
+            features=feats,
+        )
 
-    def _after_evictions(self) -> None:
+    def _remember(self, batch: Batch) -> None:
+        """Register the ids of just-stored documents, then settle evictions."""
+        stored = batch.stored()
+        self.registry.add(
+            [int(batch.decisions.ref[i]) for i in stored], [batch.ids[i] for i in stored]
+        )
         st = self.store
         st.trim_blob()
-        if st.window[_k.EVICTED] > max(4096, st.count):
+        if st.window[EVICTED] > max(4096, st.count):
             self.index.compact(st.base, st.count)
             self.registry.compact(st.base, st.count)
-            st.window[_k.EVICTED] = 0
+            st.window[EVICTED] = 0
 
     def apply_records(self, records: Iterable[FingerprintRecord]) -> int:
         """Replay changelog records in order (no verification); returns how many were new."""
@@ -371,46 +246,54 @@ class Deduplicator:
                     f"record was made under fingerprint config {rec.config_id:#010x}, "
                     f"this index uses {self.config.fingerprint_id:#010x}"
                 )
+            if self.config.precise and rec.features is None:
+                raise ValueError(f"record {rec.doc_id!r} has no shingle set for precise mode")
         if not recs:
             return 0
-        blocks, bands = recs[0].simhash_keys.size, self.fingerprinter.bands
-        keys = np.zeros((len(recs), blocks + bands), dtype=np.uint32)
-        for i, r in enumerate(recs):
-            keys[i, : blocks + r.lsh_keys.size] = np.concatenate((r.simhash_keys, r.lsh_keys))
-        batch = _Batch(
-            [r.doc_id for r in recs],
-            np.zeros(len(recs), dtype=np.bool_),
-            keys,
-            np.array([blocks + r.lsh_keys.size for r in recs], dtype=np.int64),
-            np.array([r.exact for r in recs], dtype=np.uint64).reshape(-1, 2),
-            np.array([r.simhash for r in recs], dtype=np.uint64),
-            np.stack([r.sketch for r in recs]),
-            np.array([r.nfeat for r in recs], dtype=np.int64),
-            np.array([r.ts for r in recs], dtype=np.int64),
-            bands,
-        )
-        batch.sim[:] = [r.similarity for r in recs]
-        batch.method[:] = [r.method for r in recs]
-        batch.indexed[:] = [r.indexed for r in recs]
-        self._mark_known(batch)
+        batch = Batch.from_records(recs, self.fingerprinter.bands)
+        batch.mark_known(self.registry.find_all(batch.ids, self.store))
+        self.store.reserve(len(batch))
         self._run(batch, decide=False)
-        stored = []
-        for i, rec in enumerate(recs):
-            if not batch.skip[i]:
-                ref = int(batch.ref[i])
-                self.store.record(ref, rec.doc_id, rec.duplicate_of, rec.representative)
-                stored.append((ref, rec.doc_id))
-        self._remember(stored)
-        return len(stored)
+        for i in batch.stored():
+            rec = recs[i]
+            ref = int(batch.decisions.ref[i])
+            self.store.record(ref, rec.doc_id, rec.duplicate_of, rec.representative)
+            if rec.features is not None:
+                self.features.add(ref, rec.features)
+        self._remember(batch)
+        self.features.forget(self.store.alive)
+        return len(batch.stored())
 
     def apply_record(self, rec: FingerprintRecord) -> bool:
         """Replay one changelog record; False if its id is already known."""
         return self.apply_records([rec]) == 1
 
+    def state(self) -> dict[str, np.ndarray]:
+        """Everything the index keeps, as named arrays (see `from_state`)."""
+        arrays = self.store.state()
+        arrays["registry_keys"], arrays["registry_refs"] = self.registry.key_refs()
+        arrays["index_keys"], arrays["index_refs"] = self.index.key_refs()
+        arrays.update(self.features.state())
+        return arrays
+
+    @classmethod
+    def from_state(cls, config: DedupConfig, state: dict[str, np.ndarray]) -> Deduplicator:
+        """A Deduplicator holding `state` (from `state()` under the same fingerprint settings;
+        shards, caps and retention may differ)."""
+        dedup = cls(config)
+        keep_time = config.max_age_seconds is not None
+        dedup.store = DocStore.from_state(config.sketch_bits // 64, keep_time, state)
+        dedup.registry = IdRegistry.from_entries(state["registry_keys"], state["registry_refs"])
+        dedup.index = ShardedIndex.from_entries(
+            config.shards, config.bucket_cap, state["index_keys"], state["index_refs"]
+        )
+        dedup.features = FeatureSets.from_state(config, state)
+        return dedup
+
     def index_bytes(self) -> int:
         """Bytes held by everything the index keeps (allocated capacity included)."""
-        feats = sum(f.nbytes for f in self.features.values())
-        return self.store.nbytes + self.index.nbytes + self.registry.nbytes + feats
+        parts = (self.store, self.index, self.registry, self.features)
+        return sum(p.nbytes for p in parts)
 
     def stats(self) -> dict[str, int]:
         """Document count, table entries and memory, for metrics and reports."""

@@ -7,6 +7,7 @@ These are the message formats of the CLI and the Kafka worker; `json_schemas()` 
 from __future__ import annotations
 
 import base64
+import hashlib
 from datetime import datetime
 from typing import Any, Literal
 
@@ -14,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 MAX_ID_CHARS = 512
 MAX_TEXT_CHARS = 2_000_000
+MAX_MESSAGE_CHARS = 2_000
 
 Method = Literal["exact", "simhash", "minhash"]
 METHODS: tuple[Method, ...] = ("exact", "simhash", "minhash")
@@ -60,25 +62,41 @@ class Decision(BaseModel):
 
 
 class ErrorRecord(BaseModel):
-    """Bad input: why it was rejected, where it came from, and the original bytes."""
+    """Bad input: why it was rejected, where it came from, and a bounded copy of its bytes.
+
+    A dead letter must always fit on the dead-letter topic, so it carries at most
+    `payload_limit` bytes of the original (base64) with the full length and a SHA-256 of
+    the whole input: enough to find, compare and replay the original from the source.
+    """
 
     model_config = ConfigDict(frozen=True)
 
     reason: str = Field(description="machine-readable cause, e.g. invalid_json, missing_id")
-    message: str = Field(description="human-readable explanation")
+    message: str = Field(max_length=MAX_MESSAGE_CHARS, description="human-readable explanation")
     source: dict[str, Any] = Field(
-        default_factory=dict, description="topic/partition/offset or line"
+        default_factory=dict, description="topic/partition/offset/timestamp, or line"
     )
-    raw_base64: str = Field(description="the original bytes, base64-encoded")
+    raw_length: int = Field(ge=0, description="length of the original input in bytes")
+    raw_sha256: str = Field(description="SHA-256 of the whole original input, hex")
+    raw_base64: str = Field(description="the first bytes of the original input, base64")
+    raw_truncated: bool = Field(description="raw_base64 holds only a prefix of the input")
     at: datetime
 
     @classmethod
-    def build(cls, reason: str, message: str, raw: bytes, **source: Any) -> ErrorRecord:
+    def build(
+        cls, reason: str, message: str, raw: bytes, payload_limit: int, **source: Any
+    ) -> ErrorRecord:
+        """A dead letter for `raw` keeping at most `payload_limit` of its bytes."""
+        if len(message) > MAX_MESSAGE_CHARS:
+            message = message[: MAX_MESSAGE_CHARS - 1] + "…"
         return cls(
             reason=reason,
             message=message,
             source=source,
-            raw_base64=base64.b64encode(raw).decode("ascii"),
+            raw_length=len(raw),
+            raw_sha256=hashlib.sha256(raw).hexdigest(),
+            raw_base64=base64.b64encode(raw[:payload_limit]).decode("ascii"),
+            raw_truncated=len(raw) > payload_limit,
             at=datetime.now().astimezone(),
         )
 

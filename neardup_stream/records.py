@@ -3,7 +3,8 @@
 The Kafka worker writes a record per indexed document to a compacted changelog topic, and a
 restarting worker rebuilds its index by replaying them (`Deduplicator.apply_record`). The
 record carries exactly what the index keeps, plus the config id that produced it, so replay
-needs no re-fingerprinting and refuses records made under other settings.
+needs no re-fingerprinting and refuses records made under other settings. In precise mode it
+also carries the document's sorted shingle-hash set, which exact verification needs.
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 
 _MAGIC = b"ND"
-_VERSION = 2  # 2: sketches of small documents are compact sets (config.FINGERPRINT_FORMAT)
-_HEAD = struct.Struct("<2sBIIBfqQQQHBH")
+_VERSION = 3  # 3: sketches of small documents are compact sets (FINGERPRINT_FORMAT 2)
+_HEAD = struct.Struct("<2sBIIBfqQQQHBHI")
 _NONE = 0xFFFF
+_NO_FEATURES = 0xFFFFFFFF
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class FingerprintRecord:
     simhash_keys: np.ndarray  # uint32[k + 1]
     sketch: np.ndarray  # uint64[words]
     indexed: bool = True
+    features: np.ndarray | None = None  # uint64[nfeat], sorted: precise mode only
 
     def encode(self) -> bytes:
         """Serialise to the versioned binary format."""
@@ -54,6 +57,7 @@ class FingerprintRecord:
             self.lsh_keys.size,
             self.simhash_keys.size,
             self.sketch.size,
+            _NO_FEATURES if self.features is None else self.features.size,
         )
         parts = [
             head,
@@ -61,6 +65,8 @@ class FingerprintRecord:
             self.simhash_keys.astype("<u4").tobytes(),
             self.sketch.astype("<u8").tobytes(),
         ]
+        if self.features is not None:
+            parts.append(self.features.astype("<u8").tobytes())
         for s in (self.doc_id, self.duplicate_of, self.representative):
             if s is None:
                 parts.append(struct.pack("<H", _NONE))
@@ -74,16 +80,18 @@ class FingerprintRecord:
     @classmethod
     def decode(cls, data: bytes) -> FingerprintRecord:
         """Parse bytes written by `encode`; raises ValueError on anything else."""
-        if len(data) < _HEAD.size or data[:2] != _MAGIC:
+        if len(data) < 3 or data[:2] != _MAGIC:
             raise ValueError("not a fingerprint record")
-        (_, version, config_id, ts, method, sim, nfeat, e0, e1, sh, nb, nk, nw) = _HEAD.unpack_from(
+        if data[2] != _VERSION:
+            raise ValueError(
+                f"fingerprint record format {data[2]} is not this engine's ({_VERSION}); "
+                "rebuild the changelog with this version"
+            )
+        if len(data) < _HEAD.size:
+            raise ValueError("truncated fingerprint record")
+        (_, _, config_id, ts, method, sim, nfeat, e0, e1, sh, nb, nk, nw, nf) = _HEAD.unpack_from(
             data
         )
-        if version != _VERSION:
-            raise ValueError(
-                f"fingerprint record version {version} cannot be read by this release "
-                f"(version {_VERSION}); rebuild the index from the input instead"
-            )
         pos = _HEAD.size
         lsh = np.frombuffer(data, "<u4", nb, pos).astype(np.uint32)
         pos += 4 * nb
@@ -91,8 +99,14 @@ class FingerprintRecord:
         pos += 4 * nk
         sketch = np.frombuffer(data, "<u8", nw, pos).astype(np.uint64)
         pos += 8 * nw
+        features = None
+        if nf != _NO_FEATURES:
+            features = np.frombuffer(data, "<u8", nf, pos).astype(np.uint64)
+            pos += 8 * nf
         strings: list[str | None] = []
         for _ in range(3):
+            if pos + 2 > len(data):
+                raise ValueError("truncated fingerprint record")
             (n,) = struct.unpack_from("<H", data, pos)
             pos += 2
             if n == _NONE:
@@ -117,4 +131,5 @@ class FingerprintRecord:
             simhash_keys=sim_keys,
             sketch=sketch,
             indexed=bool(method & 0x80),
+            features=features,
         )

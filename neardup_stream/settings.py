@@ -1,101 +1,26 @@
-"""Application settings: one frozen object built once in `main()` and passed down.
+"""The engine's settings: one frozen object read from the environment, built once in `main()`.
 
-Read from the environment with prefix `NEARDUP_` and `__` between nested sections, e.g.
-`NEARDUP_KAFKA__BOOTSTRAP_SERVERS=broker:9092`, `NEARDUP_DEDUP__THRESHOLD=0.85`,
-`NEARDUP_TOPICS__INPUT=crawl`. Command-line flags override the environment. Secrets are
-`SecretStr` and never appear in `redacted()` (what the worker logs at start-up).
+`EngineSettings` holds what the offline CLI and the worker share: the `DedupConfig` and the
+`InputMapping`. It reads the environment with prefix `NEARDUP_` and `__` between nested
+sections, e.g. `NEARDUP_DEDUP__THRESHOLD=0.85`, `NEARDUP_DEDUP__MAX_AGE_SECONDS=259200`,
+`NEARDUP_INPUT__TEXT_FIELDS=title,body`. Command-line flags override the environment
+(`with_overrides`). The worker extends this class with its Kafka sections (`worker.settings`).
 """
 
 from __future__ import annotations
 
-import socket
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from neardup_stream.config import DedupConfig
+from neardup_stream.mapping import InputMapping
+
+S = TypeVar("S", bound="EngineSettings")
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class KafkaSettings(_Section):
-    """How to reach the cluster; security settings pass straight to the Kafka clients."""
-
-    bootstrap_servers: str = "localhost:9092"
-    client_id: str = "neardup-stream"
-    security_protocol: Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"] = "PLAINTEXT"
-    sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] | None = None
-    sasl_username: str | None = None
-    sasl_password: SecretStr | None = None
-    ssl_cafile: str | None = None
-    ssl_certfile: str | None = None
-    ssl_keyfile: str | None = None
-    ssl_password: SecretStr | None = None
-    request_timeout_ms: int = Field(30_000, ge=1000)
-
-    @model_validator(mode="after")
-    def _check_sasl(self) -> KafkaSettings:
-        if self.security_protocol.startswith("SASL") and not self.sasl_mechanism:
-            raise ValueError("sasl_mechanism is required with a SASL security_protocol")
-        if self.sasl_mechanism and (self.sasl_username is None or self.sasl_password is None):
-            raise ValueError("sasl_username and sasl_password are required with sasl_mechanism")
-        return self
-
-
-class TopicSettings(_Section):
-    """Topic names, and how to create them when they are missing."""
-
-    input: str = "documents"
-    unique: str = "documents.unique"
-    duplicate: str = "documents.duplicate"
-    dlq: str = "documents.dlq"
-    changelog: str = "neardup.changelog"
-    create: bool = True
-    partitions: int = Field(1, ge=1)
-    replication_factor: int = Field(1, ge=1)
-    changelog_retention_ms: int | None = Field(
-        None, ge=1, description="time-based cleanup of the changelog besides compaction"
-    )
-
-
-class WorkerSettings(_Section):
-    """The consume -> decide -> produce -> commit loop."""
-
-    group_id: str = "neardup"
-    instance_id: str = Field(
-        default_factory=socket.gethostname,
-        description="stable per worker replica; names its transactional id",
-    )
-    exactly_once: bool = True
-    static_membership: bool = Field(
-        True, description="rejoin under instance_id after a restart without a rebalance"
-    )
-    session_timeout_ms: int = Field(10_000, ge=6000)
-    max_batch: int = Field(500, ge=1, le=100_000)
-    poll_timeout_ms: int = Field(500, ge=1)
-    transaction_timeout_ms: int = Field(60_000, ge=1000)
-    max_message_bytes: int = Field(8 * 1024 * 1024, ge=1024)
-    snapshot_dir: str | None = Field(None, description="optional local snapshot directory")
-    snapshot_every_s: float = Field(300.0, gt=0)
-
-    @property
-    def transactional_id(self) -> str:
-        return f"{self.group_id}-{self.instance_id}"
-
-
-class MetricsSettings(_Section):
-    """The /metrics and /healthz HTTP listener."""
-
-    enabled: bool = True
-    host: str = "127.0.0.1"
-    port: int = Field(9108, ge=0, le=65535)
-
-
-class Settings(BaseSettings):
-    """Everything the worker and the CLI can be configured with."""
+class EngineSettings(BaseSettings):
+    """Engine configuration and input mapping, from `NEARDUP_*` and then flags."""
 
     model_config = SettingsConfigDict(
         env_prefix="NEARDUP_", env_nested_delimiter="__", frozen=True, extra="ignore"
@@ -103,22 +28,22 @@ class Settings(BaseSettings):
 
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     dedup: DedupConfig = DedupConfig()
-    kafka: KafkaSettings = KafkaSettings()
-    topics: TopicSettings = TopicSettings()
-    worker: WorkerSettings = WorkerSettings()
-    metrics: MetricsSettings = MetricsSettings()
+    input: InputMapping = InputMapping()
 
-    def with_overrides(self, overrides: dict[str, dict[str, Any]]) -> Settings:
-        """A copy with per-section fields replaced (validated again)."""
+    def with_overrides(self: S, overrides: dict[str, dict[str, Any]]) -> S:
+        """A copy with per-section fields replaced where the value is not None (validated)."""
         data = self.model_dump()
         for section, values in overrides.items():
-            data[section].update({k: v for k, v in values.items() if v is not None})
-        for section in ("kafka",):
-            for key in ("sasl_password", "ssl_password"):
-                value = getattr(getattr(self, section), key)
-                if value is not None and data[section][key] == value:
-                    data[section][key] = value.get_secret_value()
-        return Settings.model_validate(data)
+            given = {k: v for k, v in values.items() if v is not None}
+            if isinstance(data.get(section), dict):
+                data[section].update(given)
+            elif given:
+                raise ValueError(f"unknown settings section {section!r}")
+        self._keep_secrets(data)
+        return type(self).model_validate(data)
+
+    def _keep_secrets(self, data: dict[str, Any]) -> None:
+        """Hook: put unwrapped secrets back into a dump before validating it again."""
 
     def redacted(self) -> dict[str, Any]:
         """The effective configuration with secrets masked, for logging."""

@@ -1,7 +1,8 @@
 """Snapshots: save a Deduplicator to a directory atomically, and load it back.
 
 Layout: `<dir>/meta.json` (format version, full config, fingerprint id, window) and
-`<dir>/state.npz` (store columns, id registry, every shard's table, precise-mode features).
+`<dir>/state.npz` (`Deduplicator.state()`: store columns, id registry, index entries,
+precise-mode shingle sets).
 The directory is written under a temporary name, fsynced, then renamed into place, so a crash
 leaves either the old snapshot or the new one, never a mix.
 """
@@ -16,12 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from neardup_stream.config import FINGERPRINT_FORMAT, DedupConfig
-from neardup_stream.deduplicator import _REGISTRY_CAP, Deduplicator
-from neardup_stream.index.bucket_table import BucketTable
-from neardup_stream.index.doc_store import DocStore
-from neardup_stream.index.shards import IndexShard
+from neardup_stream.deduplicator import Deduplicator
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 
 def _fsync_dir(path: Path) -> None:
@@ -48,16 +46,7 @@ def save_snapshot(
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir()
-    arrays = dedup.store.state()
-    arrays["registry_keys"], arrays["registry_refs"] = dedup.registry.entries()
-    for shard in dedup.index.shards:
-        keys, refs = shard.table.entries()
-        arrays[f"shard{shard.shard_id}_keys"], arrays[f"shard{shard.shard_id}_refs"] = keys, refs
-    feat_refs = np.array(sorted(dedup.features), dtype=np.uint32)
-    feats = [dedup.features[int(r)] for r in feat_refs]
-    arrays["features_refs"] = feat_refs
-    arrays["features_sizes"] = np.array([f.size for f in feats], dtype=np.int64)
-    arrays["features"] = np.concatenate(feats) if feats else np.empty(0, dtype=np.uint64)
+    arrays = dedup.state()
     with open(tmp / "state.npz", "wb") as fh:
         np.savez(fh, **arrays)  # type: ignore[arg-type]
         fh.flush()
@@ -89,7 +78,10 @@ def read_meta(path: str | os.PathLike[str]) -> dict[str, object]:
     with open(Path(path) / "meta.json", encoding="utf-8") as fh:
         meta: dict[str, object] = json.load(fh)
     if meta.get("format_version") != FORMAT_VERSION:
-        raise ValueError(f"unsupported snapshot format {meta.get('format_version')!r}")
+        raise ValueError(
+            f"snapshot format {meta.get('format_version')!r} is not this engine's "
+            f"({FORMAT_VERSION}); rebuild the index (e.g. from the changelog)"
+        )
     return meta
 
 
@@ -117,31 +109,4 @@ def load_snapshot(path: str | os.PathLike[str], config: DedupConfig | None = Non
         )
     with np.load(Path(path) / "state.npz") as npz:
         arrays = {k: npz[k] for k in npz.files}
-    dedup = Deduplicator(config)
-    dedup.store = DocStore.from_state(
-        config.sketch_bits // 64, config.max_age_seconds is not None, arrays
-    )
-    dedup.registry = BucketTable.from_arrays(
-        _REGISTRY_CAP, arrays["registry_keys"], arrays["registry_refs"]
-    )
-    keys = np.concatenate(
-        [arrays[k] for k in sorted(arrays) if k.endswith("_keys") and k.startswith("shard")]
-    )
-    refs = np.concatenate(
-        [arrays[k] for k in sorted(arrays) if k.endswith("_refs") and k.startswith("shard")]
-    )
-    owner = keys % np.uint32(config.shards)
-    dedup.index.shards = [
-        IndexShard(
-            s,
-            config.bucket_cap,
-            BucketTable.from_arrays(config.bucket_cap, keys[owner == s], refs[owner == s]),
-        )
-        for s in range(config.shards)
-    ]
-    offsets = np.concatenate(([0], np.cumsum(arrays["features_sizes"])))
-    dedup.features = {
-        int(r): arrays["features"][offsets[j] : offsets[j + 1]]
-        for j, r in enumerate(arrays["features_refs"])
-    }
-    return dedup
+    return Deduplicator.from_state(config, arrays)

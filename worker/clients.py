@@ -1,4 +1,4 @@
-"""Construction of the Kafka clients and the topics, from the settings.
+"""Construction of the Kafka clients from the settings.
 
 Security settings (TLS files, SASL PLAIN/SCRAM credentials) are mapped onto kafka-python's
 arguments here and nowhere else; secret values are unwrapped only at this point.
@@ -9,10 +9,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
-from kafka.errors import TopicAlreadyExistsError
+from kafka import KafkaConsumer, KafkaProducer
+from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
-from neardup_stream.settings import KafkaSettings, Settings
+from worker.settings import KafkaSettings, Settings
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,12 @@ def common_config(kafka: KafkaSettings) -> dict[str, Any]:
 
 
 def make_consumer(settings: Settings, **extra: Any) -> KafkaConsumer:
-    """The group consumer of the input topic (read_committed, manual commits)."""
+    """The group consumer of the input topic (read_committed, manual commits).
+
+    The sticky assignor keeps partitions where they are across rebalances, so a worker keeps
+    the index of every partition that stays. read_committed also makes committed-offset
+    look-ups wait for pending transactional commits (KIP-447 `require_stable`).
+    """
     worker = settings.worker
     return KafkaConsumer(
         **common_config(settings.kafka),
@@ -50,17 +55,21 @@ def make_consumer(settings: Settings, **extra: Any) -> KafkaConsumer:
         auto_offset_reset="earliest",
         isolation_level="read_committed",
         max_poll_records=settings.worker.max_batch,
-        fetch_max_bytes=max(52_428_800, settings.worker.max_message_bytes),
-        max_partition_fetch_bytes=max(1_048_576, settings.worker.max_message_bytes),
+        partition_assignment_strategy=(StickyPartitionAssignor,),
+        metadata_max_age_ms=worker.metadata_max_age_ms,
+        fetch_max_bytes=max(52_428_800, settings.worker.output_max_message_bytes),
+        max_partition_fetch_bytes=max(1_048_576, settings.worker.output_max_message_bytes),
         **extra,
     )
 
 
 def make_reader(settings: Settings) -> KafkaConsumer:
-    """A group-less read_committed consumer for replaying the changelog."""
+    """A group-less read_committed consumer for replaying the changelog, up to the last
+    stable offset; `earliest`, so an offset compaction removed never skips records."""
     return KafkaConsumer(
         **common_config(settings.kafka),
         group_id=None,
+        auto_offset_reset="earliest",
         enable_auto_commit=False,
         isolation_level="read_committed",
         max_poll_records=10_000,
@@ -77,7 +86,7 @@ def make_producer(settings: Settings) -> KafkaProducer:
         "enable_idempotence": True,
         "linger_ms": 5,
         "batch_size": 262_144,
-        "max_request_size": settings.worker.max_message_bytes + 65_536,
+        "max_request_size": settings.worker.output_max_message_bytes,
         "request_timeout_ms": settings.kafka.request_timeout_ms,
     }
     if settings.worker.exactly_once:
@@ -87,65 +96,3 @@ def make_producer(settings: Settings) -> KafkaProducer:
     if settings.worker.exactly_once:
         producer.init_transactions()
     return producer
-
-
-def ensure_topics(settings: Settings) -> int:
-    """Create missing topics; returns the input topic's partition count.
-
-    The changelog gets as many partitions as the input (record of input partition p goes to
-    changelog partition p) and is compacted.
-    """
-    topics = settings.topics
-    admin = KafkaAdminClient(**common_config(settings.kafka))
-    try:
-        existing = set(admin.list_topics())
-        wanted: dict[str, dict[str, Any]] = {}
-        spec = {
-            "num_partitions": topics.partitions,
-            "replication_factor": topics.replication_factor,
-        }
-        for name in (topics.input, topics.unique, topics.duplicate, topics.dlq):
-            if name not in existing:
-                wanted[name] = dict(spec)
-        if topics.create and wanted:
-            _create(admin, wanted)
-        partitions = _partition_count(admin, topics.input)
-        if topics.changelog not in existing and topics.create:
-            policy = "compact" if topics.changelog_retention_ms is None else "compact,delete"
-            configs = {"cleanup.policy": policy}
-            if topics.changelog_retention_ms is not None:
-                configs["retention.ms"] = str(topics.changelog_retention_ms)
-            _create(
-                admin,
-                {
-                    topics.changelog: {
-                        "num_partitions": partitions,
-                        "replication_factor": topics.replication_factor,
-                        "configs": configs,
-                    }
-                },
-            )
-        changelog = _partition_count(admin, topics.changelog)
-        if changelog < partitions:
-            raise RuntimeError(
-                f"changelog topic {topics.changelog!r} has {changelog} partitions; "
-                f"it needs at least the input's {partitions}"
-            )
-        return partitions
-    finally:
-        admin.close()
-
-
-def _create(admin: KafkaAdminClient, topics: dict[str, dict[str, Any]]) -> None:
-    try:
-        admin.create_topics(topics, wait_for_metadata=True)
-        log.info("created topics %s", sorted(topics))
-    except TopicAlreadyExistsError:
-        log.info("topics %s already exist", sorted(topics))
-
-
-def _partition_count(admin: KafkaAdminClient, topic: str) -> int:
-    meta = admin.describe_topics([topic])
-    if not meta or meta[0].get("error_code", 0) != 0:
-        raise RuntimeError(f"topic {topic!r} does not exist and topic creation is off")
-    return len(meta[0]["partitions"])

@@ -1,7 +1,7 @@
 """`neardup-stream worker` / `python -m worker`: settings, logging, metrics, signals, run.
 
-Settings come from the environment (`NEARDUP_...`, see `neardup_stream.settings`); flags
-given on the command line override them. The effective configuration is logged at start-up
+Settings come from the environment (`NEARDUP_...`, see `worker.settings`); flags given on
+the command line override them. The effective configuration is logged at start-up
 with secrets masked.
 """
 
@@ -18,10 +18,10 @@ from typing import Any
 from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
 
-from neardup_stream.cli import _add_engine_flags, engine_config
-from neardup_stream.settings import Settings
+from neardup_stream.options import add_engine_flags, add_input_flags, engine_overrides
 from worker.loop import Worker
 from worker.metrics import MetricsServer, build_metrics
+from worker.settings import Settings
 
 log = logging.getLogger("worker")
 
@@ -41,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--snapshot-dir", help="keep a local index snapshot here (faster restores)")
     p.add_argument("--max-message-bytes", type=int, help="larger inputs go to the DLQ")
     p.add_argument(
+        "--dlq-payload-bytes", type=int, help="bytes of a bad input kept in its dead letter"
+    )
+    p.add_argument(
         "--at-least-once",
         action="store_true",
         default=None,
@@ -49,7 +52,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--metrics-host", help="metrics listener address (default 127.0.0.1)")
     p.add_argument("--metrics-port", type=int, help="metrics listener port (default 9108)")
     p.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    _add_engine_flags(p)
+    add_engine_flags(p)
+    add_input_flags(p)
     return p
 
 
@@ -71,11 +75,12 @@ def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -
             "instance_id": args.instance_id,
             "max_batch": args.max_batch,
             "max_message_bytes": args.max_message_bytes,
+            "dlq_payload_bytes": args.dlq_payload_bytes,
             "snapshot_dir": args.snapshot_dir,
             "exactly_once": False if args.at_least_once else None,
         },
         "metrics": {"host": args.metrics_host, "port": args.metrics_port},
-        "dedup": engine_config(args, base.dedup).model_dump(),
+        **engine_overrides(args),
     }
     settings = base.with_overrides(overrides)
     if args.log_level:
@@ -110,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         log.info("metrics on http://%s:%d/metrics", settings.metrics.host, server.port)
 
     def on_signal(signum: int, _frame: object) -> None:
-        if not worker.consuming:  # still connecting or restoring: nothing to finish
+        if not worker.consuming:  # still connecting: nothing to finish
             raise SystemExit(128 + signum)
         worker.request_stop()
 

@@ -8,9 +8,11 @@ has been restored; 503 before) on a configurable address.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING
 
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
@@ -20,6 +22,11 @@ from prometheus_client import (
     Histogram,
     generate_latest,
 )
+
+from neardup_stream.deduplicator import Deduplicator
+
+if TYPE_CHECKING:
+    from worker.decide import BatchOutput
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 
@@ -38,6 +45,9 @@ class Metrics:
     consumer_lag: Gauge
     restore_seconds: Gauge
     restored_records: Counter
+    restore_skipped: Counter
+    snapshots_rejected: Counter
+    partitions_restoring: Gauge
     transaction_aborts: Counter
     ready: Gauge
 
@@ -94,6 +104,23 @@ def build_metrics(registry: CollectorRegistry) -> Metrics:
             "Changelog records replayed into the index",
             registry=registry,
         ),
+        restore_skipped=Counter(
+            "neardup_restore_skipped_records",
+            "Changelog records skipped during restore: corrupt, or other fingerprint settings",
+            ["reason"],
+            registry=registry,
+        ),
+        snapshots_rejected=Counter(
+            "neardup_snapshots_rejected",
+            "Local snapshots not used: corrupt, other topic/config, offsets out of the log",
+            ["reason"],
+            registry=registry,
+        ),
+        partitions_restoring=Gauge(
+            "neardup_partitions_restoring",
+            "Assigned input partitions whose index is being restored (paused meanwhile)",
+            registry=registry,
+        ),
         transaction_aborts=Counter(
             "neardup_transaction_aborts", "Kafka transactions aborted", registry=registry
         ),
@@ -103,6 +130,27 @@ def build_metrics(registry: CollectorRegistry) -> Metrics:
             registry=registry,
         ),
     )
+
+
+def account(metrics: Metrics, output: BatchOutput, committed_at: float) -> None:
+    """Count a batch, called right after its transaction committed (never before)."""
+    for decision, method in output.decided:
+        metrics.documents.labels(decision, method).inc()
+    for reason in output.dead:
+        metrics.dlq.labels(reason).inc()
+    for ts in output.timestamps_ms:
+        if ts >= 0:
+            metrics.decision_latency.observe(max(0.0, committed_at - ts / 1000))
+    if output.started:
+        metrics.batch_seconds.observe(time.perf_counter() - output.started)
+
+
+def index_gauges(metrics: Metrics, indexes: Mapping[int, Deduplicator]) -> None:
+    """Documents, table entries and bytes held by all of this worker's partition indexes."""
+    stats = [d.stats() for d in indexes.values()]
+    metrics.index_documents.set(sum(st["documents"] for st in stats))
+    metrics.index_entries.set(sum(st["index_entries"] for st in stats))
+    metrics.index_bytes.set(sum(st["index_bytes"] for st in stats))
 
 
 class MetricsServer:

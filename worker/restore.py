@@ -1,13 +1,18 @@
-"""Rebuilding the index from the compacted changelog topic before consuming.
+"""Rebuilding partitions' indexes from the changelog, all or nothing.
 
-Reads the committed records of the given changelog partitions from the beginning up to their
-current end (read_committed, so aborted transactions are never replayed) and applies them to
-a fresh Deduplicator. Progress is logged; the duration is exported by the caller.
+`restore_partitions` returns one `Deduplicator` per requested input partition, holding every
+committed changelog record of that partition up to its last stable offset (the reader is
+read_committed, so aborted transactions are never replayed, and starts at `earliest`, so
+records compaction removed are never silently skipped past). A trusted local snapshot
+(`worker.snapshots`) shortens the replay. A stop request raises `RestoreInterrupted`: a
+partial index is never returned, so it can never be decided against or snapshotted.
+Corrupt records and records of other fingerprint settings are counted and skipped.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable
 
@@ -16,113 +21,181 @@ from kafka import KafkaConsumer, TopicPartition
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.records import FingerprintRecord
-from neardup_stream.snapshot import load_snapshot, read_meta, save_snapshot
+from worker import failpoints, snapshots
+from worker.metrics import Metrics
 
 log = logging.getLogger(__name__)
 PROGRESS_EVERY_S = 5.0
 
 
-def restore_index(
+class RestoreInterrupted(Exception):
+    """The restore was asked to stop; nothing of it may be used."""
+
+
+def restore_partitions(
     reader: KafkaConsumer,
     changelog: str,
     partitions: Iterable[int],
     config: DedupConfig,
-    should_stop: Callable[[], bool] = lambda: False,
+    metrics: Metrics,
+    should_stop: Callable[[], bool],
     snapshot_dir: str | None = None,
-) -> tuple[Deduplicator, int]:
-    """A Deduplicator holding every committed changelog record of `partitions`.
-
-    With `snapshot_dir` holding a snapshot of the same partitions, it starts from the
-    snapshot and replays only the changelog written after it. Returns the index and how many
-    records were replayed. Records that fail to decode or were made under other fingerprint
-    settings are logged and skipped (they cannot be used).
-    """
-    tps = [TopicPartition(changelog, p) for p in sorted(set(partitions))]
-    dedup, offsets = _from_snapshot(snapshot_dir, [tp.partition for tp in tps], config)
+) -> dict[int, Deduplicator]:
+    """Indexes of `partitions`, each complete up to the changelog's last stable offset."""
+    tps = {p: TopicPartition(changelog, p) for p in sorted(set(partitions))}
     if not tps:
-        return dedup, 0
-    reader.assign(tps)
-    reader.seek_to_beginning(*tps)
-    for tp in tps:
-        if str(tp.partition) in offsets:
-            reader.seek(tp, int(offsets[str(tp.partition)]))
-    end = reader.end_offsets(tps)
-    remaining = {tp for tp in tps if reader.position(tp) < end[tp]}
-    replayed = skipped = 0
+        return {}
     started = last_log = time.monotonic()
-    while remaining and not should_stop():
-        batch = reader.poll(timeout_ms=500)
-        records = []
-        for tp, messages in batch.items():
-            for msg in messages:
-                if msg.value is None:
-                    continue
-                try:
-                    record = FingerprintRecord.decode(msg.value)
-                except ValueError as exc:
-                    skipped += 1
-                    log.warning("skipping changelog record %s@%d: %s", tp, msg.offset, exc)
-                    continue
-                if record.config_id != config.fingerprint_id:
-                    skipped += 1
-                    log.warning(
-                        "skipping changelog record %s@%d: other fingerprint settings",
-                        tp,
-                        msg.offset,
-                    )
-                    continue
-                records.append(record)
-        dedup.apply_records(records)
-        replayed += len(records)
-        for tp in list(remaining):
-            if reader.position(tp) >= end[tp]:
-                remaining.discard(tp)
+    reader.assign(list(tps.values()))
+    starts = reader.beginning_offsets(list(tps.values()))
+    ends = reader.end_offsets(list(tps.values()))
+    indexes: dict[int, Deduplicator] = {}
+    for p, tp in tps.items():
+        indexes[p], offset = _start(
+            snapshot_dir, changelog, p, config, starts[tp], ends[tp], metrics
+        )
+        reader.seek(tp, offset)
+    remaining = {tp for tp in tps.values() if reader.position(tp) < ends[tp]}
+    replayed = 0
+    while remaining:
+        if should_stop():
+            raise RestoreInterrupted(f"restore of partitions {sorted(tps)} stopped")
+        for tp, messages in reader.poll(timeout_ms=500).items():
+            replayed += _apply(indexes[tp.partition], tp, messages, config, metrics)
+        failpoints.hit("restore_batch")
+        remaining = {tp for tp in remaining if reader.position(tp) < ends[tp]}
         now = time.monotonic()
         if now - last_log >= PROGRESS_EVERY_S:
             last_log = now
             log.info(
                 "restoring: %d records replayed (%.0f/s)", replayed, replayed / (now - started)
             )
+    metrics.restored_records.inc(replayed)
     log.info(
-        "restored %d records (%d skipped) from %d changelog partitions in %.1f s",
+        "restored partitions %s: %d records replayed in %.1f s",
+        sorted(tps),
         replayed,
-        skipped,
-        len(tps),
         time.monotonic() - started,
     )
-    return dedup, replayed
+    return indexes
 
 
-def _from_snapshot(
-    snapshot_dir: str | None, partitions: list[int], config: DedupConfig
-) -> tuple[Deduplicator, dict[str, int]]:
-    """The snapshot's index and changelog offsets if it matches; else an empty index."""
-    if snapshot_dir is None:
-        return Deduplicator(config), {}
-    try:
-        meta = read_meta(snapshot_dir)
-        if meta.get("partitions") != partitions:
-            log.info("snapshot in %s covers other partitions; not used", snapshot_dir)
-            return Deduplicator(config), {}
-        dedup = load_snapshot(snapshot_dir, config)
-    except (OSError, ValueError) as exc:
-        log.info("no usable snapshot in %s: %s", snapshot_dir, exc)
-        return Deduplicator(config), {}
-    offsets = dict(meta.get("changelog_offsets") or {})  # type: ignore[call-overload]
-    log.info("loaded snapshot of %d documents from %s", len(dedup), snapshot_dir)
-    return dedup, offsets
-
-
-def snapshot_index(
-    dedup: Deduplicator,
-    reader: KafkaConsumer,
+def _start(
+    snapshot_dir: str | None,
     changelog: str,
-    partitions: Iterable[int],
-    snapshot_dir: str,
-) -> None:
-    """Save the index with the changelog end offsets it covers (call right after a commit)."""
-    parts = sorted(set(partitions))
-    ends = reader.end_offsets([TopicPartition(changelog, p) for p in parts])
-    offsets = {str(tp.partition): int(off) for tp, off in ends.items()}
-    save_snapshot(dedup, snapshot_dir, {"partitions": parts, "changelog_offsets": offsets})
-    log.info("snapshot of %d documents saved to %s", len(dedup), snapshot_dir)
+    partition: int,
+    config: DedupConfig,
+    log_start: int,
+    log_end: int,
+    metrics: Metrics,
+) -> tuple[Deduplicator, int]:
+    """The index to replay onto and the changelog offset to replay from."""
+    if snapshot_dir is None:
+        return Deduplicator(config), log_start
+    found = snapshots.load(snapshot_dir, changelog, partition, config, log_start, log_end)
+    if isinstance(found, snapshots.Rejected):
+        if found.reason != "missing":
+            metrics.snapshots_rejected.labels(found.reason).inc()
+            log.warning("snapshot not used: %s", found.detail)
+        return Deduplicator(config), log_start
+    log.info(
+        "partition %d: snapshot of %d documents up to offset %d",
+        partition,
+        len(found.dedup),
+        found.offset,
+    )
+    return found.dedup, found.offset
+
+
+def _apply(
+    dedup: Deduplicator, tp: TopicPartition, messages: list, config: DedupConfig, metrics: Metrics
+) -> int:
+    """Decode and apply one partition's polled records; returns how many were applied."""
+    records = []
+    for msg in messages:
+        if msg.value is None:
+            continue  # a compaction tombstone
+        try:
+            record = FingerprintRecord.decode(msg.value)
+        except Exception as exc:
+            _skip(metrics, "corrupt", tp, msg.offset, f"{type(exc).__name__}: {exc}")
+            continue
+        if record.config_id != config.fingerprint_id:
+            _skip(metrics, "other_config", tp, msg.offset, "made under other fingerprint settings")
+            continue
+        records.append((msg.offset, record))
+    try:
+        dedup.apply_records([r for _, r in records])
+        return len(records)
+    except Exception:
+        applied = 0
+        for offset, record in records:
+            try:
+                dedup.apply_records([record])
+                applied += 1
+            except Exception as exc:
+                _skip(metrics, "corrupt", tp, offset, f"{type(exc).__name__}: {exc}")
+        return applied
+
+
+def _skip(metrics: Metrics, reason: str, tp: TopicPartition, offset: int, detail: str) -> None:
+    metrics.restore_skipped.labels(reason).inc()
+    log.warning("skipping changelog record %s[%d]@%d: %s", tp.topic, tp.partition, offset, detail)
+
+
+class RestoreJob:
+    """Restores a set of partitions in a background thread while the loop keeps polling.
+
+    The loop pauses those partitions until `done`; it installs `result` only if the job was
+    not cancelled and the partitions are still its own. The thread has its own reader.
+    """
+
+    def __init__(
+        self,
+        make_reader: Callable[[], KafkaConsumer],
+        changelog: str,
+        partitions: set[int],
+        config: DedupConfig,
+        metrics: Metrics,
+        snapshot_dir: str | None,
+        stopping: Callable[[], bool],
+    ) -> None:
+        self.partitions = frozenset(partitions)
+        self.result: dict[int, Deduplicator] | None = None
+        self.error: BaseException | None = None
+        self._cancelled = False
+        self._stopping = stopping
+        self._args = (changelog, config, metrics, snapshot_dir)
+        self._make_reader = make_reader
+        self.started = time.monotonic()
+        self._thread = threading.Thread(target=self._run, name="restore", daemon=True)
+        self._thread.start()
+
+    @property
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def cancel(self) -> None:
+        """Stop and wait; nothing of a cancelled job is ever used."""
+        self._cancelled = True
+        self._thread.join()
+
+    def _run(self) -> None:
+        changelog, config, metrics, snapshot_dir = self._args
+        reader = None
+        try:
+            reader = self._make_reader()
+            self.result = restore_partitions(
+                reader,
+                changelog,
+                self.partitions,
+                config,
+                metrics,
+                lambda: self._cancelled or self._stopping(),
+                snapshot_dir,
+            )
+        except BaseException as exc:
+            self.error = exc
+        finally:
+            if reader is not None:
+                reader.close()

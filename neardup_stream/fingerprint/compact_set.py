@@ -153,26 +153,22 @@ def estimate(hashes, words, n_stored):
 
     The common count M of `b`-bit prefixes exceeds the true intersection I by chance
     collisions; with R = 2**b values, E[M] = R (1 - e^(-I/R) (1 - (1 - e^(-a/R))
-    (1 - e^(-c/R)))), a = |A| - I, c = |B| - I. That is solved for I by bisection (exact
-    when R is so large that collisions are negligible)."""
+    (1 - e^(-c/R)))), a = |A| - I, c = |B| - I, solved for I by bisection (computed with
+    expm1, so it stays exact when R is so large that collisions are negligible)."""
     n_query = hashes.size
     if n_query == 0 or n_stored == 0:
         return 0.0
     common, b = common_values(hashes, words)
-    big = min(n_query, n_stored)
-    if b >= 40:
-        inter = float(common)
-    else:
-        rng = 2.0**b
-        lo, hi = 0.0, float(big)
-        for _ in range(40):
-            mid = 0.5 * (lo + hi)
-            ea = 1.0 - math.exp(-(n_query - mid) / rng)
-            ec = 1.0 - math.exp(-(n_stored - mid) / rng)
-            expect = rng * (1.0 - math.exp(-mid / rng) * (1.0 - ea * ec))
-            if expect < common:
-                lo = mid
-            else:
-                hi = mid
-        inter = 0.5 * (lo + hi)
+    rng = 2.0**b
+    lo, hi = 0.0, float(min(n_query, n_stored))
+    for _ in range(50):
+        mid = 0.5 * (lo + hi)
+        ea = -math.expm1(-(n_query - mid) / rng)
+        ec = -math.expm1(-(n_stored - mid) / rng)
+        expect = rng * (-math.expm1(-mid / rng) + math.exp(-mid / rng) * ea * ec)
+        if expect < common:
+            lo = mid
+        else:
+            hi = mid
+    inter = 0.5 * (lo + hi)
     return inter / (n_query + n_stored - inter)

@@ -1,10 +1,10 @@
 """Layer 2, the index: where fingerprints are kept, found again and retired.
 
-* `bucket_table`: a compact chained multimap from 32-bit keys to 32-bit document refs;
-* `shards`: bucket tables sharded by key (key mod S), probed and filled per document;
+* `bucket_table`: compact chained multimaps from 32-bit keys to 32-bit document refs;
+* `shards`: the candidate index, one bucket-table row per shard (key mod S);
+* `registry`: document id -> ref of the stored document (idempotent replays);
 * `doc_store`: the ring of per-document columns (hashes, sketch, time, original decision);
 * `lsh`: the LSH S-curve and the choice of bands and rows for a threshold;
+* `columns`: the named arrays (NamedTuples) the compiled kernels take and return;
 * `kernels`: the compiled batch kernels that evict, probe, verify, decide, store and index.
-
-The id registry (doc id -> ref, for idempotency) is a `BucketTable` keyed by `hashing.id_key`.
 """

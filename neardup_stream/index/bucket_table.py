@@ -1,9 +1,12 @@
-"""A compact chained multimap from 32-bit bucket keys to 32-bit document refs.
+"""Compact chained multimaps from 32-bit bucket keys to 32-bit document refs.
 
 This is the storage behind every hot table (LSH bands, SimHash blocks, the id registry):
-four flat numpy arrays instead of a Python object per entry, 12 bytes per entry plus a
-heads array kept at load <= 4. Inserts respect a per-key cap so boilerplate buckets stay
-bounded. Entries of evicted documents are skipped on read and dropped by `compact`.
+flat numpy arrays instead of a Python object per entry, 12 bytes per entry plus heads kept
+at load <= 4. A table has R rows, each an independent multimap holding the keys with
+key % R == row (the shards of `shards.ShardedIndex`; the id registry has one row). All rows
+share one capacity, so the compiled kernels see the same array types whatever R is. Inserts
+respect a per-key cap on live refs so boilerplate buckets stay bounded. Entries of evicted
+documents are skipped on read and dropped by `compact`.
 """
 
 from __future__ import annotations
@@ -11,95 +14,117 @@ from __future__ import annotations
 import numpy as np
 
 from neardup_stream.index import kernels as _k
+from neardup_stream.index.columns import TableArrays
 
-_MIN_BUCKETS = 1024
+_MIN_BUCKETS = 64
+_MIN_CAPACITY = 256
+_ALL = 2**32 - 1  # a live window covering every ref
 
 
 class BucketTable:
-    """Multimap uint32 key -> uint32 ref, with lazy deletion by a live window of refs."""
+    """R rows of multimap uint32 key -> uint32 ref, with lazy deletion by a live window."""
 
-    def __init__(self, cap: int, initial: int = _MIN_BUCKETS) -> None:
+    def __init__(self, cap: int, rows: int = 1, initial: int = _MIN_CAPACITY) -> None:
         if cap < 1:
             raise ValueError("cap must be >= 1")
+        if rows < 1:
+            raise ValueError("rows must be >= 1")
         self.cap = cap
-        self.heads = np.full(_MIN_BUCKETS, -1, dtype=np.int32)
-        self.nxt = np.empty(0, dtype=np.int32)
-        self.keys = np.empty(0, dtype=np.uint32)
-        self.refs = np.empty(0, dtype=np.uint32)
-        self.size = 0
+        self.arrays = TableArrays(
+            heads=np.full((rows, _MIN_BUCKETS), -1, dtype=np.int32),
+            nxt=np.empty((rows, 0), dtype=np.int32),
+            keys=np.empty((rows, 0), dtype=np.uint32),
+            refs=np.empty((rows, 0), dtype=np.uint32),
+            sizes=np.zeros(rows, dtype=np.int64),
+        )
         self.reserve(initial)
 
     @classmethod
-    def from_arrays(cls, cap: int, keys: np.ndarray, refs: np.ndarray) -> BucketTable:
-        """Rebuild a table from its (key, ref) entries, e.g. from a snapshot."""
-        table = cls(cap, keys.size)
-        table.keys[: keys.size] = keys
-        table.refs[: refs.size] = refs
-        table.size = int(keys.size)
-        table._rehash()
+    def from_entries(cls, cap: int, rows: int, keys: np.ndarray, refs: np.ndarray) -> BucketTable:
+        """Rebuild a table from its (key, ref) entries (e.g. from a snapshot), in order."""
+        table = cls(cap, rows, 0)
+        owner = keys % np.uint32(rows)
+        counts = np.bincount(owner, minlength=rows)
+        table.reserve(int(counts.max(initial=0)))
+        t = table.arrays
+        for r in range(rows):
+            mine = owner == r
+            t.keys[r, : counts[r]] = keys[mine]
+            t.refs[r, : counts[r]] = refs[mine]
+        t.sizes[:] = counts
+        _k.tables_rehash(t)
         return table
 
+    @property
+    def rows(self) -> int:
+        return int(self.arrays.sizes.size)
+
+    @property
+    def capacity(self) -> int:
+        """Entries each row can hold before it grows."""
+        return int(self.arrays.keys.shape[1])
+
     def __len__(self) -> int:
-        return self.size
+        return int(self.arrays.sizes.sum())
 
     @property
     def nbytes(self) -> int:
         """Bytes held by the table's arrays (allocated capacity included)."""
-        return self.heads.nbytes + self.nxt.nbytes + self.keys.nbytes + self.refs.nbytes
+        return sum(a.nbytes for a in self.arrays)
 
-    def entries(self) -> tuple[np.ndarray, np.ndarray]:
-        """Copies of the stored keys and refs."""
-        return self.keys[: self.size].copy(), self.refs[: self.size].copy()
+    def entries(self, row: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of the stored keys and refs (of one row, or of all rows in row order)."""
+        t = self.arrays
+        rows = range(self.rows) if row is None else [row]
+        keys = [t.keys[r, : t.sizes[r]] for r in rows]
+        refs = [t.refs[r, : t.sizes[r]] for r in rows]
+        return np.concatenate(keys), np.concatenate(refs)
 
-    def probe(self, keys: np.ndarray) -> np.ndarray:
-        """All refs stored under any of `keys` (may repeat; may include evicted refs)."""
+    def probe(self, keys: np.ndarray, base: int = 0, count: int = _ALL) -> np.ndarray:
+        """All live refs stored under any of `keys` (repeated once per key holding them)."""
+        keys = np.ascontiguousarray(keys, dtype=np.uint32)
         out = np.empty(min(keys.size * self.cap, 4096), dtype=np.uint32)
-        n = _k.table_probe(self.heads, self.nxt, self.keys, self.refs, keys, out)
+        n = _k.tables_probe(self.arrays, keys, base, count, out)
         if n > out.size:
             out = np.empty(n, dtype=np.uint32)
-            _k.table_probe(self.heads, self.nxt, self.keys, self.refs, keys, out)
+            _k.tables_probe(self.arrays, keys, base, count, out)
         return out[:n]
 
-    def insert(
-        self, keys: np.ndarray, refs: np.ndarray, base: int = 0, count: int = 2**32 - 1
-    ) -> None:
+    def live_hits(self, keys: np.ndarray, base: int, count: int) -> np.ndarray:
+        """For each key, how many live refs are stored under it."""
+        return _k.live_hits(self.arrays, np.ascontiguousarray(keys, dtype=np.uint32), base, count)
+
+    def insert(self, keys: np.ndarray, refs: np.ndarray, base: int = 0, count: int = _ALL) -> None:
         """Store refs[i] under keys[i] unless that key already holds `cap` live refs."""
+        keys = np.ascontiguousarray(keys, dtype=np.uint32)
         self.reserve(keys.size)
-        self.size = _k.table_insert(
-            self.heads,
-            self.nxt,
-            self.keys,
-            self.refs,
-            self.size,
-            keys,
-            refs,
-            self.cap,
-            base,
-            count,
-        )
+        refs = np.ascontiguousarray(refs, dtype=np.uint32)
+        _k.tables_insert(self.arrays, keys, refs, self.cap, base, count)
 
     def compact(self, base: int, count: int) -> None:
         """Drop entries whose ref is outside the live window [base, base + count)."""
-        self.size = _k.table_compact(
-            self.heads, self.nxt, self.keys, self.refs, self.size, base, count
-        )
+        _k.tables_compact(self.arrays, base, count)
 
     def reserve(self, extra: int) -> None:
-        """Room for `extra` more entries, with the heads resized to keep the load bounded."""
-        needed = self.size + extra
-        if needed > self.keys.size:
-            new = max(needed, self.keys.size + self.keys.size // 8, _MIN_BUCKETS)
-            for name in ("nxt", "keys", "refs"):
-                old = getattr(self, name)
-                grown = np.empty(new, dtype=old.dtype)
-                grown[: self.size] = old[: self.size]
-                setattr(self, name, grown)
-        if needed > _k.MAX_LOAD * self.heads.size:
-            buckets = self.heads.size
-            while needed > _k.MAX_LOAD * buckets:
-                buckets *= 2
-            self.heads = np.full(buckets, -1, dtype=np.int32)
-            self._rehash()
+        """Room for `extra` more entries in every row, heads resized to keep the load bounded."""
+        t = self.arrays
+        needed = int(t.sizes.max(initial=0)) + extra
+        keys, nxt, refs, heads = t.keys, t.nxt, t.refs, t.heads
+        if needed > self.capacity:
+            new = max(needed, self.capacity + self.capacity // 8, _MIN_CAPACITY)
+            keys, nxt, refs = (self._grown(a, new) for a in (t.keys, t.nxt, t.refs))
+        buckets = heads.shape[1]
+        while needed > _k.MAX_LOAD * buckets:
+            buckets *= 2
+        if buckets != heads.shape[1]:
+            heads = np.empty((self.rows, buckets), dtype=np.int32)
+        if heads is not t.heads or keys is not t.keys:
+            self.arrays = TableArrays(heads, nxt, keys, refs, t.sizes)
+            if heads is not t.heads:
+                _k.tables_rehash(self.arrays)
 
-    def _rehash(self) -> None:
-        _k.table_rehash(self.heads, self.nxt, self.keys, self.size)
+    def _grown(self, old: np.ndarray, capacity: int) -> np.ndarray:
+        grown = np.empty((self.rows, capacity), dtype=old.dtype)
+        used = int(self.arrays.sizes.max(initial=0))
+        grown[:, :used] = old[:, :used]
+        return grown

@@ -18,12 +18,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neardup_stream.index.kernels import BASE, COUNT, START, WATERMARK
+from neardup_stream.index.columns import BASE, COUNT, START, WATERMARK, WINDOW_FIELDS, StoreColumns
 
 REF_MASK = 0xFFFFFFFF
 _MIN_CAPACITY = 1024
 _SEP = b"\x00"
 _LEN = 2  # bytes of the length prefix of a blob record
+_BLOB_LIMIT = 1 << 32  # the live blob must stay addressable by 32-bit offsets
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ class DocStore:
     def __init__(self, sketch_words: int, keep_time: bool, capacity: int = _MIN_CAPACITY) -> None:
         self.sketch_words = sketch_words
         self.keep_time = keep_time
-        self.window = np.zeros(5, dtype=np.int64)  # base, count, start, watermark, evicted
+        self.window = np.zeros(WINDOW_FIELDS, dtype=np.int64)  # see `columns`
         self.blob = bytearray()
         self.blob_base = 0
         self._allocate(max(_MIN_CAPACITY, capacity))
@@ -85,9 +86,9 @@ class DocStore:
         """Position in the blob of a stored 32-bit offset."""
         return (int(offset) - self.blob_base) & REF_MASK
 
-    def arrays(self) -> tuple[np.ndarray, ...]:
-        """The columns as the kernels' `store` tuple."""
-        return (
+    def arrays(self) -> StoreColumns:
+        """The columns as the kernels see them."""
+        return StoreColumns(
             self.exact,
             self.simhash,
             self.sketch,
@@ -117,10 +118,20 @@ class DocStore:
         self.window[START] = 0
 
     def record(self, ref: int, doc_id: str, duplicate_of: str | None, rep: str | None) -> None:
-        """Append the ids of a just-stored document to the blob (in ref order)."""
-        self.offset[self.slot(ref)] = (self.blob_base + len(self.blob)) & REF_MASK
+        """Append the ids of a just-stored document to the blob (in ref order).
+
+        Raises:
+            OverflowError: the ids of live documents would pass 4 GiB, beyond what 32-bit
+                offsets address (lower `max_docs` or shorten the ids).
+        """
         parts = [doc_id] if duplicate_of is None else [doc_id, duplicate_of, rep or ""]
         body = _SEP.join(p.encode("utf-8", "surrogatepass") for p in parts)
+        if len(self.blob) + _LEN + len(body) > _BLOB_LIMIT:
+            raise OverflowError(
+                "the ids of live documents would pass 4 GiB, beyond the store's 32-bit "
+                "offsets; lower max_docs (or max_age_seconds) or shorten the ids"
+            )
+        self.offset[self.slot(ref)] = (self.blob_base + len(self.blob)) & REF_MASK
         self.blob += len(body).to_bytes(_LEN, "little") + body
 
     def trim_blob(self) -> None:

@@ -133,10 +133,10 @@ def test_restart_restores_the_index_from_the_changelog(
     try:
         worker.wait_ready()
         if snapshot:
-            assert "loaded snapshot of 60 documents" in worker.log()
-            assert "restored 0 records" in worker.log()
+            assert "partition 0: snapshot of 60 documents" in worker.log()
+            assert "restored partitions [0]: 0 records replayed" in worker.log()
         else:
-            assert "restored 60 records" in worker.log()
+            assert "restored partitions [0]: 60 records replayed" in worker.log()
         produce_docs(kafka_bootstrap, topics.input, copies + replay + later)
         total = len(first) + len(copies) + len(replay) + len(later)
         got = decisions(kafka_bootstrap, topics, total)

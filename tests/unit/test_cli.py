@@ -1,4 +1,5 @@
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -81,3 +82,42 @@ def test_compare_explains_a_pair(tmp_path: Path) -> None:
 def test_schemas_written(tmp_path: Path) -> None:
     assert _run("schemas", "--out", str(tmp_path)).returncode == 0
     assert json.loads((tmp_path / "Decision.schema.json").read_text())["title"] == "Decision"
+
+
+def test_dedup_reads_the_worker_mapping_and_retention_from_flags_and_environment(
+    tmp_path: Path,
+) -> None:
+    a, b = random_text(11), random_text(12)
+    docs = [
+        {"url": "u1", "title": "T", "body": a},
+        {"url": "u2", "title": "T", "body": b},
+        {"url": "u3", "title": "T", "body": mutate(a, 0.01, 5)},  # near-copy of u1
+        {"url": "u4", "body": "no id field here", "id": "ignored"},
+    ]
+    src = tmp_path / "in.jsonl"
+    src.write_text("\n".join(json.dumps(d) for d in docs) + "\n")
+    args = ["dedup", "--input", str(src), "--id-field", "url", "--text-fields", "title,body"]
+    proc = _run(*args)
+    decided = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+    assert [(d["id"], d["decision"]) for d in decided] == [
+        ("u1", "unique"),
+        ("u2", "unique"),
+        ("u3", "duplicate"),
+        ("u4", "unique"),
+    ]
+    # max_docs = 1 from the environment: u1 is evicted by u2, so u3 finds nothing
+    env_run = subprocess.run(
+        [sys.executable, "-m", "neardup_stream.cli", *args],
+        capture_output=True,
+        env={**os.environ, "NEARDUP_DEDUP__MAX_DOCS": "1"},
+    )
+    decided = [json.loads(line) for line in env_run.stdout.decode().splitlines()]
+    assert decided[2]["decision"] == "unique", env_run.stderr.decode()
+    # the same through the flag
+    flagged = _run(*args, "--max-docs", "1")
+    assert flagged.stdout == env_run.stdout
+
+
+def test_dedup_refuses_key_ids_offline(tmp_path: Path) -> None:
+    proc = _run("dedup", "--id-from-key", stdin=b"")
+    assert proc.returncode == 2 and b"message keys" in proc.stderr

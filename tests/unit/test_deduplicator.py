@@ -133,3 +133,85 @@ def test_config_validation_messages() -> None:
         DedupConfig(bands=4)
     with pytest.raises(ValueError, match="bands \\* rows must be <= num_perm"):
         DedupConfig(bands=20, rows=10)
+
+
+# --- every accepted configuration works -----------------------------------------------------
+
+
+@pytest.mark.timeout(120, method="thread")
+def test_many_shards_and_bands_decide_without_stalling() -> None:
+    cfg = DedupConfig(shards=1024, bands=64, rows=2)
+    docs = [doc(str(i), random_text(i, 40)) for i in range(5)]
+    out = Deduplicator(cfg).check_batch([*docs, doc("copy", docs[2].text + " x")])
+    assert [d.decision for d in out] == ["unique"] * 5 + ["duplicate"]
+
+
+@pytest.mark.timeout(300, method="thread")
+def test_a_shard_filling_up_between_batches_gets_room() -> None:
+    # 68 keys per document over 64 shards: every shard passes through "almost full" often.
+    dedup = Deduplicator(DedupConfig(shards=64, bands=64, rows=2))
+    for i in range(3000):
+        dedup.check(doc(str(i), random_text(i, 12)))
+    assert len(dedup) == 3000
+
+
+def _shares_first_block(seed: int) -> bool:
+    fp = Deduplicator().fingerprinter.batch(
+        [random_text(seed, 400), mutate(random_text(seed, 400), 0.03, seed + 100)]
+    )
+    return bool(fp.simhash_keys[0, 0] == fp.simhash_keys[1, 0])
+
+
+def test_a_full_probe_buffer_keeps_every_live_candidate() -> None:
+    # Dead entries of evicted copies pile up under the first SimHash block key that `m` shares
+    # with `t`; `m` itself sits only under its other keys (the shared ones are at their cap).
+    seed = next(s for s in range(100) if _shares_first_block(s))
+    t = random_text(seed, 400)
+    m = mutate(t, 0.03, seed + 100)
+    dedup = Deduplicator(DedupConfig(bucket_cap=1, max_docs=3))
+    dedup.check_batch([doc(f"t{i}", t) for i in range(400)])
+    assert dedup.check(doc("m", m)).duplicate_of in {"t398", "t399"}
+    again = dedup.check(doc("q", m))
+    assert (again.duplicate_of, again.method) == ("m", "exact")
+
+
+def test_precise_is_part_of_the_fingerprint_settings() -> None:
+    assert DedupConfig(precise=True).fingerprint_id != DedupConfig().fingerprint_id
+    record = Deduplicator().process([doc("x", "hello there")], records=True)[0].record
+    assert record is not None
+    with pytest.raises(ValueError, match="fingerprint config"):
+        Deduplicator(DedupConfig(precise=True)).apply_record(record)
+
+
+def _near_threshold_pairs(n: int) -> tuple[list[Document], list[Document]]:
+    firsts, seconds = [], []
+    for seed in range(n):
+        a = random_text(3000 + seed, 600)
+        firsts.append(doc(f"a{seed}", a))
+        seconds.append(doc(f"b{seed}", mutate(a, 0.035 + 0.002 * (seed % 10), seed)))
+    return firsts, seconds
+
+
+def test_precise_mode_rebuilt_from_records_decides_on_exact_jaccard() -> None:
+    cfg = DedupConfig(precise=True)
+    firsts, seconds = _near_threshold_pairs(30)
+    live = Deduplicator(cfg)
+    records = [o.record for o in live.process(firsts, records=True)]
+    rebuilt = Deduplicator(cfg)
+    rebuilt.apply_records(r for r in records if r is not None)
+    assert rebuilt.check_batch(seconds) == live.check_batch(seconds)
+
+
+def test_precise_mode_with_age_retention_names_the_right_match() -> None:
+    # The ring grows in the middle of the second batch after its first documents were evicted.
+    cfg = DedupConfig(precise=True, max_age_seconds=10)
+    a = random_text(77, 300)
+    dedup = Deduplicator(cfg)
+    dedup.check_batch([doc(f"p{i}", random_text(500 + i, 30)) for i in range(5)], now=0)
+    dedup.check(doc("m0", a), now=0)
+    later = [doc(f"u{i}", random_text(900 + i, 20)) for i in range(1100)]
+    outcomes = dedup.process(
+        [doc("d", mutate(a, 0.01, 1)), *later], now=0, times=[1] + [100] * 1100
+    )
+    first = outcomes[0].decision
+    assert (first.duplicate_of, first.representative) == ("m0", "m0")

@@ -8,7 +8,7 @@ Everything here is offline and fast: files are parsed, nothing is built, started
 * PromQL (dashboard panels, alert rules) is parsed with `promql-parser`; every metric it
   selects must be one that `worker.metrics.build_metrics` registers.
 * The NEARDUP_* environment of compose and Kubernetes must name real settings and validate as
-  `neardup_stream.settings.Settings`; ports, topics, partitions and names must agree across
+  `worker.settings.Settings`; ports, topics, partitions and names must agree across
   the files and with the settings' defaults.
 """
 
@@ -30,8 +30,8 @@ import yaml
 from prometheus_client import CollectorRegistry
 from pydantic import BaseModel
 
-from neardup_stream.settings import MetricsSettings, Settings
 from worker.metrics import build_metrics
+from worker.settings import MetricsSettings, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"

@@ -2,6 +2,7 @@ import json
 
 import pytest
 
+from neardup_stream.mapping import InputMapping
 from neardup_stream.models import Document, json_schemas
 from neardup_stream.parsing import ParseError, parse_document
 
@@ -41,3 +42,52 @@ def test_json_schemas_export() -> None:
     schemas = json_schemas()
     assert set(schemas) == {"Document", "Decision", "ErrorRecord"}
     assert set(schemas["Document"]["required"]) == {"id", "text"}
+
+
+def test_mapping_joins_text_fields_and_reads_another_id_field() -> None:
+    mapping = InputMapping(id_field="url", text_fields=("title", "body"))
+    raw = json.dumps({"url": "u1", "title": "Title", "body": "Body", "extra": 1}).encode()
+    doc = parse_document(raw, mapping=mapping)
+    assert isinstance(doc, Document)
+    assert (doc.id, doc.text) == ("u1", "Title\n\nBody")
+    only_body = parse_document(json.dumps({"url": "u2", "body": "B"}).encode(), mapping=mapping)
+    assert isinstance(only_body, Document) and only_body.text == "B"
+
+
+@pytest.mark.parametrize(
+    ("obj", "key", "reason"),
+    [
+        ({"title": "t"}, None, "missing_id"),
+        ({"url": "u"}, None, "missing_text"),
+        ({"url": "u", "title": 5}, None, "invalid_field"),
+        ({"url": 7, "title": "t"}, None, "invalid_field"),
+        ({"url": "u", "title": "t", "published": "not a date"}, None, "invalid_field"),
+    ],
+)
+def test_mapping_reasons(obj: dict[str, object], key: bytes | None, reason: str) -> None:
+    mapping = InputMapping(
+        id_field="url", text_fields=("title", "body"), timestamp_field="published"
+    )
+    result = parse_document(json.dumps(obj).encode(), mapping=mapping, key=key)
+    assert isinstance(result, ParseError) and result.reason == reason
+
+
+def test_ids_from_keys_and_plain_text_values() -> None:
+    keyed = InputMapping(id_from_key=True)
+    doc = parse_document(b'{"text": "hello"}', mapping=keyed, key=b"k1")
+    assert isinstance(doc, Document) and doc.id == "k1"
+    bad_key = parse_document(b'{"text": "hello"}', mapping=keyed, key=b"\xff")
+    assert isinstance(bad_key, ParseError) and bad_key.reason == "invalid_id"
+    plain = InputMapping(value_format="text")
+    doc = parse_document(b"plain text, not JSON", mapping=plain, key=b"k2")
+    assert isinstance(doc, Document) and (doc.id, doc.text) == ("k2", "plain text, not JSON")
+    missing = parse_document(b"text", mapping=plain, key=None)
+    assert isinstance(missing, ParseError) and missing.reason == "missing_id"
+
+
+def test_mapping_is_validated_at_construction() -> None:
+    with pytest.raises(ValueError, match="repeated"):
+        InputMapping(text_fields=("a", "a"))
+    with pytest.raises(ValueError, match="also a text field"):
+        InputMapping(id_field="body", text_fields=("body",))
+    assert InputMapping(text_fields="title, body").text_fields == ("title", "body")  # type: ignore[arg-type]

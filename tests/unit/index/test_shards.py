@@ -11,7 +11,7 @@ def test_keys_route_to_their_shard_and_probe_returns_inserted_refs() -> None:
     index.insert(keys, ref=42, base=0, count=100)
     for shard in index.shards:
         mine = keys[index.owner(keys) == shard.shard_id]
-        assert len(shard.table) == mine.size
+        assert len(shard) == mine.size
         assert sorted(shard.probe(mine).tolist()) == [42] * mine.size
     assert sorted(index.probe(keys[:2]).tolist()) == [42, 42]
     assert index.probe(np.array([7], dtype=np.uint32)).size == 0

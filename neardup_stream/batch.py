@@ -1,0 +1,105 @@
+"""One batch on its way through the index kernels: its columns, its decisions, its known ids.
+
+A batch comes either from fresh fingerprints (`from_fingerprints`, to be decided) or from
+changelog records (`from_records`, decided already). Documents whose id is already stored, or
+repeated earlier in the same batch, are `skip`ped by the kernels: `known[i]` holds the stored
+ref of the first kind and `repeat_of[i]` the batch position of the second.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from neardup_stream.fingerprint.fingerprinter import Fingerprints
+from neardup_stream.index.columns import BatchColumns, Decisions, new_decisions
+from neardup_stream.records import FingerprintRecord
+
+
+@dataclass
+class Batch:
+    """Column arrays of a batch and the decisions the kernels write for it."""
+
+    ids: list[str]
+    docs: BatchColumns
+    blocks: int  # SimHash block keys at the start of each row of `docs.keys`
+    decisions: Decisions = field(init=False)
+    known: dict[int, int] = field(default_factory=dict)  # position -> stored ref
+    repeat_of: dict[int, int] = field(default_factory=dict)  # position -> first position
+
+    def __post_init__(self) -> None:
+        self.decisions = new_decisions(len(self.ids))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def from_fingerprints(cls, ids: list[str], fps: Fingerprints, ts: np.ndarray) -> Batch:
+        """A batch to decide; empty texts get no LSH keys (only SimHash blocks)."""
+        keys = np.concatenate((fps.simhash_keys, fps.lsh_keys), axis=1)
+        blocks = fps.simhash_keys.shape[1]
+        nkeys = np.where(fps.nfeat > 0, keys.shape[1], blocks)
+        docs = BatchColumns(
+            skip=np.zeros(len(ids), dtype=np.bool_),
+            keys=keys,
+            nkeys=np.asarray(nkeys, dtype=np.int64),
+            exact=fps.exact,
+            simhash=fps.simhash,
+            sketch=fps.sketch,
+            nfeat=fps.nfeat,
+            ts=np.asarray(ts, dtype=np.int64),
+            feats=fps.feats,
+            feat_offsets=fps.feat_offsets,
+        )
+        return cls(ids, docs, blocks)
+
+    @classmethod
+    def from_records(cls, recs: Sequence[FingerprintRecord], bands: int) -> Batch:
+        """A batch of decided documents, to store and index as recorded."""
+        blocks = recs[0].simhash_keys.size
+        keys = np.zeros((len(recs), blocks + bands), dtype=np.uint32)
+        for i, r in enumerate(recs):
+            keys[i, : blocks + r.lsh_keys.size] = np.concatenate((r.simhash_keys, r.lsh_keys))
+        docs = BatchColumns(
+            skip=np.zeros(len(recs), dtype=np.bool_),
+            keys=keys,
+            nkeys=np.array([blocks + r.lsh_keys.size for r in recs], dtype=np.int64),
+            exact=np.array([r.exact for r in recs], dtype=np.uint64).reshape(-1, 2),
+            simhash=np.array([r.simhash for r in recs], dtype=np.uint64),
+            sketch=np.stack([r.sketch for r in recs]),
+            nfeat=np.array([r.nfeat for r in recs], dtype=np.int64),
+            ts=np.array([r.ts for r in recs], dtype=np.int64),
+            feats=np.empty(0, dtype=np.uint64),  # replay stores and indexes, never verifies
+            feat_offsets=np.zeros(len(recs) + 1, dtype=np.int64),
+        )
+        batch = cls([r.doc_id for r in recs], docs, blocks)
+        batch.decisions.similarity[:] = [r.similarity for r in recs]
+        batch.decisions.method[:] = [r.method for r in recs]
+        batch.decisions.indexed[:] = [r.indexed for r in recs]
+        return batch
+
+    def mark_known(self, stored: Sequence[int | None]) -> None:
+        """Skip ids already stored (their ref given) or repeated earlier in the batch."""
+        first: dict[str, int] = {}
+        for i, doc_id in enumerate(self.ids):
+            if doc_id in first:
+                self.repeat_of[i] = first[doc_id]
+            else:
+                first[doc_id] = i
+                ref = stored[i]
+                if ref is not None:
+                    self.known[i] = ref
+        for i in (*self.known, *self.repeat_of):
+            self.docs.skip[i] = True
+
+    def stored(self) -> list[int]:
+        """Positions of the documents the kernels stored (neither known nor repeated)."""
+        return [i for i in range(len(self.ids)) if not self.docs.skip[i]]
+
+    def lsh_keys(self, i: int) -> np.ndarray:
+        return self.docs.keys[i, self.blocks : self.docs.nkeys[i]]
+
+    def simhash_keys(self, i: int) -> np.ndarray:
+        return self.docs.keys[i, : self.blocks]

@@ -1,0 +1,106 @@
+"""The named arrays passed between Python and the compiled index kernels.
+
+Every kernel argument that bundles arrays is one of these NamedTuples, so both sides read
+fields by name (`docs.sketch`, `store.ts`) and numba compiles one specialisation per kernel
+whatever the shard count (shard tables are rows of 2-D arrays, not tuples of arrays).
+
+The store's live window is a small int64 array updated in place by the kernels, addressed by
+the named positions BASE, COUNT, START, WATERMARK and EVICTED.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+BASE, COUNT, START, WATERMARK, EVICTED = 0, 1, 2, 3, 4
+WINDOW_FIELDS = 5
+
+# How a document was decided (stored per document as a uint8).
+UNIQUE, EXACT, SIMHASH, MINHASH = 0, 1, 2, 3
+
+
+class BatchColumns(NamedTuple):
+    """Fingerprints of a batch, one row per document."""
+
+    skip: np.ndarray  # bool[n]: the id is known (stored, or earlier in the batch): not decided
+    keys: np.ndarray  # uint32[n, width]: SimHash block keys, then LSH band keys
+    nkeys: np.ndarray  # int64[n]: how many of the row's keys are used
+    exact: np.ndarray  # uint64[n, 2]
+    simhash: np.ndarray  # uint64[n]
+    sketch: np.ndarray  # uint64[n, words]
+    nfeat: np.ndarray  # int64[n]: shingle-set size
+    ts: np.ndarray  # int64[n]: document time (seconds), already clamped
+    feats: np.ndarray  # uint64[...]: sorted feature hashes of the small documents (CSR values)
+    feat_offsets: np.ndarray  # int64[n + 1]: document i's are feats[off[i]:off[i + 1]]
+
+
+class Decisions(NamedTuple):
+    """Per document of a batch: the decision (written by `decide_batch`, read by `append_batch`)."""
+
+    ref: np.ndarray  # int64[n]: the document's own ref once stored
+    match: np.ndarray  # int64[n]: ref of the earlier document it duplicates, or -1
+    similarity: np.ndarray  # float64[n]
+    method: np.ndarray  # int64[n]: UNIQUE, EXACT, SIMHASH or MINHASH
+    indexed: np.ndarray  # bool[n]: whether its keys went into the tables (`is_indexed`)
+
+
+class TableArrays(NamedTuple):
+    """R chained multimaps (rows): key k lives in row k % R."""
+
+    heads: np.ndarray  # int32[R, buckets]: first entry of each bucket chain, -1 when empty
+    nxt: np.ndarray  # int32[R, capacity]: next entry in the chain
+    keys: np.ndarray  # uint32[R, capacity]
+    refs: np.ndarray  # uint32[R, capacity]
+    sizes: np.ndarray  # int64[R]: entries used per row
+
+
+class StoreColumns(NamedTuple):
+    """The document store's ring of columns (see `doc_store`)."""
+
+    exact: np.ndarray  # uint64[cap, 2]
+    simhash: np.ndarray  # uint64[cap]
+    sketch: np.ndarray  # uint64[cap, words]
+    nfeat: np.ndarray  # uint16[cap], saturating at SIZE_CAP
+    ts: np.ndarray  # uint32[cap], or uint32[1] when no retention by age needs it
+    similarity: np.ndarray  # float32[cap]
+    method: np.ndarray  # uint8[cap]
+
+
+class Limits(NamedTuple):
+    """Bounds on buckets and the window; 0 means no limit for the last two."""
+
+    bucket_cap: int
+    max_docs: int
+    max_age: float
+
+
+class Rules(NamedTuple):
+    """What makes a duplicate and what is indexed."""
+
+    threshold: float
+    simhash_k: int
+    index_duplicates: bool
+    retention: bool
+    compact_max: int  # stored sketches of documents with at most this many features are sets
+
+
+class Candidates(NamedTuple):
+    """Verified candidates of one document (estimate >= the minimum asked for)."""
+
+    refs: np.ndarray  # int64[m]
+    similarity: np.ndarray  # float64[m]: 1.0 for an exact copy, else the sketch estimate
+    hamming: np.ndarray  # int64[m]: SimHash distance
+    exact: np.ndarray  # bool[m]: same 128-bit exact hash
+
+
+def new_decisions(n: int) -> Decisions:
+    """Empty decisions for n documents: unique, unmatched, indexed."""
+    return Decisions(
+        ref=np.zeros(n, dtype=np.int64),
+        match=np.full(n, -1, dtype=np.int64),
+        similarity=np.zeros(n, dtype=np.float64),
+        method=np.zeros(n, dtype=np.int64),
+        indexed=np.ones(n, dtype=np.bool_),
+    )

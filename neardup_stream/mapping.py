@@ -1,0 +1,73 @@
+"""How an input message becomes a document: where its id, text and event time come from.
+
+Crawlers and news feeds do not all publish `{"id", "text"}`. An `InputMapping` says:
+
+* `value_format`: `json` (an object) or `text` (the whole value, UTF-8, is the text);
+* the id: a top-level JSON field (`id_field`), or the message key (`id_from_key`, and always
+  with `text` values);
+* the text: one or more fields joined with `text_separator` (e.g. `title` + `body`); fields
+  that are absent or null are left out, and at least one must be present;
+* the event time: `timestamp_field` (ISO 8601 or epoch seconds), or none.
+
+The worker and the offline `dedup` command read the same mapping (flags or `NEARDUP_INPUT__*`),
+so a worker's decisions can be reproduced offline.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+DEFAULT_TEXT_FIELDS = ("text",)
+
+
+class InputMapping(BaseModel):
+    """Where a message's id, text and timestamp are. Immutable; validated at construction."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    value_format: Literal["json", "text"] = Field(
+        "json", description="json: an object with fields; text: the whole value is the text"
+    )
+    id_field: str = Field("id", min_length=1, description="JSON field holding the document id")
+    id_from_key: bool = Field(
+        False, description="take the id from the message key instead of a field"
+    )
+    text_fields: tuple[str, ...] = Field(
+        DEFAULT_TEXT_FIELDS, description="JSON fields joined into the compared text"
+    )
+    text_separator: str = Field("\n\n", description="placed between joined text fields")
+    timestamp_field: str | None = Field(
+        "timestamp", description="JSON field with the event time (ISO 8601 or epoch seconds)"
+    )
+
+    @field_validator("text_fields", mode="before")
+    @classmethod
+    def _split(cls, value: object) -> object:
+        if isinstance(value, str):  # "title,body" from a flag or the environment
+            return tuple(part.strip() for part in value.split(","))
+        return value
+
+    @model_validator(mode="after")
+    def _check(self) -> InputMapping:
+        if not self.text_fields or any(not f for f in self.text_fields):
+            raise ValueError("text_fields must name at least one field, none of them empty")
+        if len(set(self.text_fields)) != len(self.text_fields):
+            raise ValueError(f"text_fields has a repeated field: {list(self.text_fields)}")
+        if not self.id_from_key and self.id_field in self.text_fields:
+            raise ValueError(f"id_field {self.id_field!r} is also a text field")
+        return self
+
+    @property
+    def id_source(self) -> Literal["key", "field"]:
+        """Where ids come from: the message key (text values, or `id_from_key`) or a field."""
+        return "key" if self.id_from_key or self.value_format == "text" else "field"
+
+    @property
+    def is_default(self) -> bool:
+        """`{"id", "text", "timestamp"}` objects: the parser's fast path applies."""
+        return self == DEFAULT_MAPPING
+
+
+DEFAULT_MAPPING = InputMapping()

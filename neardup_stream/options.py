@@ -1,0 +1,82 @@
+"""Command-line flags shared by `dedup`, `compare` and the worker, mapped onto the settings.
+
+Every flag defaults to None ("not given"), so the environment (`NEARDUP_*`) decides unless a
+flag says otherwise; `engine_overrides` turns the given flags into `with_overrides` sections.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from neardup_stream.config import DedupConfig
+
+_ENGINE = (
+    "threshold",
+    "shingle",
+    "shingle_size",
+    "num_perm",
+    "simhash_k",
+    "strip_html",
+    "precise",
+    "max_docs",
+    "max_age_seconds",
+)
+
+
+def add_engine_flags(p: argparse.ArgumentParser, retention: bool = True) -> None:
+    """The engine's flags (`NEARDUP_DEDUP__*`)."""
+    g = p.add_argument_group("engine")
+    g.add_argument("--threshold", type=float, help="Jaccard threshold (default 0.8)")
+    g.add_argument("--shingle", choices=["char", "word"], help="feature kind (default char)")
+    g.add_argument("--shingle-size", type=int, help="k of the k-grams (default 5)")
+    g.add_argument("--num-perm", type=int, help="MinHash signature length (default 128)")
+    g.add_argument("--simhash-k", type=int, help="SimHash Hamming distance (default 3)")
+    g.add_argument("--strip-html", action="store_true", default=None, help="strip HTML first")
+    g.add_argument(
+        "--precise",
+        action="store_true",
+        default=None,
+        help="exact Jaccard near the threshold (more memory)",
+    )
+    if retention:
+        g.add_argument("--max-docs", type=int, help="keep at most this many documents")
+        g.add_argument(
+            "--max-age",
+            type=float,
+            dest="max_age_seconds",
+            help="forget documents older than this many seconds (event time)",
+        )
+
+
+def add_input_flags(p: argparse.ArgumentParser) -> None:
+    """Where ids, texts and timestamps come from (`NEARDUP_INPUT__*`)."""
+    g = p.add_argument_group("input mapping")
+    g.add_argument("--value-format", choices=["json", "text"], help="json objects or plain text")
+    g.add_argument("--id-field", help="JSON field with the document id (default id)")
+    g.add_argument(
+        "--id-from-key",
+        action="store_true",
+        default=None,
+        help="take the id from the message key (always so for text values)",
+    )
+    g.add_argument(
+        "--text-fields", help="comma-separated fields joined into the text (default text)"
+    )
+    g.add_argument("--timestamp-field", help="JSON field with the event time (default timestamp)")
+
+
+def engine_overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """`with_overrides` sections for the engine and input flags present in `args`."""
+    dedup = {name: getattr(args, name, None) for name in _ENGINE}
+    mapping = {
+        name: getattr(args, name, None)
+        for name in ("value_format", "id_field", "id_from_key", "text_fields", "timestamp_field")
+    }
+    return {"dedup": dedup, "input": mapping}
+
+
+def engine_config(args: argparse.Namespace, base: DedupConfig | None = None) -> DedupConfig:
+    """`base` (defaults when omitted) with every engine flag the user gave applied."""
+    given = {k: v for k, v in engine_overrides(args)["dedup"].items() if v is not None}
+    return DedupConfig.model_validate({**(base or DedupConfig()).model_dump(), **given})

@@ -1,0 +1,111 @@
+"""Rebalances keep the indexes of partitions that stay; partitions added at runtime work."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from kafka import KafkaAdminClient, KafkaProducer
+from kafka.admin import NewPartitions
+
+from neardup_stream import Deduplicator, Document
+from tests.integration.harness import Topics, WorkerProcess, decisions, wait_for
+from tests.integration.test_worker import stream
+from tests.unit.conftest import mutate
+
+pytestmark = pytest.mark.integration
+
+
+def produce_to(bootstrap: str, topic: str, placed: list[tuple[int, dict[str, object]]]) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks="all")
+    for partition, doc in placed:
+        producer.send(topic, value=json.dumps(doc).encode(), partition=partition)
+    producer.flush()
+    producer.close()
+
+
+def per_partition_expected(placed: list[tuple[int, dict[str, object]]]) -> dict[str, str]:
+    """Offline decisions, one engine per partition, each in its partition's order."""
+    out: dict[str, str] = {}
+    for p in {p for p, _ in placed}:
+        docs = [Document.model_validate(d) for q, d in placed if q == p]
+        out.update({d.id: d.decision for d in Deduplicator().check_batch(docs)})
+    return out
+
+
+def restores(log: str) -> list[list[int]]:
+    return [json.loads(m) for m in re.findall(r"restoring partitions (\[[\d, ]*\])", log)]
+
+
+def test_a_joining_replica_moves_partitions_without_rebuilding_the_ones_that_stay(
+    kafka_bootstrap: str,
+    kafka_admin: KafkaAdminClient,
+    unique_topic: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    topics = Topics.fresh(unique_topic)
+    group = "g-" + topics.input
+    extra = ["--partitions", "4"]
+    first = [(i % 4, d) for i, d in enumerate(stream(80, seed=21))]
+    copies = [
+        (p, {"id": f"copy-{d['id']}", "text": mutate(str(d["text"]), 0.01, 7)})
+        for p, d in first[:40]
+    ]
+    a = WorkerProcess(kafka_bootstrap, topics, group, tmp_path / "a.log", "a", extra).start()
+    b = WorkerProcess(kafka_bootstrap, topics, group, tmp_path / "b.log", "b", extra)
+    try:
+        a.wait_ready()
+        produce_to(kafka_bootstrap, topics.input, first)
+        assert len(decisions(kafka_bootstrap, topics, len(first))) == len(first)
+        assert restores(a.log()) == [[0, 1, 2, 3]]
+        b.start()
+        wait_for("b to own partitions", lambda: restores(b.log()), 60)
+        b.wait_ready()
+        wait_for("a to settle", lambda: "partitions assigned" in a.log().split("restoring")[-1], 60)
+        moved = restores(b.log())[0]
+        assert moved and set(moved) < {0, 1, 2, 3}
+        # a kept the indexes of the partitions it still owns: no restore after the first
+        assert restores(a.log()) == [[0, 1, 2, 3]], a.log()
+        produce_to(kafka_bootstrap, topics.input, copies)
+        total = len(first) + len(copies)
+        got = decisions(kafka_bootstrap, topics, total)
+        assert all(len(v) == 1 for v in got.values()) and len(got) == total
+        want = per_partition_expected(first + copies)
+        assert {k: v[0][0] for k, v in got.items()} == want
+        assert all(want[str(d["id"])] == "duplicate" for _, d in copies)
+    finally:
+        b.stop() if b.proc else None
+        a.stop()
+
+
+def test_input_partitions_added_at_runtime_are_consumed(
+    kafka_bootstrap: str,
+    kafka_admin: KafkaAdminClient,
+    unique_topic: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    topics = Topics.fresh(unique_topic)
+    env = {"NEARDUP_WORKER__METADATA_MAX_AGE_MS": "2000"}
+    w = WorkerProcess(kafka_bootstrap, topics, "g-" + topics.input, tmp_path / "w.log", env=env)
+    w.start()
+    try:
+        w.wait_ready()
+        docs = stream(30, seed=22)
+        produce_to(kafka_bootstrap, topics.input, [(0, d) for d in docs[:10]])
+        kafka_admin.create_partitions({topics.input: NewPartitions(3)})
+        wait_for(
+            "the new partitions",
+            lambda: [1, 2] in restores(w.log()) or [0, 1, 2] in restores(w.log()),
+            60,
+        )
+        placed = [(0, d) for d in docs[:10]] + [(1 + i % 2, d) for i, d in enumerate(docs[10:])]
+        produce_to(kafka_bootstrap, topics.input, placed[10:])
+        got = decisions(kafka_bootstrap, topics, len(docs))
+        assert {k: v[0][0] for k, v in got.items()} == per_partition_expected(placed)
+        meta = kafka_admin.describe_topics([topics.changelog])[0]
+        assert len(meta["partitions"]) >= 3
+    finally:
+        w.stop()

@@ -1,0 +1,76 @@
+"""When a worker trusts a local snapshot, and failpoint specs; no broker."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from neardup_stream.config import DedupConfig
+from neardup_stream.deduplicator import Deduplicator
+from neardup_stream.models import Document
+from worker import failpoints, snapshots
+
+
+def saved(tmp_path: Path, offset: int = 10) -> DedupConfig:
+    config = DedupConfig()
+    dedup = Deduplicator(config)
+    dedup.check(Document(id="a", text="some text that is long enough to shingle well"))
+    snapshots.save(dedup, tmp_path, "cl", 3, offset)
+    return config
+
+
+def test_a_matching_snapshot_is_used_with_its_offset(tmp_path: Path) -> None:
+    config = saved(tmp_path)
+    found = snapshots.load(tmp_path, "cl", 3, config, 0, 12)
+    assert isinstance(found, snapshots.Snapshot)
+    assert found.offset == 10 and len(found.dedup) == 1
+
+
+@pytest.mark.parametrize(
+    ("changelog", "partition", "config", "start", "end", "reason"),
+    [
+        ("cl", 4, DedupConfig(), 0, 12, "missing"),
+        ("other", 3, DedupConfig(), 0, 12, "missing"),
+        ("cl", 3, DedupConfig(threshold=0.9), 0, 12, "other_config"),
+        ("cl", 3, DedupConfig(max_docs=5), 0, 12, "other_config"),
+        ("cl", 3, DedupConfig(), 11, 20, "out_of_range"),  # compaction/retention moved past it
+        ("cl", 3, DedupConfig(), 0, 9, "out_of_range"),  # the changelog was recreated
+    ],
+)
+def test_a_snapshot_that_does_not_match_is_rejected(
+    tmp_path: Path,
+    changelog: str,
+    partition: int,
+    config: DedupConfig,
+    start: int,
+    end: int,
+    reason: str,
+) -> None:
+    saved(tmp_path)
+    found = snapshots.load(tmp_path, changelog, partition, config, start, end)
+    assert isinstance(found, snapshots.Rejected) and found.reason == reason
+
+
+def test_a_snapshot_moved_to_another_partition_is_rejected(tmp_path: Path) -> None:
+    config = saved(tmp_path)
+    (tmp_path / "cl" / "p3").rename(tmp_path / "cl" / "p4")
+    found = snapshots.load(tmp_path, "cl", 4, config, 0, 12)
+    assert isinstance(found, snapshots.Rejected) and found.reason == "other_topic"
+
+
+@pytest.mark.parametrize("damage", ["state.npz", "meta.json"])
+def test_a_corrupt_snapshot_is_rejected_not_raised(tmp_path: Path, damage: str) -> None:
+    config = saved(tmp_path)
+    target = tmp_path / "cl" / "p3" / damage
+    target.write_bytes(target.read_bytes()[: len(target.read_bytes()) // 2])
+    found = snapshots.load(tmp_path, "cl", 3, config, 0, 12)
+    assert isinstance(found, snapshots.Rejected) and found.reason == "corrupt"
+
+
+def test_failpoint_specs_are_validated() -> None:
+    points = failpoints.parse("batch_produced=kill@3, restore_batch=term")
+    assert points["batch_produced"].at == 3 and points["restore_batch"].action == "term"
+    for bad in ("nowhere=kill", "batch_produced=explode", "batch_produced=kill@0"):
+        with pytest.raises(ValueError):
+            failpoints.parse(bad)

@@ -1,0 +1,95 @@
+"""Which input partitions this worker owns, as the group protocol changes it.
+
+The rebalance listener runs on the Kafka client's thread and only records what changed; the
+loop acts on it between polls. With the (eager) sticky assignor every rebalance revokes all
+partitions and assigns the new set, mostly the same one: a partition revoked and assigned
+back in the same rebalance never belonged to anyone else, so its index stays. A partition
+that was absent from any assignment in between is `dropped`: its index must be rebuilt.
+Before partitions are given up, `on_revoke` settles the commit in flight, while the offsets
+can still be committed under the current generation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Callable
+
+from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
+
+from worker.metrics import Metrics
+
+log = logging.getLogger(__name__)
+
+
+class Assignment(ConsumerRebalanceListener):
+    """The current assignment and the partitions lost since the loop last looked."""
+
+    def __init__(self, topic: str, metrics: Metrics, on_revoke: Callable[[], None]) -> None:
+        self.topic = topic
+        self.metrics = metrics
+        self._on_revoke = on_revoke
+        self._lock = threading.Lock()
+        self._owned: set[int] = set()
+        self._before_revoke: set[int] = set()
+        self._dropped: set[int] = set()
+        self.seen_assignment = False
+
+    def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
+        self._on_revoke()
+        with self._lock:
+            self._before_revoke |= self._owned
+            self._owned -= {tp.partition for tp in revoked}
+
+    def on_partitions_lost(self, lost: list[TopicPartition]) -> None:
+        with self._lock:
+            gone = {tp.partition for tp in lost}
+            self._owned -= gone
+            self._dropped |= gone
+        log.warning("partitions lost (membership expired): %s", sorted(gone))
+
+    def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
+        with self._lock:
+            self._owned |= {tp.partition for tp in assigned}
+            self._dropped |= self._before_revoke - self._owned
+            for p in self._before_revoke - self._owned:
+                with contextlib.suppress(KeyError):
+                    self.metrics.consumer_lag.remove(self.topic, str(p))
+            self._before_revoke = set()
+            self.seen_assignment = True
+            owned = sorted(self._owned)
+        log.info("partitions assigned: %s", owned)
+
+    def owned(self) -> set[int]:
+        with self._lock:
+            return set(self._owned)
+
+    def take(self) -> tuple[set[int], set[int]]:
+        """(owned now, dropped since the last call)."""
+        with self._lock:
+            dropped, self._dropped = self._dropped, set()
+            return set(self._owned), dropped
+
+
+def rewind_to_committed(consumer: KafkaConsumer, topic: str, partitions: set[int]) -> None:
+    """Seek partitions back to their committed offsets (or the beginning if none)."""
+    for p in partitions:
+        tp = TopicPartition(topic, p)
+        committed = consumer.committed(tp)
+        if committed is None:
+            consumer.seek_to_beginning(tp)
+        else:
+            consumer.seek(tp, committed)
+
+
+def update_lag(consumer: KafkaConsumer, topic: str, partitions: set[int], metrics: Metrics) -> None:
+    """Export end-minus-position per partition, from what the fetcher already knows."""
+    for p in partitions:
+        tp = TopicPartition(topic, p)
+        high = consumer.highwater(tp)
+        if high is None:
+            continue
+        with contextlib.suppress(Exception):  # not yet positioned after an assignment
+            lag = max(0, high - consumer.position(tp))
+            metrics.consumer_lag.labels(topic, str(p)).set(lag)

@@ -1,0 +1,147 @@
+"""The worker's topics: create what is missing, and check what exists fits what it writes.
+
+Topics the worker creates get `max.message.bytes` = the largest input it accepts plus
+headroom (`WorkerSettings.output_max_message_bytes`), so a valid document always passes
+through. Existing output topics are checked at start-up: one that is too small is reported
+with the exact command that fixes it, and its limit is returned so the worker routes what
+would not fit to the dead-letter topic (reason `unpublishable`) instead of failing a batch.
+The changelog gets at least as many partitions as the input (record of input partition p goes
+to changelog partition p); `grow_changelog` follows input partitions added at runtime.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from kafka import KafkaAdminClient
+from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
+from kafka.errors import InvalidPartitionsError, TopicAlreadyExistsError
+
+from worker.clients import common_config
+from worker.settings import Settings
+
+log = logging.getLogger(__name__)
+MAX_MESSAGE_BYTES = "max.message.bytes"
+
+
+@dataclass(frozen=True)
+class TopicLayout:
+    """What the loop needs to know about its topics after `ensure_topics`."""
+
+    input_partitions: int
+    limits: dict[str, int]  # output topic -> effective max.message.bytes
+
+
+def ensure_topics(settings: Settings) -> TopicLayout:
+    """Create missing topics, check existing ones; raises RuntimeError when unusable."""
+    topics = settings.topics
+    admin = KafkaAdminClient(**common_config(settings.kafka))
+    try:
+        existing = set(admin.list_topics())
+        limit = str(settings.worker.output_max_message_bytes)
+        spec: dict[str, Any] = {
+            "num_partitions": topics.partitions,
+            "replication_factor": topics.replication_factor,
+        }
+        wanted: dict[str, dict[str, Any]] = {}
+        if topics.input not in existing:
+            wanted[topics.input] = {**spec, "configs": {MAX_MESSAGE_BYTES: limit}}
+        for name in (topics.unique, topics.duplicate, topics.dlq):
+            if name not in existing:
+                wanted[name] = {**spec, "configs": {MAX_MESSAGE_BYTES: limit}}
+        if topics.create and wanted:
+            _create(admin, wanted)
+        partitions = _partition_count(admin, topics.input)
+        if topics.changelog not in existing and topics.create:
+            policy = "compact" if topics.changelog_retention_ms is None else "compact,delete"
+            configs = {"cleanup.policy": policy, MAX_MESSAGE_BYTES: limit}
+            if topics.changelog_retention_ms is not None:
+                configs["retention.ms"] = str(topics.changelog_retention_ms)
+            spec = {"num_partitions": partitions, "replication_factor": topics.replication_factor}
+            _create(admin, {topics.changelog: {**spec, "configs": configs}})
+        grow_changelog(admin, settings, partitions)
+        outputs = (topics.unique, topics.duplicate, topics.dlq, topics.changelog)
+        limits = _limits(admin, outputs)
+        _report_small(limits, settings)
+        return TopicLayout(partitions, limits)
+    finally:
+        admin.close()
+
+
+def grow_changelog(admin: KafkaAdminClient, settings: Settings, input_partitions: int) -> None:
+    """Give the changelog at least `input_partitions` partitions (inputs can grow)."""
+    changelog = settings.topics.changelog
+    have = _partition_count(admin, changelog)
+    if have >= input_partitions:
+        return
+    if not settings.topics.create:
+        raise RuntimeError(
+            f"changelog topic {changelog!r} has {have} partitions; it needs at least the "
+            f"input's {input_partitions} (topic creation is off: add partitions to it)"
+        )
+    try:
+        admin.create_partitions({changelog: NewPartitions(input_partitions)})
+        log.info("changelog %s grown to %d partitions", changelog, input_partitions)
+    except InvalidPartitionsError:
+        log.info("changelog %s was grown by another worker", changelog)
+
+
+def grow_changelog_for(settings: Settings, input_partitions: int) -> None:
+    """`grow_changelog` with a short-lived admin client (runtime partition growth)."""
+    admin = KafkaAdminClient(**common_config(settings.kafka))
+    try:
+        grow_changelog(admin, settings, input_partitions)
+    finally:
+        admin.close()
+
+
+def _limits(admin: KafkaAdminClient, names: tuple[str, ...]) -> dict[str, int]:
+    resources = [
+        ConfigResource(ConfigResourceType.TOPIC, n, {MAX_MESSAGE_BYTES: None}) for n in names
+    ]
+    described = admin.describe_configs(resources, config_filter="all").get("topic", {})
+    limits = {}
+    for name in names:
+        entry = described.get(name, {}).get(MAX_MESSAGE_BYTES)
+        if entry is None:
+            raise RuntimeError(f"could not read {MAX_MESSAGE_BYTES} of topic {name!r}")
+        limits[name] = int(entry["value"])
+    return limits
+
+
+def _report_small(limits: dict[str, int], settings: Settings) -> None:
+    need = settings.worker.output_max_message_bytes
+    for name, have in limits.items():
+        if have >= need:
+            continue
+        log.error(
+            "topic %s has %s=%d, below the %d bytes the worker may write to it; outputs that "
+            "do not fit go to the dead-letter topic as 'unpublishable'. To fix it run: "
+            "kafka-configs.sh --bootstrap-server %s --alter --entity-type topics "
+            "--entity-name %s --add-config %s=%d",
+            name,
+            MAX_MESSAGE_BYTES,
+            have,
+            need,
+            settings.kafka.bootstrap_servers,
+            name,
+            MAX_MESSAGE_BYTES,
+            need,
+        )
+
+
+def _create(admin: KafkaAdminClient, topics: dict[str, dict[str, Any]]) -> None:
+    try:
+        admin.create_topics(topics, wait_for_metadata=True)
+        log.info("created topics %s", sorted(topics))
+    except TopicAlreadyExistsError:
+        log.info("topics %s already exist", sorted(topics))
+
+
+def _partition_count(admin: KafkaAdminClient, topic: str) -> int:
+    meta = admin.describe_topics([topic])
+    if not meta or meta[0].get("error_code", 0) != 0:
+        raise RuntimeError(f"topic {topic!r} does not exist and topic creation is off")
+    return len(meta[0]["partitions"])

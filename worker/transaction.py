@@ -1,0 +1,162 @@
+"""Publishing a batch exactly once: one Kafka transaction per batch, one commit in flight.
+
+`Publisher.publish` opens a transaction, sends every output of a `BatchOutput` (decisions,
+dead letters, changelog records) and adds the input offsets; `commit_async` finishes the
+transaction in a helper thread while the loop polls and decides the next batch (the kernels
+release the GIL). `settle` waits for that commit. A batch that fails comes back as a
+`PublishFailure` naming the inputs the broker rejected for a deterministic reason (too large,
+invalid record): the loop dead-letters those as `unpublishable` on the replay, so the same
+rejection never repeats. Everything else (broker down, timeouts, fencing during a rebalance)
+is transient: the producer is replaced and the batch replayed after a backoff.
+
+At-least-once mode (`exactly_once=False`) sends, flushes and commits offsets synchronously.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
+from kafka import errors as kafka_errors
+
+from worker import clients, failpoints
+from worker.decide import BatchOutput, Source
+from worker.settings import Settings
+
+log = logging.getLogger(__name__)
+
+# Broker or client rejections that repeat whenever the same record is sent again.
+DETERMINISTIC = (
+    kafka_errors.MessageSizeTooLargeError,
+    kafka_errors.RecordListTooLargeError,
+    kafka_errors.InvalidRecordError,
+    kafka_errors.CorruptRecordError,
+    kafka_errors.InvalidTimestampError,
+)
+
+
+@dataclass
+class PublishFailure:
+    """Why a batch did not commit, and which inputs can never be published as they are."""
+
+    error: BaseException
+    partitions: set[int]
+    rejected: dict[Source, str] = field(default_factory=dict)  # input -> why
+
+
+@dataclass
+class _Sent:
+    """A batch whose transaction is open or committing."""
+
+    output: BatchOutput
+    futures: list[Any]  # FutureRecordMetadata per message, aligned with output.messages
+    thread: threading.Thread | None = None
+    error: BaseException | None = None
+
+
+class Publisher:
+    """Owns the producer; at most one transaction is committing at a time."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        consumer: KafkaConsumer,
+        on_committed: Callable[[BatchOutput, float], None],
+    ) -> None:
+        self.settings = settings
+        self.consumer = consumer
+        self.on_committed = on_committed
+        self.producer: KafkaProducer = clients.make_producer(settings)
+        self._sent: _Sent | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def exactly_once(self) -> bool:
+        return self.settings.worker.exactly_once
+
+    def publish(self, output: BatchOutput) -> PublishFailure | None:
+        """Send a batch and start its commit; a failure means nothing of it is committed."""
+        sent = _Sent(output, [])
+        p, changelog = self.producer, self.settings.topics.changelog
+        try:
+            if self.exactly_once:
+                p.begin_transaction()
+            for m in output.messages:
+                sent.futures.append(p.send(m.topic, key=m.key, value=m.value, headers=m.headers))
+            for rec in output.changelog:
+                p.send(changelog, key=rec.key, value=rec.value, partition=rec.partition)
+            offsets = {
+                TopicPartition(topic, partition): OffsetAndMetadata(offset, "", -1)
+                for (topic, partition), offset in output.offsets.items()
+            }
+            if not self.exactly_once:
+                p.flush()
+                self._raise_first(sent)
+                self.consumer.commit(offsets)
+                self.on_committed(output, time.time())
+                return None
+            p.send_offsets_to_transaction(offsets, self.consumer.group_metadata())
+        except BaseException as exc:
+            return self._failure(sent, exc)
+        failpoints.hit("batch_produced")
+        sent.thread = threading.Thread(target=self._commit, args=(sent,), daemon=True)
+        with self._lock:
+            self._sent = sent
+        sent.thread.start()
+        failpoints.hit("commit_inflight")
+        return None
+
+    def _commit(self, sent: _Sent) -> None:
+        """Helper thread: finish the open transaction, then count what it committed."""
+        try:
+            self.producer.commit_transaction()
+        except BaseException as exc:
+            sent.error = exc
+            return
+        failpoints.hit("batch_committed")
+        self.on_committed(sent.output, time.time())
+
+    def settle(self) -> PublishFailure | None:
+        """Wait for the commit in flight (if any); safe from the rebalance listener."""
+        with self._lock:
+            sent, self._sent = self._sent, None
+        if sent is None or sent.thread is None:
+            return None
+        sent.thread.join()
+        return None if sent.error is None else self._failure(sent, sent.error)
+
+    def _raise_first(self, sent: _Sent) -> None:
+        timeout = self.settings.kafka.request_timeout_ms / 1000
+        for future in sent.futures:
+            future.get(timeout=timeout)
+
+    def _failure(self, sent: _Sent, error: BaseException) -> PublishFailure:
+        failure = PublishFailure(error, sent.output.partitions)
+        sources = sent.output.message_sources
+        for i, future in enumerate(sent.futures):
+            if future.is_done and isinstance(future.exception, DETERMINISTIC):
+                failure.rejected[sources[i]] = _describe(future.exception)
+        if isinstance(error, DETERMINISTIC) and len(sent.futures) < len(sources):
+            # send() itself refused the next message (e.g. larger than max_request_size)
+            failure.rejected[sources[len(sent.futures)]] = _describe(error)
+        return failure
+
+    def reset(self) -> None:
+        """Replace the producer: the new one's init_transactions aborts what is open."""
+        try:
+            self.producer.close(timeout=5)
+        except Exception:
+            log.warning("closing the failed producer raised", exc_info=True)
+        self.producer = clients.make_producer(self.settings)
+
+    def close(self) -> None:
+        self.producer.close(timeout=10)
+
+
+def _describe(error: BaseException) -> str:
+    return f"the broker rejected the output: {type(error).__name__}: {error}"[:1000]
