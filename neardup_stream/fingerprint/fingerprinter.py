@@ -80,12 +80,12 @@ class Fingerprinter:
             )
             for column, fixed in zip(raw, again, strict=True):
                 column[redo] = fixed
-            parts = [feats[feat_offsets[d] : feat_offsets[d + 1]] for d in range(len(texts))]
-            for j, d in enumerate(redo):
-                parts[int(d)] = again_feats[again_offsets[j] : again_offsets[j + 1]]
-            feat_offsets = np.zeros(len(texts) + 1, dtype=np.int64)
-            np.cumsum([p.size for p in parts], out=feat_offsets[1:])
-            feats = np.concatenate(parts) if parts else feats
+            # the redone documents' segments are empty: insert their hashes there
+            added = np.diff(again_offsets)
+            feats = np.insert(feats, np.repeat(feat_offsets[redo], added), again_feats)
+            grow = np.zeros(len(texts) + 1, dtype=np.int64)
+            grow[redo + 1] = added
+            feat_offsets = feat_offsets + np.cumsum(grow)
         exact, simhash, sketch, signature, nfeat = raw
         return Fingerprints(
             exact=exact,

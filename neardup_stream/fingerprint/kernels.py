@@ -345,24 +345,59 @@ def fingerprint_batch(
             signature[d, g] = low
         _densify(signature[d])
         if nfeat[d] <= keep_max:
-            uniq = np.unique(feats)
-            feat_values[used : used + uniq.size] = uniq
-            used += uniq.size
+            used = _sorted_distinct(feats, feat_values, used)
         feat_offsets[d + 1] = used
         if 0 < nfeat[d] <= compact_max:
             encode(feat_values[feat_offsets[d] : used], sketch[d])
         else:
-            _densify(bins)
-            _sketch_bits(bins, total, sketch[d])
+            _sketch_bits(bins, total, shift, sketch[d])
     return exact, simhash, sketch, signature, nfeat, feat_values[:used], feat_offsets
 
 
 @njit(cache=True, nogil=True)
-def _sketch_bits(bins, total, out):
-    """The 1-bit sketch of densified OPH bins: the lowest bit of every bin (zero if empty)."""
-    if total > 0:
-        for j in range(bins.size):
-            out[j >> 6] |= (bins[j] & _ONE) << np.uint64(j & 63)
+def _sorted_distinct(feats, out, used):
+    """Append the sorted distinct values of `feats` to out[used:]; returns the new end.
+
+    Sorts in place where the repeats fit; `out` always has room for the distinct values."""
+    if used + feats.size > out.size:
+        uniq = np.unique(feats)
+        out[used : used + uniq.size] = uniq
+        return used + uniq.size
+    part = out[used : used + feats.size]
+    part[:] = feats
+    part.sort()
+    m = 0
+    for j in range(part.size):
+        if j == 0 or part[j] != part[m - 1]:
+            part[m] = part[j]
+            m += 1
+    return used + m
+
+
+@njit(cache=True, nogil=True)
+def _sketch_bits(bins, total, shift, out):
+    """The 1-bit sketch of OPH `bins`: the lowest bit of every bin's minimum; an empty bin
+    borrows from the first non-empty bin of its own fixed pseudo-random probe sequence
+    (optimal densification, Shrivastava 2017), re-hashed with the bin's index.
+
+    Two sets agree on a bin with probability J whatever their sizes, and unlike rotation
+    (which copies each value over a run of empty bins of random length) every non-empty bin
+    is borrowed about equally often, so a sparse document's sketch stays close to the
+    variance of independent permutations. Writes nothing for an empty set."""
+    if total == 0:
+        return
+    k = bins.size
+    for i in range(k):
+        v = bins[i]
+        if v == EMPTY:
+            key = (np.uint64(i) << _S32) + _GOLD
+            a = np.uint64(1)
+            j = (fmix64(key + a) >> shift) & np.uint64(k - 1)
+            while bins[j] == EMPTY:
+                a += _ONE
+                j = (fmix64(key + a) >> shift) & np.uint64(k - 1)
+            v = fmix64(bins[j] ^ key)
+        out[i >> 6] |= (v & _ONE) << np.uint64(i & 63)
 
 
 @njit(cache=True, nogil=True)
@@ -377,8 +412,7 @@ def oph_sketch(feats, sketch_bits, out):
         h = feats[f]
         b = h >> shift
         bins[b] = min(bins[b], h)
-    _densify(bins)
-    _sketch_bits(bins, feats.size, out)
+    _sketch_bits(bins, feats.size, shift, out)
 
 
 @njit(inline="always", cache=True)
