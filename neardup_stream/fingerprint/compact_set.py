@@ -155,13 +155,16 @@ def estimate(hashes, words, n_stored):
 
     The common count M of `b`-bit prefixes exceeds the true intersection I by chance
     collisions; with R = 2**b values, E[M] = R (1 - e^(-I/R) (1 - (1 - e^(-a/R))
-    (1 - e^(-c/R)))), a = |A| - I, c = |B| - I, solved for I by bisection (computed with
-    expm1, so it stays exact when R is so large that collisions are negligible)."""
+    (1 - e^(-c/R)))), a = |A| - I, c = |B| - I, solved for I by bisection (with expm1, stable
+    for large R); where chance collisions are negligible the count itself is used, so a
+    ratio such as 4/5 compares with the threshold exactly as the exact Jaccard does."""
     n_query = hashes.size
     if n_query == 0 or n_stored == 0:
         return 0.0
     common, b = common_values(hashes, words)
     rng = 2.0**b
+    if n_query * n_stored < 1e-4 * rng:  # chance collisions negligible: the count is exact
+        return common / (n_query + n_stored - common)
     lo, hi = 0.0, float(min(n_query, n_stored))
     for _ in range(50):
         mid = 0.5 * (lo + hi)

@@ -46,7 +46,7 @@ def test_small_sets_are_estimated_exactly(n: int, data: st.DataObject) -> None:
     a, b = _pair(n, inter, data.draw(st.integers(0, 2**31)))
     words = np.zeros(SKETCH_BITS // 64, dtype=np.uint64)
     compact_set.encode(b, words)
-    assert abs(compact_set.estimate(a, words, b.size) - inter / (2 * n - inter)) < 1e-9
+    assert compact_set.estimate(a, words, b.size) == inter / (2 * n - inter)
 
 
 def test_sets_near_the_limit_are_estimated_closely_and_without_bias() -> None:
@@ -90,7 +90,8 @@ def test_near_threshold_short_pairs_are_decided_by_exact_jaccard() -> None:
     base = " ".join(words[:50])
     above = " ".join(words[:45] + words[100:105])  # 45 / 55 = 0.818
     below = " ".join(words[:44] + words[110:116])  # 44 / 56 = 0.786
-    for text, want in ((above, "duplicate"), (below, "unique")):
+    exactly = " ".join(words[:40])  # 40 / 50 = 0.8: at the threshold
+    for text, want in ((above, "duplicate"), (below, "unique"), (exactly, "duplicate")):
         assert compare(base, text, config).decision == want
 
 
