@@ -11,8 +11,11 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
+# The warm-up builds the Unicode fold table and compiles every kernel into numba's cache, so
+# the first `neardup-stream dedup` after install starts warm (seconds saved, not correctness).
 install: $(PY)
 	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m neardup_stream.warmup
 
 # The whole suite: unit tests and integration tests against a real local Kafka broker.
 test: install

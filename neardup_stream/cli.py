@@ -24,9 +24,7 @@ from typing import IO, Any
 
 from pydantic import ValidationError
 
-from neardup_stream.compare import compare
 from neardup_stream.config import DedupConfig
-from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.mapping import DEFAULT_MAPPING, InputMapping
 from neardup_stream.models import Document, json_schemas
 from neardup_stream.options import (
@@ -68,6 +66,8 @@ def run_dedup(
     mapping: InputMapping = DEFAULT_MAPPING,
 ) -> Counter[str]:
     """Stream JSONL documents from `source` to decisions on `sink`; returns counters."""
+    from neardup_stream.deduplicator import Deduplicator  # the compiled kernels load here
+
     dedup = Deduplicator(config)
     counts: Counter[str] = Counter()
     batch: list[Document] = []
@@ -136,6 +136,8 @@ def _cmd_dedup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
+    from neardup_stream.compare import compare  # the compiled kernels load here
+
     report = compare(_read_text(args.a), _read_text(args.b), engine_config(args))
     if args.json:
         print(json.dumps(report.as_dict()))

@@ -60,6 +60,12 @@ class DedupConfig(BaseModel):
     index_duplicates: bool = Field(True, description="index near-duplicates too (catches chains)")
     max_docs: int | None = Field(None, ge=1, lt=2**31, description="evict the oldest beyond this")
     max_age_seconds: float | None = Field(None, gt=0, description="evict documents older than this")
+    max_future_skew_seconds: float = Field(
+        3600,
+        ge=0,
+        description="document times are clamped to at most this far ahead of their record "
+        "time and of the wall clock (see `event_time`)",
+    )
     precise: bool = Field(
         False, description="keep shingle sets; report and decide on exact Jaccard"
     )

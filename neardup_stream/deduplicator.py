@@ -20,6 +20,7 @@ import numpy as np
 
 from neardup_stream.batch import Batch
 from neardup_stream.config import DedupConfig
+from neardup_stream.event_time import event_times
 from neardup_stream.fingerprint.fingerprinter import Fingerprinter
 from neardup_stream.index import kernels
 from neardup_stream.index.columns import EVICTED, UNIQUE, WATERMARK, Limits, Rules
@@ -29,8 +30,6 @@ from neardup_stream.index.shards import ShardedIndex
 from neardup_stream.models import METHODS, Decision, Document
 from neardup_stream.precise import FeatureSets
 from neardup_stream.records import FingerprintRecord
-
-_MAX_TS = 2**32 - 1
 
 
 @dataclass(frozen=True)
@@ -100,27 +99,21 @@ class Deduplicator:
         docs: Sequence[Document],
         now: float | None = None,
         records: bool = False,
-        times: Sequence[float] | None = None,
+        times: Sequence[float | None] | None = None,
     ) -> list[Outcome]:
         """Decide documents in order, optionally returning their fingerprint records.
 
         Args:
             docs: Documents in stream order.
-            now: Seconds used as the time of documents without a timestamp (default: now).
+            now: The wall clock in seconds (default: `time.time()`).
             records: Build a `FingerprintRecord` for every newly stored document.
-            times: Per-document fallback times (e.g. Kafka record times), instead of `now`.
+            times: Per-document record times in seconds (e.g. Kafka record timestamps;
+                None or negative for none). Event times follow `event_time.event_times`.
         """
         texts = [d.text for d in docs]
-        default_ts = time.time() if now is None else now
-        fallback = times if times is not None else [default_ts] * len(docs)
-        ts = [
-            d.timestamp.timestamp() if d.timestamp else t
-            for d, t in zip(docs, fallback, strict=True)
-        ]
-        ts_column = np.clip(np.array(ts, dtype=np.float64), 0, _MAX_TS).astype(np.int64)
-        batch = Batch.from_fingerprints(
-            [d.id for d in docs], self.fingerprinter.batch(texts), ts_column
-        )
+        real = time.time() if now is None else now
+        ts = event_times(docs, real, self.config.max_future_skew_seconds, times)
+        batch = Batch.from_fingerprints([d.id for d in docs], self.fingerprinter.batch(texts), ts)
         batch.mark_known(self.registry.find_all(batch.ids, self.store))
         self.store.reserve(len(batch))  # no row moves while the batch is decided
         feats: dict[int, np.ndarray] = {}
@@ -164,8 +157,10 @@ class Deduplicator:
             chosen = self.features.choose(feats[i], cands)
             if chosen is not None:
                 out.match[i], out.similarity[i], out.method[i] = chosen
+            late = kernels.expired(st.window, batch.docs.ts[i], self._limits)
+            rules = self._rules
             out.indexed[i] = kernels.is_indexed(
-                out.method[i], self._rules.index_duplicates, self._rules.retention
+                out.method[i], late, rules.index_duplicates, rules.retention
             )
             self._run(batch, decide=False, begin=i, end=i + 1)
             self.features.add(int(out.ref[i]), feats[i])

@@ -15,7 +15,6 @@ the engine failed on, alone in its batch, is likewise dead-lettered as `internal
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -24,7 +23,7 @@ from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.mapping import InputMapping
 from neardup_stream.models import Document, ErrorRecord
 from neardup_stream.parsing import ParseError, parse_document
-from worker import codec
+from worker import changelog, codec
 
 # Record-batch and header overhead counted against a topic's max.message.bytes.
 RECORD_OVERHEAD_BYTES = 1024
@@ -73,7 +72,7 @@ class DecideRules:
 
 @dataclass(frozen=True)
 class ChangelogRecord:
-    """An index record for changelog partition = input partition."""
+    """A changelog message (packed index records) for changelog partition = input partition."""
 
     partition: int
     key: bytes
@@ -183,9 +182,11 @@ def _decide_partition(
         kept.append(record)
     if not docs:
         return
-    now = time.time()
-    times = [r.timestamp_ms / 1000 if r.timestamp_ms >= 0 else now for r in kept]
+    # Kafka's record time is each document's reference time (-1: none, the wall clock then);
+    # the engine clamps event times that run ahead of it (`max_future_skew_seconds`).
+    times = [r.timestamp_ms / 1000 if r.timestamp_ms >= 0 else None for r in kept]
     outcomes = dedup.process(docs, records=True, times=times)
+    stored: list[bytes] = []
     for record, outcome in zip(kept, outcomes, strict=True):
         d = outcome.decision
         if d.is_duplicate:
@@ -193,7 +194,9 @@ def _decide_partition(
         else:
             out.add(codec.unique_message(rules.unique_topic, d, record.value or b""), record.source)
         if outcome.record is not None:
-            value = outcome.record.encode()
-            out.changelog.append(ChangelogRecord(record.source.partition, d.id.encode(), value))
+            stored.append(outcome.record.encode())
         out.timestamps_ms.append(record.timestamp_ms)
         out.decided.append((d.decision, d.method or "none"))
+    partition, first = kept[0].source.partition, kept[0].source.offset
+    for i, value in enumerate(changelog.pack(stored)):
+        out.changelog.append(ChangelogRecord(partition, f"{partition}:{first}:{i}".encode(), value))

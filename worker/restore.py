@@ -21,7 +21,7 @@ from kafka import KafkaConsumer, TopicPartition
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.records import FingerprintRecord
-from worker import failpoints, snapshots
+from worker import changelog, failpoints, snapshots
 from worker.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -116,14 +116,20 @@ def _apply(
         if msg.value is None:
             continue  # a compaction tombstone
         try:
-            record = FingerprintRecord.decode(msg.value)
-        except Exception as exc:
-            _skip(metrics, "corrupt", tp, msg.offset, f"{type(exc).__name__}: {exc}")
+            packed = changelog.unpack(msg.value)
+        except ValueError as exc:
+            _skip(metrics, "corrupt", tp, msg.offset, str(exc))
             continue
-        if record.config_id != config.fingerprint_id:
-            _skip(metrics, "other_config", tp, msg.offset, "made under other fingerprint settings")
-            continue
-        records.append((msg.offset, record))
+        for raw in packed:
+            try:
+                record = FingerprintRecord.decode(raw)
+            except Exception as exc:  # any malformed bytes: struct, unicode, numpy
+                _skip(metrics, "corrupt", tp, msg.offset, f"{type(exc).__name__}: {exc}")
+                continue
+            if record.config_id != config.fingerprint_id:
+                _skip(metrics, "other_config", tp, msg.offset, "other fingerprint settings")
+                continue
+            records.append((msg.offset, record))
     try:
         dedup.apply_records([r for _, r in records])
         return len(records)

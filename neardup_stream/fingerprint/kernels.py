@@ -19,16 +19,23 @@ One pass over the features of a document computes, per feature, in O(1):
   with a carry-save adder tree so a vote costs a handful of word operations, not 64 adds;
 * a one-permutation MinHash (OPH) of `sketch_bits` bins: bin = top bits of a second hash,
   value = min hash in the bin. Grouping bins gives the `num_perm`-value MinHash signature used
-  for LSH banding; the lowest bit of every bin gives the 1-bit verification sketch (b-bit
-  minwise hashing). Empty bins are filled by rotation densification (Shrivastava & Li 2014).
+  for LSH banding (empty groups filled by rotation densification, Shrivastava & Li 2014); the
+  lowest bit of every bin gives the 1-bit verification sketch (b-bit minwise hashing; empty
+  bins filled by optimal densification, Shrivastava 2017). A document with few distinct
+  features keeps its Rice-coded feature set in the sketch's place instead (`compact_set`).
 """
 
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
-from neardup_stream.fingerprint.compact_set import encode
+from neardup_stream.caches import seed_jit_cache
+
+seed_jit_cache()  # before the first @njit(cache=True) sets up numba's cache directory
+
+from numba import njit  # noqa: E402
+
+from neardup_stream.fingerprint.compact_set import encode  # noqa: E402
 
 EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 _M1 = np.uint64(0xFF51AFD7ED558CCD)

@@ -20,6 +20,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from neardup_stream.caches import cached_arrays
+
 _TAG = re.compile(r"<(script|style)\b.*?</\1\s*>|<!--.*?-->|<[^>]{0,2000}>", re.S | re.I)
 
 
@@ -48,8 +50,16 @@ def _composes_backwards() -> set[int]:
 def fold_table() -> tuple[np.ndarray, np.ndarray]:
     """(index, pool): pool[index[c]] = length, then the code points of casefold(NFKC(c)).
 
-    index[c] is -1 where c is not context-free under NFKC (see the module docstring).
+    index[c] is -1 where c is not context-free under NFKC (see the module docstring). The
+    table depends only on the Unicode version; it is built once and kept on disk (`caches`).
     """
+    name = f"fold-v1-unicode{unicodedata.unidata_version}-{FOLD_LIMIT:x}.npz"
+    index, pool = cached_arrays(name, ("index", "pool"), build_fold_table)
+    return index, pool
+
+
+def build_fold_table() -> tuple[np.ndarray, np.ndarray]:
+    """Compute `fold_table()` from `unicodedata` (a few seconds)."""
     backwards = _composes_backwards()
     index = np.full(FOLD_LIMIT, -1, dtype=np.int32)
     pool: list[int] = []

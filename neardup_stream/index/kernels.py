@@ -14,7 +14,7 @@ import numpy as np
 from numba import njit
 
 from neardup_stream.fingerprint.compact_set import estimate
-from neardup_stream.fingerprint.kernels import oph_sketch, popcount64
+from neardup_stream.fingerprint.kernels import oph_sketch, popcount64  # (seeds the JIT cache first)
 from neardup_stream.index.columns import (
     BASE,
     COUNT,
@@ -34,14 +34,23 @@ SIZE_CAP = 65535  # stored set sizes saturate here (uint16)
 
 
 @njit(cache=True)
-def is_indexed(method, index_duplicates, retention):
+def is_indexed(method, expired, index_duplicates, retention):
     """Whether a document decided with `method` goes into the tables (the only such rule).
 
-    Unique documents always do. Near-duplicates do when `index_duplicates` (so drifting chains
-    are caught); exact copies add no keys of their own, unless retention may evict the
-    original while the copy lives on.
+    Unique documents do. Near-duplicates do when `index_duplicates` (so drifting chains are
+    caught); exact copies add no keys of their own, unless retention may evict the original
+    while the copy lives on. A document that arrives already `expired` (older than the age
+    window) never does: it cannot be anyone's match.
     """
+    if expired:
+        return False
     return method == UNIQUE or (index_duplicates and (method != EXACT or retention))
+
+
+@njit(cache=True)
+def expired(window, ts, limits):
+    """Whether time `ts` is already outside the age window ending at the watermark."""
+    return limits.max_age > 0 and ts < window[WATERMARK] - limits.max_age
 
 
 @njit(inline="always", cache=True)
@@ -316,7 +325,8 @@ def decide_batch(begin, end, docs, out, t, store, window, limits, rules):
                 match, sim = cands.refs[c], cands.similarity[c]
                 method = SIMHASH if cands.hamming[c] <= rules.simhash_k else MINHASH
         ref = _append(i, docs, store, window, sim, method)
-        indexed = is_indexed(method, rules.index_duplicates, rules.retention)
+        late = expired(window, docs.ts[i], limits)
+        indexed = is_indexed(method, late, rules.index_duplicates, rules.retention)
         out.ref[i], out.match[i], out.similarity[i] = ref, match, sim
         out.method[i], out.indexed[i] = method, indexed
         if indexed:

@@ -14,6 +14,12 @@ Set ``KAFKA_KEEP_RUNNING=1`` to leave a broker started by the session running.
 
 ``kafka_admin`` is a session-wide ``KafkaAdminClient``; ``unique_topic`` is a
 factory making collision-free topic names so tests don't see each other's data.
+
+``prometheus`` (session scope) is a real Prometheus started with
+``deploy/local/prometheus.sh`` on a free loopback port (see tests/integration/prometheus.py);
+``promtool`` is the path of Prometheus' rule-testing tool. Both come from Debian's
+``prometheus`` package, which the script installs when it is missing and it runs as root.
+When it cannot be installed they fail the tests in CI (``CI=true``) and skip them elsewhere.
 """
 
 from __future__ import annotations
@@ -23,9 +29,16 @@ import subprocess
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 import pytest
+
+from tests.integration.prometheus import (
+    Prometheus,
+    PrometheusUnavailable,
+    ensure_promtool,
+    running_prometheus,
+)
 
 if TYPE_CHECKING:
     from kafka import KafkaAdminClient
@@ -103,3 +116,29 @@ def unique_topic(request: pytest.FixtureRequest) -> Iterator[Callable[[str], str
         return f"{prefix}-{test_name}-{uuid.uuid4().hex[:12]}"
 
     yield make
+
+
+def _unavailable(exc: PrometheusUnavailable) -> NoReturn:
+    """Missing Prometheus: a failure in CI (it must be installable there), a skip elsewhere."""
+    if os.environ.get("CI", "").lower() in {"1", "true", "yes"}:
+        pytest.fail(f"Prometheus is required in CI: {exc}", pytrace=False)
+    pytest.skip(f"Debian's prometheus package is not installed: {exc}")
+
+
+@pytest.fixture(scope="session")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Prometheus]:
+    """A real Prometheus scraping (every second) the targets a test sets."""
+    try:
+        with running_prometheus(tmp_path_factory.mktemp("prometheus")) as prom:
+            yield prom
+    except PrometheusUnavailable as exc:
+        _unavailable(exc)
+
+
+@pytest.fixture(scope="session")
+def promtool() -> str:
+    """Path of `promtool` (Debian's prometheus package)."""
+    try:
+        return ensure_promtool()
+    except PrometheusUnavailable as exc:
+        _unavailable(exc)

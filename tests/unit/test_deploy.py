@@ -654,6 +654,22 @@ def test_alert_rules_are_well_formed_and_use_real_metrics() -> None:
     )
 
 
+def test_every_alert_has_promtool_tests_that_fire_and_that_do_not() -> None:
+    """deploy/prometheus/alerts.test.yml (run by tests/integration/test_alert_rules.py) tests
+    each alert with input series, both where it must fire and where it must stay quiet."""
+    tests = _yaml(PROMETHEUS_DIR / "alerts.test.yml")
+    assert tests["rule_files"] == ["alerts.yml"]
+    firing: set[str] = set()
+    quiet: set[str] = set()
+    for case in tests["tests"]:
+        assert case["input_series"], case["name"]
+        for check in case["alert_rule_test"]:
+            (firing if check["exp_alerts"] else quiet).add(check["alertname"])
+    alerts = {r["alert"] for g in alert_groups() for r in g["rules"] if "alert" in r}
+    assert firing == alerts, f"alerts never tested firing: {alerts - firing}"
+    assert quiet == alerts, f"alerts never tested quiet: {alerts - quiet}"
+
+
 # --- Kubernetes -----------------------------------------------------------------------------
 
 

@@ -4,7 +4,7 @@
     python deploy/local/demo/make_sample.py --check    # exit 1 if the file is stale
 
 The sample is a crawl-like stream of invented English and Chinese news articles built from
-the sentence pools in `sample_templates.py`, interleaved with the kinds of near-duplicates a
+the sentence pools in `sample_templates.json`, interleaved with the kinds of near-duplicates a
 news crawler sees: syndicated copies (wire datelines, bylines, "Share this article" footers),
 exact reposts, whitespace/punctuation-only reformatting, light copy edits, corrected
 re-publications of articles first published with typos, truncated teasers, reordered
@@ -26,9 +26,12 @@ from collections import Counter
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import SimpleNamespace
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import sample_templates as T
+TEMPLATES = Path(__file__).resolve().parent / "sample_templates.json"
+T = SimpleNamespace(
+    **{k: v for k, v in json.loads(TEMPLATES.read_text(encoding="utf-8")).items() if k[0] != "_"}
+)
 
 SEED = 20240304
 OUT = Path(__file__).resolve().parent / "sample.jsonl"

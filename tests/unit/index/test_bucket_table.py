@@ -6,18 +6,28 @@ from hypothesis import strategies as st
 
 from neardup_stream.index.bucket_table import BucketTable
 
+# Keys that repeat, keys that share a bucket (equal low bits), and arbitrary keys.
+KEYS = st.one_of(
+    st.integers(0, 20),
+    st.integers(0, 20).map(lambda k: (k << 20) | 5),
+    st.integers(0, 2**32 - 1),
+)
 
-@settings(max_examples=30, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 50), st.integers(0, 2**32 - 1)), max_size=3000))
-def test_probe_returns_exactly_what_was_inserted(pairs: list[tuple[int, int]]) -> None:
-    table = BucketTable(cap=10**6)
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(KEYS, max_size=3000), st.integers(1, 5))
+def test_probe_returns_exactly_what_was_inserted(keys: list[int], rows: int) -> None:
+    table = BucketTable(cap=10**6, rows=rows)
     model: dict[int, list[int]] = defaultdict(list)
-    for ref, key in enumerate(k for _, k in pairs):
+    for ref, key in enumerate(keys):
         table.insert(np.array([key], dtype=np.uint32), np.array([ref], dtype=np.uint32))
         model[key].append(ref)
+    assert len(table) == len(keys)
     for key, refs in model.items():
         got = table.probe(np.array([key], dtype=np.uint32))
         assert sorted(got.tolist()) == refs
+    absent = next(k for k in range(10**6) if k not in model)
+    assert table.probe(np.array([absent], dtype=np.uint32)).size == 0
 
 
 def test_growth_keeps_entries() -> None:

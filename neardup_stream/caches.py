@@ -1,0 +1,85 @@
+"""Start-up caches: derived tables kept on disk, and numba's compiled-code cache.
+
+Two things are slow to make and never change for a given install: the Unicode fold table
+(`fingerprint.normalize.fold_table`, seconds of `unicodedata` calls) and the machine code of
+the compiled kernels (numba, tens of seconds). `python -m neardup_stream.warmup` makes both at
+install or image-build time, so the first run starts warm.
+
+* Derived tables are `.npz` files named by what they depend on (e.g. the Unicode version),
+  looked up in `$NEARDUP_CACHE_DIR`, then inside the installed package, then in the user's
+  cache directory; a missing one is built and written (atomically, best effort) to the first
+  writable of those.
+* numba needs a writable cache directory (`NUMBA_CACHE_DIR`). An image can carry a read-only,
+  pre-filled copy and name it in `NEARDUP_JIT_CACHE_SEED`: `seed_jit_cache()` (called before
+  any kernel module is imported) copies it into `NUMBA_CACHE_DIR` when that holds no cache index yet.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+_PACKAGE_DIR = Path(__file__).resolve().parent / "_cache"
+
+
+def cache_dirs() -> list[Path]:
+    """Where derived tables are looked for, in order."""
+    dirs = []
+    if os.environ.get("NEARDUP_CACHE_DIR"):
+        dirs.append(Path(os.environ["NEARDUP_CACHE_DIR"]))
+    dirs.append(_PACKAGE_DIR)
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    dirs.append(Path(xdg) / "neardup-stream")
+    return dirs
+
+
+def _load(path: Path, names: tuple[str, ...]) -> tuple[np.ndarray, ...] | None:
+    try:
+        with np.load(path) as npz:
+            return tuple(npz[n] for n in names)
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def _save(path: Path, arrays: dict[str, np.ndarray]) -> bool:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        with os.fdopen(fd, "wb") as fh:
+            np.savez(fh, **arrays)  # type: ignore[arg-type]
+        os.replace(tmp, path)
+        return True
+    except OSError:
+        return False
+
+
+def cached_arrays(
+    name: str, names: tuple[str, ...], build: Callable[[], tuple[np.ndarray, ...]]
+) -> tuple[np.ndarray, ...]:
+    """The arrays stored as `name` in a cache directory, else `build()` them and store them."""
+    for d in cache_dirs():
+        found = _load(d / name, names)
+        if found is not None:
+            return found
+    arrays = build()
+    for d in cache_dirs():
+        if _save(d / name, dict(zip(names, arrays, strict=True))):
+            break
+    return arrays
+
+
+def seed_jit_cache() -> None:
+    """Copy the pre-filled JIT cache named by NEARDUP_JIT_CACHE_SEED into NUMBA_CACHE_DIR."""
+    seed, target = os.environ.get("NEARDUP_JIT_CACHE_SEED"), os.environ.get("NUMBA_CACHE_DIR")
+    if not seed or not target or not Path(seed).is_dir():
+        return
+    if Path(target).is_dir() and any(Path(target).rglob("*.nbi")):
+        return
+    with contextlib.suppress(OSError):  # numba compiles what it cannot load: slower, not wrong
+        shutil.copytree(seed, target, dirs_exist_ok=True)
