@@ -44,6 +44,7 @@ _FNV = np.uint64(0x100000001B3)
 _GOLD = np.uint64(0x9E3779B97F4A7C15)
 _S33 = np.uint64(33)
 _S32 = np.uint64(32)
+_S63 = np.uint64(63)
 _ONE = np.uint64(1)
 _SPACE = np.uint32(32)
 _K1 = np.uint64(0x5555555555555555)
@@ -381,6 +382,13 @@ def _sorted_distinct(feats, out, used):
     return used + m
 
 
+@njit(inline="always", cache=True)
+def _probe(x, shift):
+    """Bin of the probe `x`: half of fmix64 (one xor-shift, one multiply), top bits."""
+    x ^= x >> _S32
+    return (x * _M1) >> shift
+
+
 @njit(cache=True, nogil=True)
 def _sketch_bits(bins, total, shift, out):
     """The 1-bit sketch of OPH `bins`: the lowest bit of every bin's minimum; an empty bin
@@ -397,13 +405,13 @@ def _sketch_bits(bins, total, shift, out):
     for i in range(k):
         v = bins[i]
         if v == EMPTY:
-            key = (np.uint64(i) << _S32) + _GOLD
-            a = np.uint64(1)
-            j = (fmix64(key + a) >> shift) & np.uint64(k - 1)
+            key = (np.uint64(i) + _ONE) * _M2
+            step = _GOLD
+            j = _probe(key + step, shift)
             while bins[j] == EMPTY:
-                a += _ONE
-                j = (fmix64(key + a) >> shift) & np.uint64(k - 1)
-            v = fmix64(bins[j] ^ key)
+                step += _GOLD
+                j = _probe(key + step, shift)
+            v = ((bins[j] ^ key) * _M1) >> _S63  # one well-mixed bit of (borrowed value, i)
         out[i >> 6] |= (v & _ONE) << np.uint64(i & 63)
 
 
