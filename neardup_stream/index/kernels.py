@@ -101,17 +101,28 @@ def live_hits(t, qkeys, base, count):
 
 @njit(inline="always", cache=True)
 def _insert_one(t, q, ref, cap, base, count):
+    """Store ref under q; a key already holding `cap` live refs gives up its oldest instead.
+
+    Keeping the newest refs matters under retention: the oldest are evicted first, and a key
+    that kept them would soon hold only dead entries while live documents share it.
+    """
     r = q % t.heads.shape[0]
     heads, nxt, keys, refs = t.heads[r], t.nxt[r], t.keys[r], t.refs[r]
     b = q & (heads.size - 1)
     e = heads[b]
     same = 0
+    oldest = -1
+    oldest_age = _U32
     while e >= 0:
         if keys[e] == q and _alive(refs[e], base, count):
             same += 1
-            if same >= cap:
-                return
+            age = (np.uint64(refs[e]) - np.uint64(base)) & _U32  # position in the window
+            if age < oldest_age:
+                oldest, oldest_age = e, age
         e = nxt[e]
+    if same >= cap:
+        refs[oldest] = ref
+        return
     size = t.sizes[r]
     keys[size] = q
     refs[size] = ref
@@ -122,7 +133,7 @@ def _insert_one(t, q, ref, cap, base, count):
 
 @njit(cache=True, nogil=True)
 def tables_insert(t, qkeys, qrefs, cap, base, count):
-    """Insert (qkeys[i], qrefs[i]) unless that key already holds `cap` live refs."""
+    """Insert (qkeys[i], qrefs[i]); a key at its cap of live refs replaces its oldest."""
     for i in range(qkeys.size):
         _insert_one(t, qkeys[i], qrefs[i], cap, base, count)
 

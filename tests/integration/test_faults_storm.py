@@ -1,5 +1,6 @@
 """Fault injection: a storm of malformed input never stops the worker, and every message gets
-exactly one outcome (a decision, or one bounded dead letter with the right reason)."""
+exactly one outcome (a decision, or one bounded dead letter with the right reason). Some
+messages, valid and malformed, carry no record time (-1)."""
 
 from __future__ import annotations
 
@@ -13,16 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.harness import (
-    Topics,
-    WorkerProcess,
+from tests.integration.faults import (
     assert_exactly_once,
     create_topic,
-    decisions,
-    read_all,
     send_records,
     topic_config,
     wait_committed,
+)
+from tests.integration.harness import (
+    Topics,
+    WorkerProcess,
+    decisions,
+    read_all,
 )
 from tests.integration.test_worker import expected, stream
 from tests.unit.conftest import random_text
@@ -129,6 +132,11 @@ def _key(i: int, kind: str, raw: bytes | None) -> bytes | None:
     return f"tombstone-{i}".encode() if raw is None else None
 
 
+def _time(i: int) -> int | None:
+    """Every 29th message has no record time (-1); the others get the broker's."""
+    return -1 if i % 29 == 0 else None
+
+
 def test_malformed_storm(
     kafka_bootstrap: str, unique_topic: Callable[[str], str], tmp_path: Path
 ) -> None:
@@ -137,6 +145,7 @@ def test_malformed_storm(
     valid = [json.loads(raw) for kind, raw in storm if kind == "doc" and raw is not None]
     assert len(bad) >= 1000 and len({k for k, _ in bad}) >= 12 and len(valid) == 301
     assert max(len(json.dumps(d)) for d in valid) > 1_900_000
+    assert sum(kind == "doc" and _time(i) == -1 for i, (kind, _) in enumerate(storm)) >= 5
 
     topics = Topics.fresh(unique_topic)
     create_topic(kafka_bootstrap, topics.input, configs={"max.message.bytes": str(2 * OVERSIZED)})
@@ -144,7 +153,7 @@ def test_malformed_storm(
     worker = WorkerProcess(kafka_bootstrap, topics, group, tmp_path / "w.log").start()
     try:
         worker.wait_ready()
-        records = [(_key(i, kind, raw), raw, None) for i, (kind, raw) in enumerate(storm)]
+        records = [(_key(i, kind, raw), raw, _time(i)) for i, (kind, raw) in enumerate(storm)]
         offsets = send_records(
             kafka_bootstrap, topics.input, records, max_request_size=2 * OVERSIZED
         )
@@ -175,7 +184,9 @@ def test_malformed_storm(
             "reason": record["reason"] == REASONS[kind],
             "header": dict(m.headers).get("neardup.error") == REASONS[kind].encode(),
             "source": record["source"]["topic"] == topics.input
-            and record["source"]["partition"] == 0,
+            and record["source"]["partition"] == 0
+            and isinstance(record["source"].get("timestamp"), int),
+            "at": bool(record.get("at")),
             "raw_length": record["raw_length"] == len(raw),
             "raw_sha256": record["raw_sha256"] == hashlib.sha256(raw).hexdigest(),
             "raw_base64": prefix == raw[:DLQ_PAYLOAD_BYTES],

@@ -12,7 +12,8 @@ from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import NewPartitions
 
 from neardup_stream import Deduplicator, Document
-from tests.integration.harness import Topics, WorkerProcess, decisions, wait_for
+from tests.integration.faults import wait_for
+from tests.integration.harness import Topics, WorkerProcess, decisions
 from tests.integration.test_worker import stream
 from tests.unit.conftest import mutate
 

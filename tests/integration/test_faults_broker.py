@@ -1,0 +1,97 @@
+"""Fault injection: the broker paused (SIGSTOP) for longer than the worker's session timeout,
+and then restarted, mid-stream. No decision is lost or repeated.
+
+This test runs a broker of its own (deploy/local/kafka.sh on the first free port pair from
+$KAFKA_FAULT_PORT, default 29092, with a data dir under the test's tmp dir), so the shared
+broker is never disturbed.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.faults import (
+    Broker,
+    Feeder,
+    assert_exactly_once,
+    create_topic,
+    doc_records,
+    free_port_pair,
+    long_range_stream,
+    wait_committed,
+)
+from tests.integration.harness import (
+    Topics,
+    WorkerProcess,
+    decisions,
+)
+from tests.integration.test_worker import expected
+
+pytestmark = pytest.mark.integration
+
+SESSION_TIMEOUT_S = 10  # the worker's default session.timeout.ms
+PAUSE_S = SESSION_TIMEOUT_S + 6
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
+    port = free_port_pair(int(os.environ.get("KAFKA_FAULT_PORT", "29092")))
+    own = Broker(port, tmp_path_factory.mktemp(f"kafka-{port}"))
+    own.start()
+    try:
+        yield own
+    finally:
+        own.stop()
+
+
+def _hold(seconds: float, worker: WorkerProcess) -> None:
+    """Keep a fault in place for `seconds` (its length is the point), the worker staying up."""
+    until = time.monotonic() + seconds
+    while time.monotonic() < until:
+        assert worker.alive(), f"worker exited during a broker fault:\n{worker.log()}"
+        time.sleep(0.5)
+
+
+def test_broker_paused_then_restarted_mid_stream(
+    broker: Broker, unique_topic: Callable[[str], str], tmp_path: Path
+) -> None:
+    docs = long_range_stream(8000, seed=51)
+    topics = Topics.fresh(unique_topic)
+    create_topic(broker.address, topics.input)
+    group = "g-" + topics.input
+    worker = WorkerProcess(
+        broker.address, topics, group, tmp_path / "w.log", extra=["--max-batch", "100"]
+    ).start()
+    feeder = Feeder(broker.address, topics.input, doc_records(docs), chunks=40, every=1.0)
+    try:
+        worker.wait_ready()
+        feeder.start()
+        before = wait_committed(broker.address, group, topics.input, 800, worker, timeout=120)
+        broker.pause()
+        try:
+            _hold(PAUSE_S, worker)
+        finally:
+            broker.resume()
+        after = wait_committed(
+            broker.address, group, topics.input, before + 1000, worker, timeout=180
+        )
+        assert after < len(docs), "the input was finished before the restart"
+        broker.stop()
+        broker.start()
+        done = wait_committed(broker.address, group, topics.input, len(docs), worker, timeout=300)
+        feeder.join(timeout=60)
+        assert feeder.error is None, f"the test's producer failed: {feeder.error!r}"
+        got = decisions(broker.address, topics, len(docs), timeout=60)
+        assert worker.alive(), worker.log()
+        assert done == len(docs)
+    finally:
+        code = worker.stop()
+    assert code == 0, worker.log()
+    assert_exactly_once(got, [str(d["id"]) for d in docs])
+    want = expected(docs)
+    assert {i: v[0] for i, v in got.items()} == want
