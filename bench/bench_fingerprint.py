@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -36,8 +37,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--docs", type=int, default=20_000)
     parser.add_argument("--json", help="write the figures to this file")
+    parser.add_argument("--corpus", type=Path, help="another JSONL corpus (e.g. the hard one)")
     args = parser.parse_args()
-    corpus = ensure_corpus(DATA_DIR / f"corpus-{args.docs}-s7.jsonl", args.docs)
+    corpus = args.corpus or ensure_corpus(DATA_DIR / f"corpus-{args.docs}-s7.jsonl", args.docs)
     texts = [d["text"] for d in read_jsonl(corpus)]
     chars = sum(len(t) for t in texts)
     cfg = DedupConfig()
@@ -62,6 +64,8 @@ def main() -> None:
             cfg.seed,
             cfg.sketch_bits,
             cfg.num_perm,
+            fp.compact_max,
+            fp.keep_max,
         )
 
     rows = {

@@ -274,9 +274,41 @@ class PairJoin:
     candidates: int
 
 
-def similarity_join(texts: list[str], lower: float = LOWER_BOUND) -> PairJoin:
-    """Exact all-pairs join of the texts' 5-gram sets (y < x in stream order, Jaccard >= lower)."""
-    values, off = hash_shingles(texts)
+def word_shingle_hashes(texts: list[str], n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted unique 64-bit hashes of every text's word n-gram set (the engine's definition:
+    n-grams of the space-separated words of the normalised text; fewer words give one
+    feature, the whole text): CSR ``(values uint64, offsets int64)``."""
+    import mmh3
+
+    parts: list[np.ndarray] = []
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    for i, text in enumerate(texts):
+        norm = normalize(text)
+        words = norm.split(" ") if norm else []
+        if not words:
+            grams: list[str] = []
+        elif len(words) < n:
+            grams = [norm]
+        else:
+            grams = [" ".join(words[j : j + n]) for j in range(len(words) - n + 1)]
+        hashes = np.unique(
+            np.array([mmh3.hash64(g.encode("utf-8"), 1)[0] for g in grams], dtype=np.int64)
+        ).view(np.uint64)
+        parts.append(np.sort(hashes))
+        offsets[i + 1] = offsets[i] + hashes.size
+    values = np.concatenate(parts) if parts else np.empty(0, dtype=np.uint64)
+    return values, offsets
+
+
+def similarity_join(
+    texts: list[str], lower: float = LOWER_BOUND, shingle: str = "char", k: int = 5
+) -> PairJoin:
+    """Exact all-pairs join of the texts' shingle sets (character k-grams by default, or word
+    k-grams), y < x in stream order, Jaccard >= lower."""
+    if shingle == "char":
+        values, off = hash_shingles(texts, k)
+    else:
+        values, off = word_shingle_hashes(texts, k)
     uniq, inverse, counts = np.unique(values, return_inverse=True, return_counts=True)
     del values
     order = np.lexsort((uniq, counts))

@@ -30,7 +30,7 @@ verification) on documents already in memory.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -61,14 +61,38 @@ def shingles(text: str) -> set[str]:
     return set(shingle_list(normalize(text)))
 
 
+def char_tokens(text: str) -> list[str]:
+    """Character 5-grams of the normalised text, with repeats (the default features)."""
+    return shingle_list(normalize(text))
+
+
+def word_tokens(n: int) -> Callable[[str], list[str]]:
+    """Word n-grams of the normalised text, with repeats (the engine's word shingles)."""
+
+    def tokens(text: str) -> list[str]:
+        norm = normalize(text)
+        words = norm.split(" ") if norm else []
+        if len(words) < n:
+            return [norm] if norm else []
+        return [" ".join(words[i : i + n]) for i in range(len(words) - n + 1)]
+
+    return tokens
+
+
 class DatasketchPeer:
     """datasketch MinHash + MinHashLSH, verification by estimated Jaccard."""
 
     name = "datasketch"
 
-    def __init__(self, threshold: float = THRESHOLD, num_perm: int = 128) -> None:
+    def __init__(
+        self,
+        threshold: float = THRESHOLD,
+        num_perm: int = 128,
+        tokens: Callable[[str], list[str]] = char_tokens,
+    ) -> None:
         self.threshold = threshold
         self.num_perm = num_perm
+        self.tokens = tokens
         self.lsh: object | None = None
         self.sketches: dict[str, object] = {}
 
@@ -84,7 +108,7 @@ class DatasketchPeer:
         out: list[Decision] = []
         for doc_id, text in docs:
             m = MinHash(num_perm=self.num_perm, permutations=perms, scheme=scheme)
-            m.update_batch([s.encode("utf-8") for s in shingles(text)])
+            m.update_batch([s.encode("utf-8") for s in set(self.tokens(text))])
             best: str | None = None
             best_j = -1.0
             for key in lsh.query(m):
@@ -114,7 +138,9 @@ class RensaPeer:
         num_bands: int = 32,
         seed: int = 42,
         batch: int = 1024,
+        tokens: Callable[[str], list[str]] = char_tokens,
     ) -> None:
+        self.tokens = tokens
         self.threshold = threshold
         self.num_perm = num_perm
         self.num_bands = num_bands
@@ -130,7 +156,7 @@ class RensaPeer:
 
         sketches: list[RMinHash] = []
         for b in range(0, len(docs), self.batch):
-            token_sets = [shingle_list(normalize(text)) for _, text in docs[b : b + self.batch]]
+            token_sets = [self.tokens(text) for _, text in docs[b : b + self.batch]]
             sketches.extend(RMinHash.from_token_sets(token_sets, self.num_perm, self.seed))
         digests = np.array([m.digest() for m in sketches], dtype=np.uint32)
         lsh = RMinHashLSH(self.threshold, self.num_perm, self.num_bands)

@@ -50,6 +50,8 @@ class Batch:
             sketch=fps.sketch,
             nfeat=fps.nfeat,
             ts=np.asarray(ts, dtype=np.int64),
+            feats=fps.feats,
+            feat_offsets=fps.feat_offsets,
         )
         return cls(ids, docs, blocks)
 
@@ -69,6 +71,8 @@ class Batch:
             sketch=np.stack([r.sketch for r in recs]),
             nfeat=np.array([r.nfeat for r in recs], dtype=np.int64),
             ts=np.array([r.ts for r in recs], dtype=np.int64),
+            feats=np.empty(0, dtype=np.uint64),  # replay stores and indexes, never verifies
+            feat_offsets=np.zeros(len(recs) + 1, dtype=np.int64),
         )
         batch = cls([r.doc_id for r in recs], docs, blocks)
         batch.decisions.similarity[:] = [r.similarity for r in recs]

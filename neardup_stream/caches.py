@@ -17,6 +17,7 @@ install or image-build time, so the first run starts warm.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import tempfile
@@ -74,8 +75,46 @@ def cached_arrays(
     return arrays
 
 
+_KERNEL_PACKAGES = ("fingerprint", "index")
+_STAMP = "neardup-kernels.sha256"
+
+
+def _kernel_digest() -> str:
+    """A digest of every source file the compiled kernels are built from."""
+    h = hashlib.sha256()
+    root = Path(__file__).resolve().parent
+    for pkg in _KERNEL_PACKAGES:
+        for f in sorted((root / pkg).glob("*.py")):
+            h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
+def purge_stale_jit_cache() -> None:
+    """Delete numba's cached machine code when any kernel source changed since it was made.
+
+    numba checks only the file a kernel is defined in; a kernel that inlines one from another
+    module (index kernels call fingerprint ones) would otherwise load stale code silently.
+    """
+    with contextlib.suppress(OSError):
+        digest = _kernel_digest()
+        root = Path(__file__).resolve().parent
+        custom = os.environ.get("NUMBA_CACHE_DIR")
+        dirs = (
+            [Path(custom)] if custom else [root / pkg / "__pycache__" for pkg in _KERNEL_PACKAGES]
+        )
+        for d in dirs:
+            stamp = d / _STAMP
+            if not d.is_dir() or (stamp.exists() and stamp.read_text() == digest):
+                continue
+            for f in [*d.rglob("*.nbi"), *d.rglob("*.nbc")]:
+                f.unlink(missing_ok=True)
+            stamp.write_text(digest)
+
+
 def seed_jit_cache() -> None:
-    """Copy the pre-filled JIT cache named by NEARDUP_JIT_CACHE_SEED into NUMBA_CACHE_DIR."""
+    """Drop a stale JIT cache, then copy the pre-filled one named by NEARDUP_JIT_CACHE_SEED
+    into NUMBA_CACHE_DIR."""
+    purge_stale_jit_cache()
     seed, target = os.environ.get("NEARDUP_JIT_CACHE_SEED"), os.environ.get("NUMBA_CACHE_DIR")
     if not seed or not target or not Path(seed).is_dir():
         return

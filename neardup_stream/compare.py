@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
+import numpy as np
+
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
-from neardup_stream.fingerprint.fingerprinter import Fingerprinter
+from neardup_stream.fingerprint.fingerprinter import Fingerprinter, Fingerprints
+from neardup_stream.fingerprint.kernels import oph_sketch
 from neardup_stream.fingerprint.shingles import jaccard, shingles
 from neardup_stream.index import kernels as index_kernels
 from neardup_stream.models import Document
@@ -31,6 +34,20 @@ class PairReport:
         return asdict(self)
 
 
+def _estimate(fp: Fingerprinter, b: str, prints: Fingerprints) -> float:
+    """The engine's estimate for B checked against A stored (what verification computes)."""
+    feats = fp.features(b)
+    oph = prints.sketch[1]
+    if prints.nfeat[1] <= fp.compact_max:
+        oph = np.zeros_like(prints.sketch[1])
+        oph_sketch(feats, fp.config.sketch_bits, oph)
+    return float(
+        index_kernels.similarity(
+            feats, int(prints.nfeat[1]), oph, prints.sketch[0], int(prints.nfeat[0]), fp.compact_max
+        )
+    )
+
+
 def compare(a: str, b: str, config: DedupConfig | None = None) -> PairReport:
     """Compare two raw texts under `config` (defaults apply when omitted)."""
     config = config or DedupConfig()
@@ -43,9 +60,7 @@ def compare(a: str, b: str, config: DedupConfig | None = None) -> PairReport:
     verdict = dedup.check_batch([Document(id="A", text=a), Document(id="B", text=b)])[1]
     return PairReport(
         exact_jaccard=round(jaccard(sa, sb), 6),
-        estimated_jaccard=round(
-            index_kernels.estimate_jaccard(prints.sketch[0], prints.sketch[1]), 6
-        ),
+        estimated_jaccard=round(_estimate(fp, b, prints), 6),
         simhash_hamming=int(bin(int(prints.simhash[0]) ^ int(prints.simhash[1])).count("1")),
         tfidf_cosine=round(tfidf_cosine(sa, sb), 6),
         exact_duplicate=bool((prints.exact[0] == prints.exact[1]).all()),

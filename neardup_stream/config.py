@@ -14,6 +14,8 @@ import mmh3
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 DEFAULT_SEED = 0x6E656172  # "near"
+# Version of what a fingerprint holds; 2: sketches of small documents are compact sets.
+FINGERPRINT_FORMAT = 2
 
 
 def _is_power_of_two(n: int) -> bool:
@@ -117,7 +119,7 @@ class DedupConfig(BaseModel):
             "simhash_k": self.simhash_k,
             "seed": self.seed,
             "precise": self.precise,  # precise state carries shingle sets
-            "format": 1,
+            "format": FINGERPRINT_FORMAT,
         }
 
     @cached_property

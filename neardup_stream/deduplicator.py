@@ -65,7 +65,13 @@ class Deduplicator:
         self.features = FeatureSets(cfg)
         retention = cfg.max_docs is not None or cfg.max_age_seconds is not None
         self._limits = Limits(cfg.bucket_cap, cfg.max_docs or 0, float(cfg.max_age_seconds or 0))
-        self._rules = Rules(cfg.threshold, cfg.simhash_k, cfg.index_duplicates, retention)
+        self._rules = Rules(
+            cfg.threshold,
+            cfg.simhash_k,
+            cfg.index_duplicates,
+            retention,
+            self.fingerprinter.compact_max,
+        )
 
     def __len__(self) -> int:
         return self.store.count
@@ -146,6 +152,7 @@ class Deduplicator:
                 st.arrays(),
                 st.window,
                 cfg.threshold - cfg.precise_margin,
+                self._rules.compact_max,
             )
             chosen = self.features.choose(feats[i], cands)
             if chosen is not None:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 _MAGIC = b"ND"
-_VERSION = 2
+_VERSION = 3  # 3: sketches of small documents are compact sets (FINGERPRINT_FORMAT 2)
 _HEAD = struct.Struct("<2sBIIBfqQQQHBHI")
 _NONE = 0xFFFF
 _NO_FEATURES = 0xFFFFFFFF

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from neardup_stream.config import DedupConfig
+from neardup_stream.config import FINGERPRINT_FORMAT, DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 
 FORMAT_VERSION = 2
@@ -54,6 +54,7 @@ def save_snapshot(
     meta = {
         "format_version": FORMAT_VERSION,
         "fingerprint_id": dedup.config.fingerprint_id,
+        "fingerprint_format": FINGERPRINT_FORMAT,
         "config": dedup.config.model_dump(),
         "watermark": dedup.watermark,
         "documents": len(dedup),
@@ -93,6 +94,12 @@ def load_snapshot(path: str | os.PathLike[str], config: DedupConfig | None = Non
             must match the snapshot's (retention, shards and caps may differ).
     """
     meta = read_meta(path)
+    made = meta.get("fingerprint_format", 1)
+    if made != FINGERPRINT_FORMAT:
+        raise ValueError(
+            f"snapshot holds fingerprints of format {made}, this release uses format "
+            f"{FINGERPRINT_FORMAT}; rebuild the index from the input instead"
+        )
     stored = DedupConfig.model_validate(meta["config"])
     config = config or stored
     if config.fingerprint_id != meta["fingerprint_id"]:

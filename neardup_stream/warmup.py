@@ -39,6 +39,9 @@ def warm_up() -> None:
         live = Deduplicator(cfg)
         records = [o.record for o in live.process(docs, now=0.0, records=True)]
         Deduplicator(cfg).apply_records(r for r in records if r is not None)
+        live.check(docs[0])  # an id seen before: the registry's probe
+        restored = Deduplicator.from_state(cfg, live.state())  # tables rebuilt (snapshots)
+        restored.index.compact(restored.store.base, restored.store.count)  # long evictions
     compare(_TEXTS[0], _TEXTS[1])
 
 

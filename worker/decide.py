@@ -68,6 +68,19 @@ class DecideRules:
     max_message_bytes: int
     dlq_payload_bytes: int
     unique_limit: int  # the unique topic's max.message.bytes
+    changelog_limit: int = 1 << 62  # the changelog topic's max.message.bytes
+
+
+class Unrecordable(Exception):
+    """An input's index record cannot be written to the changelog (e.g. a precise-mode shingle
+    set beyond the topic's limit). The index already holds it: the loop rebuilds the
+    partition and dead-letters the input as `unpublishable`."""
+
+    def __init__(self, source: Source, size: int, limit: int) -> None:
+        super().__init__(
+            f"its index record is {size} bytes; the changelog accepts {limit} (max.message.bytes)"
+        )
+        self.source = source
 
 
 @dataclass(frozen=True)
@@ -195,6 +208,8 @@ def _decide_partition(
             out.add(codec.unique_message(rules.unique_topic, d, record.value or b""), record.source)
         if outcome.record is not None:
             stored.append(outcome.record.encode())
+            if len(stored[-1]) + RECORD_OVERHEAD_BYTES > rules.changelog_limit:
+                raise Unrecordable(record.source, len(stored[-1]), rules.changelog_limit)
         out.timestamps_ms.append(record.timestamp_ms)
         out.decided.append((d.decision, d.method or "none"))
     partition, first = kept[0].source.partition, kept[0].source.offset

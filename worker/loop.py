@@ -1,8 +1,9 @@
 """The worker loop: poll -> decide -> publish (one transaction) -> commit in flight.
 
-It ties the parts together: `partitions.Assignment` says what this worker owns, a
-`restore.RestoreJob` rebuilds the index of each partition it gains (paused until complete,
-so the loop keeps polling within the poll interval), `decide.decide` turns a batch into
+It ties the parts together: `partitions.Assignment` says what this worker owns,
+`indexes.PartitionIndexes` holds one complete index per owned partition and restores the ones
+it gains in the background (paused until complete, so the loop keeps polling within the poll
+interval), `decide.decide` turns a batch into
 outputs against one index per partition, and `transaction.Publisher` commits them exactly
 once. When a batch fails, only the partitions it touched are rebuilt (their indexes ran
 ahead of what Kafka committed); inputs the broker rejected for a deterministic reason are
@@ -18,13 +19,12 @@ from collections.abc import Callable
 
 from kafka import TopicPartition
 
-from neardup_stream.deduplicator import Deduplicator
 from worker import clients, snapshots, topics
-from worker.decide import BatchOutput, DecideRules, InputRecord, Source, decide
+from worker.decide import BatchOutput, DecideRules, InputRecord, Source, Unrecordable, decide
+from worker.indexes import PartitionIndexes
 from worker.metrics import Metrics, account, index_gauges
 from worker.partitions import Assignment, rewind_to_committed, update_lag
 from worker.rejections import Rejections
-from worker.restore import RestoreInterrupted, RestoreJob
 from worker.settings import Settings
 from worker.transaction import Publisher, PublishFailure
 
@@ -39,10 +39,8 @@ class Worker:
         self.metrics = metrics
         self.ready = threading.Event()
         self.consuming = False
-        self.indexes: dict[int, Deduplicator] = {}
         self.rejected = Rejections(settings.topics.dlq)
         self._stop = threading.Event()
-        self._job: RestoreJob | None = None
         self._failures = 0
         self._revoke_failure: PublishFailure | None = None
         self._last_snapshot = time.monotonic()
@@ -54,7 +52,6 @@ class Worker:
     def run(self) -> None:
         s = self.settings
         layout = topics.ensure_topics(s)
-        self._changelog_partitions = layout.input_partitions
         self.rules = DecideRules(
             s.topics.unique,
             s.topics.duplicate,
@@ -63,10 +60,20 @@ class Worker:
             s.worker.max_message_bytes,
             s.worker.dlq_payload_bytes,
             layout.limits[s.topics.unique],
+            layout.limits[s.topics.changelog],
         )
         self.consumer = clients.make_consumer(s)
         self.publisher = Publisher(s, self.consumer, self._committed)
         self.assignment = Assignment(s.topics.input, self.metrics, self._settle_before_revoke)
+        self.indexes = PartitionIndexes(
+            s,
+            self.metrics,
+            self.consumer,
+            self.assignment,
+            self.ready,
+            self._stop,
+            layout.input_partitions,
+        )
         self.consumer.subscribe([s.topics.input], listener=self.assignment)
         log.info("consuming %s as group %s", s.topics.input, s.worker.group_id)
         self.consuming = True
@@ -79,7 +86,7 @@ class Worker:
                     failure, self._revoke_failure = self._revoke_failure, None
                     self._recover(failure)
                     continue
-                self._follow_assignment()
+                self.indexes.follow()
                 records = self._live(polled)
                 if records:
                     self._handle(records)
@@ -148,7 +155,9 @@ class Worker:
         """The engine raised: bisect down to the input that causes it, then dead-letter it."""
         touched = {r.source.partition for r in records}
         failure = self.publisher.settle() or PublishFailure(error, set())
-        if len(records) == 1:
+        if isinstance(error, Unrecordable):
+            self.rejected.unpublishable(error.source, str(error))
+        elif len(records) == 1:
             self.rejected.undecidable(records[0].source, error)
         else:
             log.error("deciding %d records failed; retrying smaller", len(records), exc_info=error)
@@ -167,12 +176,11 @@ class Worker:
             delay = min(self.settings.worker.retry_backoff_max_s, 0.5 * 2 ** (self._failures - 1))
             log.error("a batch failed; retrying in %.1f s", delay, exc_info=failure.error)
             self._stop.wait(delay)
-        for p in (failure.partitions | (also or set())) & set(self.indexes):
-            del self.indexes[p]  # its index ran ahead of the commit: rebuilt from the changelog
+        self.indexes.drop(failure.partitions | (also or set()))  # they ran ahead of the commit
         self._retry(self.publisher.reset)
         owned = self.assignment.owned()
         self._retry(lambda: rewind_to_committed(self.consumer, self.settings.topics.input, owned))
-        self._follow_assignment()
+        self.indexes.follow()
 
     def _retry(self, action: Callable[[], None]) -> None:
         attempt = 0
@@ -186,67 +194,6 @@ class Worker:
                 log.exception("recovery step failed; retrying in %.1f s", delay)
                 self._stop.wait(delay)
 
-    def _follow_assignment(self) -> None:
-        """Drop indexes of partitions gone, pause and restore the ones gained."""
-        owned, dropped = self.assignment.take()
-        for p in [p for p in self.indexes if p not in owned or p in dropped]:
-            del self.indexes[p]
-        job = self._job
-        if job is not None and (job.partitions - owned or job.partitions & dropped):
-            job.cancel()
-            self._job = job = None
-        if job is not None and job.done:
-            self._job = None
-            self._install(job, owned)
-        pending = owned - set(self.indexes)
-        topic = self.settings.topics.input
-        if pending:
-            self.consumer.pause(*[TopicPartition(topic, p) for p in pending])
-        if self._job is None and pending and not self._stop.is_set():
-            self._start_restore(pending)
-        self.metrics.partitions_restoring.set(len(pending))
-        restored = self.assignment.seen_assignment and not pending
-        if restored != self.ready.is_set():
-            (self.ready.set if restored else self.ready.clear)()
-            self.metrics.ready.set(int(restored))
-
-    def _start_restore(self, pending: set[int]) -> None:
-        s, topic = self.settings, self.settings.topics.input
-        if max(pending) >= self._changelog_partitions:  # input partitions added at runtime
-            topics.grow_changelog_for(s, max(pending) + 1)
-            self._changelog_partitions = max(pending) + 1
-        for p in pending:  # read_committed: waits until no transaction holds its offsets
-            self.consumer.committed(TopicPartition(topic, p))
-        log.info("restoring partitions %s", sorted(pending))
-        self._job = RestoreJob(
-            lambda: clients.make_reader(s),
-            s.topics.changelog,
-            pending,
-            s.dedup,
-            self.metrics,
-            s.worker.snapshot_dir,
-            self._stop.is_set,
-        )
-
-    def _install(self, job: RestoreJob, owned: set[int]) -> None:
-        if isinstance(job.error, RestoreInterrupted):
-            return
-        if job.error is not None or job.result is None:
-            log.error(
-                "restoring partitions %s failed; retrying",
-                sorted(job.partitions),
-                exc_info=job.error,
-            )
-            self._stop.wait(1.0)
-            return
-        topic = self.settings.topics.input
-        for p, dedup in job.result.items():
-            if p in owned:
-                self.indexes[p] = dedup
-                self.consumer.resume(TopicPartition(topic, p))
-        self.metrics.restore_seconds.set(time.monotonic() - job.started)
-        index_gauges(self.metrics, self.indexes)
-
     def _maybe_snapshot(self, force: bool = False) -> None:
         """Snapshot every complete partition index, with nothing in flight."""
         w, changelog = self.settings.worker, self.settings.topics.changelog
@@ -259,8 +206,8 @@ class Worker:
         snapshots.save_all(self.indexes, self.consumer, w.snapshot_dir, changelog)
 
     def _close(self) -> None:
-        if self._job is not None:
-            self._job.cancel()
+        if self.consuming:
+            self.indexes.close()
         settled = self.consuming and self.publisher.settle() is None
         if settled:
             self._maybe_snapshot(force=True)

@@ -26,6 +26,7 @@ from worker.metrics import Metrics
 
 log = logging.getLogger(__name__)
 PROGRESS_EVERY_S = 5.0
+LOGGED_SKIPS = 10
 
 
 class RestoreInterrupted(Exception):
@@ -56,12 +57,12 @@ def restore_partitions(
         )
         reader.seek(tp, offset)
     remaining = {tp for tp in tps.values() if reader.position(tp) < ends[tp]}
-    replayed = 0
+    replayed, skip = 0, _Skips(metrics)
     while remaining:
         if should_stop():
             raise RestoreInterrupted(f"restore of partitions {sorted(tps)} stopped")
         for tp, messages in reader.poll(timeout_ms=500).items():
-            replayed += _apply(indexes[tp.partition], tp, messages, config, metrics)
+            replayed += _apply(indexes[tp.partition], tp, messages, config, skip)
         failpoints.hit("restore_batch")
         remaining = {tp for tp in remaining if reader.position(tp) < ends[tp]}
         now = time.monotonic()
@@ -71,6 +72,8 @@ def restore_partitions(
                 "restoring: %d records replayed (%.0f/s)", replayed, replayed / (now - started)
             )
     metrics.restored_records.inc(replayed)
+    for reason, count in skip.counts.items():
+        log.error("%d changelog records skipped as %s", count, reason)
     log.info(
         "restored partitions %s: %d records replayed in %.1f s",
         sorted(tps),
@@ -108,7 +111,7 @@ def _start(
 
 
 def _apply(
-    dedup: Deduplicator, tp: TopicPartition, messages: list, config: DedupConfig, metrics: Metrics
+    dedup: Deduplicator, tp: TopicPartition, messages: list, config: DedupConfig, skip: _Skips
 ) -> int:
     """Decode and apply one partition's polled records; returns how many were applied."""
     records = []
@@ -118,16 +121,16 @@ def _apply(
         try:
             packed = changelog.unpack(msg.value)
         except ValueError as exc:
-            _skip(metrics, "corrupt", tp, msg.offset, str(exc))
+            skip("corrupt", tp, msg.offset, str(exc))
             continue
         for raw in packed:
             try:
                 record = FingerprintRecord.decode(raw)
             except Exception as exc:  # any malformed bytes: struct, unicode, numpy
-                _skip(metrics, "corrupt", tp, msg.offset, f"{type(exc).__name__}: {exc}")
+                skip("corrupt", tp, msg.offset, f"{type(exc).__name__}: {exc}")
                 continue
             if record.config_id != config.fingerprint_id:
-                _skip(metrics, "other_config", tp, msg.offset, "other fingerprint settings")
+                skip("other_config", tp, msg.offset, "other fingerprint settings")
                 continue
             records.append((msg.offset, record))
     try:
@@ -140,13 +143,27 @@ def _apply(
                 dedup.apply_records([record])
                 applied += 1
             except Exception as exc:
-                _skip(metrics, "corrupt", tp, offset, f"{type(exc).__name__}: {exc}")
+                skip("corrupt", tp, offset, f"{type(exc).__name__}: {exc}")
         return applied
 
 
-def _skip(metrics: Metrics, reason: str, tp: TopicPartition, offset: int, detail: str) -> None:
-    metrics.restore_skipped.labels(reason).inc()
-    log.warning("skipping changelog record %s[%d]@%d: %s", tp.topic, tp.partition, offset, detail)
+class _Skips:
+    """Counts skipped records (metric) and logs the first few of each reason: a changelog
+    written under other settings would otherwise log every one of its records."""
+
+    def __init__(self, metrics: Metrics) -> None:
+        self.metrics = metrics
+        self.counts: dict[str, int] = {}
+
+    def __call__(self, reason: str, tp: TopicPartition, offset: int, detail: str) -> None:
+        self.metrics.restore_skipped.labels(reason).inc()
+        seen = self.counts[reason] = self.counts.get(reason, 0) + 1
+        if seen <= LOGGED_SKIPS:
+            log.warning(
+                "skipping changelog record %s[%d]@%d: %s", tp.topic, tp.partition, offset, detail
+            )
+        elif seen == LOGGED_SKIPS + 1:
+            log.warning("more changelog records skipped as %s; not logged one by one", reason)
 
 
 class RestoreJob:

@@ -40,6 +40,13 @@ DETERMINISTIC = (
 )
 
 
+COMMIT_POLL_S = 0.05
+
+
+class CommitAbandoned(RuntimeError):
+    """The commit did not complete: a record failed under it, or it outlived its timeout."""
+
+
 @dataclass
 class PublishFailure:
     """Why a batch did not commit, and which inputs can never be published as they are."""
@@ -55,8 +62,13 @@ class _Sent:
 
     output: BatchOutput
     futures: list[Any]  # FutureRecordMetadata per message, aligned with output.messages
+    changelog: list[Any] = field(default_factory=list)  # futures of the changelog messages
     thread: threading.Thread | None = None
     error: BaseException | None = None
+
+    def doomed(self) -> bool:
+        """A record of the transaction failed: its commit can no longer succeed."""
+        return any(f.is_done and f.exception is not None for f in self.futures + self.changelog)
 
 
 class Publisher:
@@ -89,7 +101,9 @@ class Publisher:
             for m in output.messages:
                 sent.futures.append(p.send(m.topic, key=m.key, value=m.value, headers=m.headers))
             for rec in output.changelog:
-                p.send(changelog, key=rec.key, value=rec.value, partition=rec.partition)
+                sent.changelog.append(
+                    p.send(changelog, key=rec.key, value=rec.value, partition=rec.partition)
+                )
             offsets = {
                 TopicPartition(topic, partition): OffsetAndMetadata(offset, "", -1)
                 for (topic, partition), offset in output.offsets.items()
@@ -104,17 +118,17 @@ class Publisher:
         except BaseException as exc:
             return self._failure(sent, exc)
         failpoints.hit("batch_produced")
-        sent.thread = threading.Thread(target=self._commit, args=(sent,), daemon=True)
+        sent.thread = threading.Thread(target=self._commit, args=(sent, p), daemon=True)
         with self._lock:
             self._sent = sent
         sent.thread.start()
         failpoints.hit("commit_inflight")
         return None
 
-    def _commit(self, sent: _Sent) -> None:
+    def _commit(self, sent: _Sent, producer: KafkaProducer) -> None:
         """Helper thread: finish the open transaction, then count what it committed."""
         try:
-            self.producer.commit_transaction()
+            producer.commit_transaction()
         except BaseException as exc:
             sent.error = exc
             return
@@ -127,7 +141,16 @@ class Publisher:
             sent, self._sent = self._sent, None
         if sent is None or sent.thread is None:
             return None
-        sent.thread.join()
+        # kafka-python's commit_transaction() has no timeout and can wait forever once a record
+        # of the transaction failed; stop waiting then (or past the transaction timeout). The
+        # caller replaces the producer, whose init_transactions fences this one, and rewinds
+        # to the committed offsets: whether this commit landed or not, nothing repeats.
+        deadline = time.monotonic() + self.settings.worker.transaction_timeout_ms / 1000 + 5
+        while sent.thread.is_alive():
+            sent.thread.join(COMMIT_POLL_S)
+            if sent.thread.is_alive() and (sent.doomed() or time.monotonic() > deadline):
+                log.warning("giving up on a commit that cannot complete")
+                return self._failure(sent, sent.error or CommitAbandoned("commit abandoned"))
         return None if sent.error is None else self._failure(sent, sent.error)
 
     def _raise_first(self, sent: _Sent) -> None:
@@ -136,14 +159,22 @@ class Publisher:
             future.get(timeout=timeout)
 
     def _failure(self, sent: _Sent, error: BaseException) -> PublishFailure:
+        """Which input to blame: the one send() refused, else the largest message the broker
+        rejected (a rejection fails the other records of its batch too, so only one is
+        blamed per round; a replay that fails again blames the next)."""
         failure = PublishFailure(error, sent.output.partitions)
-        sources = sent.output.message_sources
-        for i, future in enumerate(sent.futures):
-            if future.is_done and isinstance(future.exception, DETERMINISTIC):
-                failure.rejected[sources[i]] = _describe(future.exception)
+        messages, sources = sent.output.messages, sent.output.message_sources
         if isinstance(error, DETERMINISTIC) and len(sent.futures) < len(sources):
-            # send() itself refused the next message (e.g. larger than max_request_size)
             failure.rejected[sources[len(sent.futures)]] = _describe(error)
+            return failure
+        rejected = [
+            i
+            for i, f in enumerate(sent.futures)
+            if f.is_done and isinstance(f.exception, DETERMINISTIC)
+        ]
+        if rejected:
+            i = max(rejected, key=lambda j: len(messages[j].value) + len(messages[j].key or b""))
+            failure.rejected[sources[i]] = _describe(sent.futures[i].exception)
         return failure
 
     def reset(self) -> None:

@@ -8,6 +8,7 @@ Python and run again) and computes everything else. The same text always yields 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -15,6 +16,7 @@ import numpy as np
 
 from neardup_stream.config import DedupConfig
 from neardup_stream.fingerprint import kernels as _kernels
+from neardup_stream.fingerprint.compact_set import compact_limit
 from neardup_stream.fingerprint.normalize import fold, fold_table, normalize, strip_html
 from neardup_stream.fingerprint.shingles import codepoints
 
@@ -26,21 +28,39 @@ class Fingerprints:
     exact: np.ndarray  # uint64[n, 2]: 128-bit hash of the normalised text
     simhash: np.ndarray  # uint64[n]: weighted 64-bit SimHash
     signature: np.ndarray  # uint64[n, num_perm]: MinHash (one-permutation, densified)
-    sketch: np.ndarray  # uint64[n, sketch_bits // 64]: 1-bit MinHash sketch for verification
+    sketch: np.ndarray  # uint64[n, sketch_bits // 64]: verification sketch (see below)
     nfeat: np.ndarray  # int64[n]: distinct features, the set size (0 for an empty text)
     lsh_keys: np.ndarray  # uint32[n, bands]
     simhash_keys: np.ndarray  # uint32[n, simhash_k + 1]
+    feats: np.ndarray  # uint64[...]: sorted distinct feature hashes of the small documents
+    feat_offsets: np.ndarray  # int64[n + 1]: document d's are feats[off[d]:off[d + 1]]
 
     def __len__(self) -> int:
         return int(self.simhash.size)
 
 
+def kept_features(config: DedupConfig) -> int:
+    """Largest set size whose sorted hashes a batch keeps: every document that can reach
+    the lowest similarity verified against a compact set (J <= min/max of the set sizes)."""
+    lowest = config.threshold - (config.precise_margin if config.precise else 0.0)
+    limit = compact_limit(config.sketch_bits)
+    return limit if lowest >= 1 else min(65535, math.ceil(limit / max(lowest, 1e-3)))
+
+
 class Fingerprinter:
-    """Computes `Fingerprints` under one `DedupConfig`."""
+    """Computes `Fingerprints` under one `DedupConfig`.
+
+    The verification sketch of a document with at most `compact_limit(sketch_bits)` distinct
+    features is its whole feature set, Rice-coded (`compact_set`); larger documents get the
+    1-bit one-permutation MinHash sketch. The batch also returns the sorted feature hashes of
+    every document small enough to be compared with a compact set (`kept_features`).
+    """
 
     def __init__(self, config: DedupConfig) -> None:
         self.config = config
         self.bands, self.rows = config.banding
+        self.compact_max = compact_limit(config.sketch_bits)
+        self.keep_max = kept_features(config)
         self._mode = _kernels.MODE_CHAR if config.shingle == "char" else _kernels.MODE_WORD
 
     def normalize(self, text: str) -> str:
@@ -52,12 +72,20 @@ class Fingerprinter:
         cfg = self.config
         if cfg.strip_html:
             texts = [strip_html(t) for t in texts]
-        raw = self._run(texts, mapped=True)
+        *raw, feats, feat_offsets = self._run(texts, mapped=True)
         redo = np.flatnonzero(raw[4] < 0)
         if redo.size:
-            again = self._run([fold(texts[int(i)]) for i in redo], mapped=False)
+            *again, again_feats, again_offsets = self._run(
+                [fold(texts[int(i)]) for i in redo], mapped=False
+            )
             for column, fixed in zip(raw, again, strict=True):
                 column[redo] = fixed
+            # the redone documents' segments are empty: insert their hashes there
+            added = np.diff(again_offsets)
+            feats = np.insert(feats, np.repeat(feat_offsets[redo], added), again_feats)
+            grow = np.zeros(len(texts) + 1, dtype=np.int64)
+            grow[redo + 1] = added
+            feat_offsets = feat_offsets + np.cumsum(grow)
         exact, simhash, sketch, signature, nfeat = raw
         return Fingerprints(
             exact=exact,
@@ -67,6 +95,8 @@ class Fingerprinter:
             nfeat=nfeat,
             lsh_keys=_kernels.band_keys(signature, self.bands, self.rows, cfg.seed),
             simhash_keys=_kernels.simhash_block_keys(simhash, cfg.simhash_k, cfg.seed),
+            feats=feats,
+            feat_offsets=feat_offsets,
         )
 
     def _run(self, texts: Sequence[str], mapped: bool) -> tuple[np.ndarray, ...]:
@@ -88,6 +118,8 @@ class Fingerprinter:
                 cfg.seed,
                 cfg.sketch_bits,
                 cfg.num_perm,
+                self.compact_max,
+                self.keep_max,
             )
         )
 

@@ -19,8 +19,10 @@ One pass over the features of a document computes, per feature, in O(1):
   with a carry-save adder tree so a vote costs a handful of word operations, not 64 adds;
 * a one-permutation MinHash (OPH) of `sketch_bits` bins: bin = top bits of a second hash,
   value = min hash in the bin. Grouping bins gives the `num_perm`-value MinHash signature used
-  for LSH banding; the lowest bit of every bin gives the 1-bit verification sketch (b-bit
-  minwise hashing). Empty bins are filled by rotation densification (Shrivastava & Li 2014).
+  for LSH banding (empty groups filled by rotation densification, Shrivastava & Li 2014); the
+  lowest bit of every bin gives the 1-bit verification sketch (b-bit minwise hashing; empty
+  bins filled by optimal densification, Shrivastava 2017). A document with few distinct
+  features keeps its Rice-coded feature set in the sketch's place instead (`compact_set`).
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ seed_jit_cache()  # before the first @njit(cache=True) sets up numba's cache dir
 
 from numba import njit  # noqa: E402
 
+from neardup_stream.fingerprint.compact_set import encode  # noqa: E402
+
 EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 _M1 = np.uint64(0xFF51AFD7ED558CCD)
 _M2 = np.uint64(0xC4CEB9FE1A85EC53)
@@ -40,6 +44,7 @@ _FNV = np.uint64(0x100000001B3)
 _GOLD = np.uint64(0x9E3779B97F4A7C15)
 _S33 = np.uint64(33)
 _S32 = np.uint64(32)
+_S63 = np.uint64(63)
 _ONE = np.uint64(1)
 _SPACE = np.uint32(32)
 _K1 = np.uint64(0x5555555555555555)
@@ -258,7 +263,18 @@ def _densify(v):
 
 @njit(cache=True, nogil=True)
 def fingerprint_batch(
-    data, offsets, mapped, fold_index, fold_pool, mode, k, seed, sketch_bits, num_perm
+    data,
+    offsets,
+    mapped,
+    fold_index,
+    fold_pool,
+    mode,
+    k,
+    seed,
+    sketch_bits,
+    num_perm,
+    compact_max,
+    keep_max,
 ):
     """Fingerprint every document of a batch in one call.
 
@@ -272,11 +288,15 @@ def fingerprint_batch(
         seed: Hash seed.
         sketch_bits: OPH bins (power of two); also the 1-bit sketch length.
         num_perm: MinHash signature length (power of two <= sketch_bits).
+        compact_max: Documents with at most this many distinct features get their set coded
+            into the sketch (`compact_set`) instead of the 1-bit OPH sketch.
+        keep_max: Documents with at most this many distinct features return them sorted.
 
     Returns:
         exact uint64[n, 2], simhash uint64[n], sketch uint64[n, sketch_bits // 64],
         signature uint64[n, num_perm], nfeat int64[n] (distinct features: the set size;
-        -1 for a text that needs folding in Python first).
+        -1 for a text that needs folding in Python first), then the kept sorted distinct
+        feature hashes as CSR: values uint64[...] and offsets int64[n + 1].
     """
     n = offsets.size - 1
     words = sketch_bits // 64
@@ -296,10 +316,17 @@ def fingerprint_batch(
     buf = np.empty(2 * longest + 64, dtype=np.uint32)
     bins = np.empty(sketch_bits, dtype=np.uint64)
     seen = np.empty(64, dtype=np.uint32)
+    room = 0
+    for d in range(n):
+        room += min(offsets[d + 1] - offsets[d], keep_max)
+    feat_values = np.empty(room, dtype=np.uint64)
+    feat_offsets = np.zeros(n + 1, dtype=np.int64)
+    used = 0
     for d in range(n):
         m = normalize_utf8(data, offsets[d], offsets[d + 1], buf, fold_index, fold_pool, mapped[d])
         if m < 0:
             nfeat[d] = -1
+            feat_offsets[d + 1] = used
             continue
         exact[d, 0], exact[d, 1] = murmur3_128(buf, m, seed)
         feats = feature_hashes(buf[:m], mode, k, seed)
@@ -325,11 +352,82 @@ def fingerprint_batch(
                     low = bins[j]
             signature[d, g] = low
         _densify(signature[d])
-        _densify(bins)
-        if total > 0:
-            for j in range(sketch_bits):
-                sketch[d, j >> 6] |= (bins[j] & _ONE) << np.uint64(j & 63)
-    return exact, simhash, sketch, signature, nfeat
+        if nfeat[d] <= keep_max:
+            used = _sorted_distinct(feats, feat_values, used)
+        feat_offsets[d + 1] = used
+        if 0 < nfeat[d] <= compact_max:
+            encode(feat_values[feat_offsets[d] : used], sketch[d])
+        else:
+            _sketch_bits(bins, total, shift, sketch[d])
+    return exact, simhash, sketch, signature, nfeat, feat_values[:used], feat_offsets
+
+
+@njit(cache=True, nogil=True)
+def _sorted_distinct(feats, out, used):
+    """Append the sorted distinct values of `feats` to out[used:]; returns the new end.
+
+    Sorts in place where the repeats fit; `out` always has room for the distinct values."""
+    if used + feats.size > out.size:
+        uniq = np.unique(feats)
+        out[used : used + uniq.size] = uniq
+        return used + uniq.size
+    part = out[used : used + feats.size]
+    part[:] = feats
+    part.sort()
+    m = 0
+    for j in range(part.size):
+        if j == 0 or part[j] != part[m - 1]:
+            part[m] = part[j]
+            m += 1
+    return used + m
+
+
+@njit(inline="always", cache=True)
+def _probe(x, shift):
+    """Bin of the probe `x`: half of fmix64 (one xor-shift, one multiply), top bits."""
+    x ^= x >> _S32
+    return (x * _M1) >> shift
+
+
+@njit(cache=True, nogil=True)
+def _sketch_bits(bins, total, shift, out):
+    """The 1-bit sketch of OPH `bins`: the lowest bit of every bin's minimum; an empty bin
+    borrows from the first non-empty bin of its own fixed pseudo-random probe sequence
+    (optimal densification, Shrivastava 2017), re-hashed with the bin's index.
+
+    Two sets agree on a bin with probability J whatever their sizes, and unlike rotation
+    (which copies each value over a run of empty bins of random length) every non-empty bin
+    is borrowed about equally often, so a sparse document's sketch stays close to the
+    variance of independent permutations. Writes nothing for an empty set."""
+    if total == 0:
+        return
+    k = bins.size
+    for i in range(k):
+        v = bins[i]
+        if v == EMPTY:
+            key = (np.uint64(i) + _ONE) * _M2
+            step = _GOLD
+            j = _probe(key + step, shift)
+            while bins[j] == EMPTY:
+                step += _GOLD
+                j = _probe(key + step, shift)
+            v = ((bins[j] ^ key) * _M1) >> _S63  # one well-mixed bit of (borrowed value, i)
+        out[i >> 6] |= (v & _ONE) << np.uint64(i & 63)
+
+
+@njit(cache=True, nogil=True)
+def oph_sketch(feats, sketch_bits, out):
+    """Write the 1-bit one-permutation sketch of hashes `feats` to the zeroed array `out`."""
+    log2 = 0
+    while (1 << log2) < sketch_bits:
+        log2 += 1
+    shift = np.uint64(64 - log2)
+    bins = np.full(sketch_bits, EMPTY, dtype=np.uint64)
+    for f in range(feats.size):
+        h = feats[f]
+        b = h >> shift
+        bins[b] = min(bins[b], h)
+    _sketch_bits(bins, feats.size, shift, out)
 
 
 @njit(inline="always", cache=True)

@@ -5,7 +5,8 @@ flat numpy arrays instead of a Python object per entry, 12 bytes per entry plus 
 at load <= 4. A table has R rows, each an independent multimap holding the keys with
 key % R == row (the shards of `shards.ShardedIndex`; the id registry has one row). All rows
 share one capacity, so the compiled kernels see the same array types whatever R is. Inserts
-respect a per-key cap on live refs so boilerplate buckets stay bounded. Entries of evicted
+respect a per-key cap on live refs so boilerplate buckets stay bounded (a key at its cap
+keeps its newest refs, which outlive older ones under retention). Entries of evicted
 documents are skipped on read and dropped by `compact`.
 """
 
@@ -95,7 +96,7 @@ class BucketTable:
         return _k.live_hits(self.arrays, np.ascontiguousarray(keys, dtype=np.uint32), base, count)
 
     def insert(self, keys: np.ndarray, refs: np.ndarray, base: int = 0, count: int = _ALL) -> None:
-        """Store refs[i] under keys[i] unless that key already holds `cap` live refs."""
+        """Store refs[i] under keys[i]; a key at its cap of live refs replaces its oldest."""
         keys = np.ascontiguousarray(keys, dtype=np.uint32)
         self.reserve(keys.size)
         refs = np.ascontiguousarray(refs, dtype=np.uint32)

@@ -32,6 +32,8 @@ class BatchColumns(NamedTuple):
     sketch: np.ndarray  # uint64[n, words]
     nfeat: np.ndarray  # int64[n]: shingle-set size
     ts: np.ndarray  # int64[n]: document time (seconds), already clamped
+    feats: np.ndarray  # uint64[...]: sorted feature hashes of the small documents (CSR values)
+    feat_offsets: np.ndarray  # int64[n + 1]: document i's are feats[off[i]:off[i + 1]]
 
 
 class Decisions(NamedTuple):
@@ -81,6 +83,7 @@ class Rules(NamedTuple):
     simhash_k: int
     index_duplicates: bool
     retention: bool
+    compact_max: int  # stored sketches of documents with at most this many features are sets
 
 
 class Candidates(NamedTuple):

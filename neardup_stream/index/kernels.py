@@ -13,7 +13,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from neardup_stream.fingerprint.kernels import popcount64  # (seeds the JIT cache first)
+from neardup_stream.fingerprint.compact_set import estimate
+from neardup_stream.fingerprint.kernels import oph_sketch, popcount64  # (seeds the JIT cache first)
 from neardup_stream.index.columns import (
     BASE,
     COUNT,
@@ -100,17 +101,28 @@ def live_hits(t, qkeys, base, count):
 
 @njit(inline="always", cache=True)
 def _insert_one(t, q, ref, cap, base, count):
+    """Store ref under q; a key already holding `cap` live refs gives up its oldest instead.
+
+    Keeping the newest refs matters under retention: the oldest are evicted first, and a key
+    that kept them would soon hold only dead entries while live documents share it.
+    """
     r = q % t.heads.shape[0]
     heads, nxt, keys, refs = t.heads[r], t.nxt[r], t.keys[r], t.refs[r]
     b = q & (heads.size - 1)
     e = heads[b]
     same = 0
+    oldest = -1
+    oldest_age = _U32
     while e >= 0:
         if keys[e] == q and _alive(refs[e], base, count):
             same += 1
-            if same >= cap:
-                return
+            age = (np.uint64(refs[e]) - np.uint64(base)) & _U32  # position in the window
+            if age < oldest_age:
+                oldest, oldest_age = e, age
         e = nxt[e]
+    if same >= cap:
+        refs[oldest] = ref
+        return
     size = t.sizes[r]
     keys[size] = q
     refs[size] = ref
@@ -121,7 +133,7 @@ def _insert_one(t, q, ref, cap, base, count):
 
 @njit(cache=True, nogil=True)
 def tables_insert(t, qkeys, qrefs, cap, base, count):
-    """Insert (qkeys[i], qrefs[i]) unless that key already holds `cap` live refs."""
+    """Insert (qkeys[i], qrefs[i]); a key at its cap of live refs replaces its oldest."""
     for i in range(qkeys.size):
         _insert_one(t, qkeys[i], qrefs[i], cap, base, count)
 
@@ -238,8 +250,24 @@ def append_batch(begin, end, docs, out, t, store, window, limits):
 
 
 @njit(cache=True, nogil=True)
-def probe_verify(i, docs, t, store, window, min_sim):
+def similarity(query_feats, query_nfeat, query_oph, stored, stored_nfeat, compact_max):
+    """Estimated Jaccard of a query document and a stored one (sketch row and set size).
+
+    A stored compact set (at most `compact_max` features) is compared with the query's sorted
+    feature hashes (not kept, so empty, only beyond any size ratio that is verified); a stored
+    1-bit sketch with the query's one-permutation sketch `query_oph`."""
+    if stored_nfeat <= compact_max:
+        if query_feats.size != query_nfeat:
+            return 0.0
+        return estimate(query_feats, stored, stored_nfeat)
+    return estimate_jaccard(query_oph, stored)
+
+
+@njit(cache=True, nogil=True)
+def probe_verify(i, docs, t, store, window, min_sim, compact_max):
     """Live candidates of document i whose estimate reaches `min_sim`, as `Candidates`."""
+    query_feats = docs.feats[docs.feat_offsets[i] : docs.feat_offsets[i + 1]]
+    query_oph = np.empty(0, dtype=np.uint64)
     width = docs.nkeys[i]
     buf = np.empty(width * 64 + 64, dtype=np.uint32)
     n = tables_probe(t, docs.keys[i, :width], window[BASE], window[COUNT], buf)
@@ -271,7 +299,14 @@ def probe_verify(i, docs, t, store, window, min_sim):
         ):
             continue
         else:
-            sim = estimate_jaccard(docs.sketch[i], store.sketch[p])
+            if query_oph.size == 0 and store.nfeat[p] > compact_max:
+                query_oph = docs.sketch[i]
+                if docs.nfeat[i] <= compact_max:  # i's own row holds its compact set
+                    query_oph = np.zeros(docs.sketch.shape[1], dtype=np.uint64)
+                    oph_sketch(query_feats, docs.sketch.shape[1] * 64, query_oph)
+            sim = similarity(
+                query_feats, docs.nfeat[i], query_oph, store.sketch[p], store.nfeat[p], compact_max
+            )
         if sim < min_sim:
             continue
         refs[m] = ref
@@ -291,7 +326,7 @@ def decide_batch(begin, end, docs, out, t, store, window, limits, rules):
         if not _has_room(i, docs, t):
             return i
         advance(window, store, docs.ts[i], limits)
-        cands = probe_verify(i, docs, t, store, window, rules.threshold)
+        cands = probe_verify(i, docs, t, store, window, rules.threshold, rules.compact_max)
         match, sim, method = -1, 0.0, UNIQUE
         for c in range(cands.refs.size):
             if cands.exact[c]:

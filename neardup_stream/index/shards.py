@@ -39,7 +39,7 @@ class IndexShard:
         return self.index.table.probe(self._mine(keys), base, count)
 
     def insert(self, keys: np.ndarray, ref: int, base: int, count: int) -> None:
-        """Store `ref` under `keys` (keys at their cap are left as they are)."""
+        """Store `ref` under `keys` (a key at its cap replaces its oldest ref)."""
         keys = self._mine(keys)
         self.index.table.insert(keys, np.full(keys.size, ref, dtype=np.uint32), base, count)
 

@@ -38,6 +38,7 @@ pytestmark = pytest.mark.integration
 
 WINDOW_S = 72 * 3600
 SPAN_S = 100 * 3600
+MARGIN_S = 2 * 3600  # > the worker's default max_future_skew_seconds
 FUTURE = "2100-01-01T00:00:00Z"
 PAST = "1970-01-01T00:00:01Z"
 
@@ -49,13 +50,20 @@ def _iso(ts: float) -> str:
 
 
 def _history(n: int, seed: int, now: float) -> tuple[list[dict[str, object]], list[float]]:
-    """n documents over the SPAN_S seconds before `now` (oldest first), and their times."""
+    """n documents over the SPAN_S seconds before `now` (oldest first), and their times.
+
+    No near-copy is within MARGIN_S of the window's edge from its original: a clamped future
+    time may move the watermark ahead by up to the allowed skew (1 h), which must not decide
+    whether a pair is still in the window."""
     rng = random.Random(seed)
     docs: list[dict[str, object]] = []
     times = [now - SPAN_S + i * (SPAN_S - 3600) / n for i in range(n)]
     for i, t in enumerate(times):
         if i >= 10 and rng.random() < 0.3:
-            text = mutate(str(docs[rng.randrange(i)]["text"]), 0.02, seed * 1_000_003 + i)
+            j = rng.randrange(i)
+            while abs(t - times[j] - WINDOW_S) < MARGIN_S:
+                j = rng.randrange(i)
+            text = mutate(str(docs[j]["text"]), 0.02, seed * 1_000_003 + i)
         else:
             text = random_text(seed * 1_000_000 + i, 60)
         docs.append({"id": f"h{seed}-{i}", "text": text, "timestamp": _iso(t)})

@@ -42,6 +42,7 @@ def test_jit_cache_is_seeded_only_into_an_empty_cache(
     seed, target = tmp_path / "seed", tmp_path / "target"
     (seed / "pkg").mkdir(parents=True)
     (seed / "pkg" / "k.nbi").write_bytes(b"index")
+    (seed / "neardup-kernels.sha256").write_text(caches._kernel_digest())  # as warm-up stamps it
     monkeypatch.setenv("NEARDUP_JIT_CACHE_SEED", str(seed))
     monkeypatch.setenv("NUMBA_CACHE_DIR", str(target))
     caches.seed_jit_cache()
@@ -49,3 +50,19 @@ def test_jit_cache_is_seeded_only_into_an_empty_cache(
     (seed / "pkg" / "k.nbi").write_bytes(b"newer")
     caches.seed_jit_cache()
     assert (target / "pkg" / "k.nbi").read_bytes() == b"index"
+
+
+def test_a_jit_cache_made_from_other_kernel_sources_is_purged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
+    stale = tmp_path / "x" / "kernels.decide-1.py311.nbi"
+    stale.parent.mkdir()
+    stale.write_bytes(b"old")
+    (tmp_path / "neardup-kernels.sha256").write_text("digest of older sources")
+    caches.purge_stale_jit_cache()
+    assert not stale.exists()
+    fresh = tmp_path / "x" / "kernels.decide-1.py311.nbi"
+    fresh.write_bytes(b"new")
+    caches.purge_stale_jit_cache()  # same sources: kept
+    assert fresh.exists()

@@ -215,3 +215,13 @@ def test_precise_mode_with_age_retention_names_the_right_match() -> None:
     )
     first = outcomes[0].decision
     assert (first.duplicate_of, first.representative) == ("m0", "m0")
+
+
+def test_a_full_bucket_keeps_its_newest_documents_so_retention_never_hides_a_match() -> None:
+    # With one ref per key and the oldest documents evicted, the table must hold the newest.
+    text = random_text(8, 300)
+    out = Deduplicator(DedupConfig(bucket_cap=1, max_docs=3)).check_batch(
+        [doc(f"c{i}", text) for i in range(30)]
+    )
+    assert [d.decision for d in out] == ["unique"] + ["duplicate"] * 29
+    assert {d.duplicate_of for d in out[1:]} == {f"c{i}" for i in range(29)}

@@ -12,7 +12,7 @@ from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.mapping import InputMapping
 from worker import changelog
-from worker.decide import DecideRules, InputRecord, Rejection, Source, decide
+from worker.decide import DecideRules, InputRecord, Rejection, Source, Unrecordable, decide
 
 TEXT = "the quick brown fox jumps over the lazy dog near the river bank " * 4
 
@@ -127,3 +127,14 @@ def test_text_values_take_their_id_from_the_key() -> None:
 def test_hostile_values_are_dead_letters_not_crashes(value: bytes, reason: str) -> None:
     out = decide([rec(0, value)], indexes(0), rules(max_message_bytes=1 << 20), {})
     assert out.dead == [reason]
+
+
+def test_an_index_record_beyond_the_changelog_limit_names_its_input() -> None:
+    idx = {0: Deduplicator(DedupConfig(precise=True))}  # records carry the shingle set
+    records = [
+        rec(0, doc("small", "tiny text here")),
+        rec(1, doc("big", " ".join(f"w{j}" for j in range(3000)))),
+    ]
+    with pytest.raises(Unrecordable) as raised:
+        decide(records, idx, rules(changelog_limit=4096), {})
+    assert raised.value.source == Source("in", 0, 1) and "changelog" in str(raised.value)

@@ -1,0 +1,179 @@
+"""Compact shingle sets: a short document's whole hash set, Rice-coded into the sketch's bits.
+
+A document with few shingles fills only a few of the one-permutation sketch's bins, so its
+1-bit sketch holds far fewer than `sketch_bits` independent samples and estimates Jaccard
+poorly (with rotation densification, standard deviation ~0.03 at 256 shingles against ~0.013
+for long documents; ~0.015 with the optimal densification the sketch now uses). Such a
+document keeps, in the same `sketch_bits`, its set itself: the distinct top-`b` bits of its
+64-bit shingle hashes, sorted and Golomb-Rice coded (gaps: quotient in unary, `r` low bits).
+`b` is the largest width that fits, so up to ~60 shingles the set is kept exactly (b >= 36)
+and at `compact_limit(sketch_bits)` shingles (~6 bits each) truncated values collide rarely.
+
+Layout of the words (little-endian bit order): bits 0-7 `b`, 8-15 `r`, 16-31 `m` (values
+stored), then the codes. A candidate is compared from the query side, where every hash is
+known: the query's hashes cut to `b` bits are merged with the decoded values, and the count
+of common values is corrected for chance collisions of `b`-bit values (`estimate`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+HEADER_BITS = 32
+_ONE = np.uint64(1)
+
+
+def compact_limit(sketch_bits: int) -> int:
+    """Largest shingle count kept as a compact set: about 6 bits per shingle.
+
+    Below it the coded set estimates Jaccard better than the densified one-permutation sketch
+    of the same size (measured at 2,048 bits and J = 0.8: standard deviations 0.008 against
+    0.015 at 256 shingles; they cross near 330)."""
+    return sketch_bits // 6
+
+
+@njit(inline="always", cache=True)
+def _cut(h, b):
+    return h if b >= 64 else h >> np.uint64(64 - b)
+
+
+@njit(cache=True, nogil=True)
+def _coded_bits(hashes, b, r):
+    """Bits needed to code the distinct `b`-bit prefixes of sorted `hashes` with parameter r."""
+    bits = HEADER_BITS
+    prev = np.uint64(0)
+    first = True
+    for h in hashes:
+        v = _cut(h, b)
+        if not first and v == prev:
+            continue
+        gap = v if first else v - prev - _ONE
+        bits += np.int64(gap >> np.uint64(r)) + 1 + r
+        if bits > 1 << 40:
+            return bits
+        prev = v
+        first = False
+    return bits
+
+
+@njit(cache=True, nogil=True)
+def _rice(n, b):
+    """Rice parameter for n values spread over 2**b: log2 of ~0.69 times the mean gap."""
+    r = math.floor(math.log2(0.69 * 2.0**b / max(n, 1)))
+    return max(0, min(r, b, 63))
+
+
+@njit(cache=True, nogil=True)
+def encode(hashes, out):
+    """Code sorted distinct 64-bit `hashes` into the zeroed uint64 array `out`.
+
+    Returns False (leaving `out` zeroed) when even 1-bit values would not fit."""
+    n = hashes.size
+    budget = out.size * 64
+    avail = (budget - HEADER_BITS) // max(n, 1)
+    log2n = 0
+    while (1 << log2n) < n:
+        log2n += 1
+    b = min(64, log2n + avail - 1)
+    while b >= 1:
+        r = _rice(n, b)
+        if _coded_bits(hashes, b, r) <= budget:
+            break
+        b -= 1
+    if b < 1:
+        return False
+    out[0] = np.uint64(b) | (np.uint64(r) << np.uint64(8))
+    pos = HEADER_BITS
+    m = 0
+    prev = np.uint64(0)
+    for i in range(n):
+        v = _cut(hashes[i], b)
+        if i > 0 and v == prev:
+            continue
+        gap = v if i == 0 else v - prev - _ONE
+        q = np.int64(gap >> np.uint64(r))
+        for _ in range(q):  # unary: q ones, then a zero
+            out[pos >> 6] |= _ONE << np.uint64(pos & 63)
+            pos += 1
+        pos += 1
+        for j in range(r - 1, -1, -1):
+            if (gap >> np.uint64(j)) & _ONE:
+                out[pos >> 6] |= _ONE << np.uint64(pos & 63)
+            pos += 1
+        prev = v
+        m += 1
+    out[0] |= np.uint64(m) << np.uint64(16)
+    return True
+
+
+@njit(cache=True, nogil=True)
+def common_values(hashes, words):
+    """(common, b): how many distinct `b`-bit prefixes of sorted `hashes` the coded set holds."""
+    b = np.int64(words[0] & np.uint64(0xFF))
+    r = np.int64((words[0] >> np.uint64(8)) & np.uint64(0xFF))
+    m = np.int64((words[0] >> np.uint64(16)) & np.uint64(0xFFFF))
+    pos = HEADER_BITS
+    i = 0
+    n = hashes.size
+    common = 0
+    v = np.uint64(0)
+    for k in range(m):
+        q = np.uint64(0)
+        while (words[pos >> 6] >> np.uint64(pos & 63)) & _ONE:
+            q += _ONE
+            pos += 1
+        pos += 1
+        low = np.uint64(0)
+        for _ in range(r):
+            low = (low << _ONE) | ((words[pos >> 6] >> np.uint64(pos & 63)) & _ONE)
+            pos += 1
+        gap = (q << np.uint64(r)) | low
+        v = gap if k == 0 else v + gap + _ONE
+        while i < n and _cut(hashes[i], b) < v:
+            i += 1
+        if i < n and _cut(hashes[i], b) == v:
+            common += 1
+    return common, b
+
+
+@njit(cache=True, nogil=True)
+def distinct_prefixes(hashes, b):
+    """Distinct `b`-bit prefixes of sorted `hashes`."""
+    count = 0
+    for i in range(hashes.size):
+        if i == 0 or _cut(hashes[i], b) != _cut(hashes[i - 1], b):
+            count += 1
+    return count
+
+
+@njit(cache=True, nogil=True)
+def estimate(hashes, words, n_stored):
+    """Jaccard of the set of sorted distinct `hashes` and a coded set of `n_stored` shingles.
+
+    The common count M of `b`-bit prefixes exceeds the true intersection I by chance
+    collisions; with R = 2**b values, E[M] = R (1 - e^(-I/R) (1 - (1 - e^(-a/R))
+    (1 - e^(-c/R)))), a = |A| - I, c = |B| - I, solved for I by bisection (with expm1, stable
+    for large R); where chance collisions are negligible the count itself is used, so a
+    ratio such as 4/5 compares with the threshold exactly as the exact Jaccard does."""
+    n_query = hashes.size
+    if n_query == 0 or n_stored == 0:
+        return 0.0
+    common, b = common_values(hashes, words)
+    rng = 2.0**b
+    if n_query * n_stored < 1e-4 * rng:  # chance collisions negligible: the count is exact
+        return common / (n_query + n_stored - common)
+    lo, hi = 0.0, float(min(n_query, n_stored))
+    for _ in range(50):
+        mid = 0.5 * (lo + hi)
+        ea = -math.expm1(-(n_query - mid) / rng)
+        ec = -math.expm1(-(n_stored - mid) / rng)
+        expect = rng * (-math.expm1(-mid / rng) + math.exp(-mid / rng) * ea * ec)
+        if expect < common:
+            lo = mid
+        else:
+            hi = mid
+    inter = 0.5 * (lo + hi)
+    return inter / (n_query + n_stored - inter)

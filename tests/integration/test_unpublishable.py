@@ -1,0 +1,76 @@
+"""Outputs the broker refuses become `unpublishable` dead letters; the rest commits."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from kafka import KafkaAdminClient
+from kafka.admin import ConfigResource, ConfigResourceType
+
+from tests.integration.harness import Topics, WorkerProcess, decisions, produce_docs, read_all
+from tests.integration.test_worker import stream
+
+pytestmark = pytest.mark.integration
+
+
+def big_doc(i: int) -> dict[str, object]:
+    return {"id": f"big-{i}", "text": " ".join(f"w{i}x{j}" for j in range(12_000))}  # ~100 KB
+
+
+def test_a_small_existing_unique_topic_is_reported_and_what_does_not_fit_is_dead_lettered(
+    kafka_bootstrap: str,
+    kafka_admin: KafkaAdminClient,
+    unique_topic: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    topics = Topics.fresh(unique_topic)
+    spec = {"num_partitions": 1, "replication_factor": 1}
+    kafka_admin.create_topics({topics.unique: {**spec, "configs": {"max.message.bytes": "50000"}}})
+    docs = stream(10, seed=41)
+    worker = WorkerProcess(kafka_bootstrap, topics, "g-" + topics.input, tmp_path / "w.log")
+    worker.start()
+    try:
+        worker.wait_ready()
+        assert f"--entity-name {topics.unique} --add-config max.message.bytes=" in worker.log()
+        produce_docs(kafka_bootstrap, topics.input, [*docs[:5], big_doc(1), *docs[5:]])
+        got = decisions(kafka_bootstrap, topics, len(docs))
+        assert set(got) == {str(d["id"]) for d in docs}
+        (letter,) = [json.loads(m.value) for m in read_all(kafka_bootstrap, topics.dlq, 1)]
+        assert letter["reason"] == "unpublishable" and letter["source"]["offset"] == 5
+        assert "max.message.bytes" in letter["message"]
+    finally:
+        assert worker.stop() == 0, worker.log()
+
+
+def test_an_output_the_broker_rejects_at_runtime_is_dead_lettered_once(
+    kafka_bootstrap: str,
+    kafka_admin: KafkaAdminClient,
+    unique_topic: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    topics = Topics.fresh(unique_topic)
+    docs = stream(12, seed=42)
+    worker = WorkerProcess(kafka_bootstrap, topics, "g-" + topics.input, tmp_path / "w.log")
+    worker.start()
+    try:
+        worker.wait_ready()
+        produce_docs(kafka_bootstrap, topics.input, docs[:4])
+        assert len(decisions(kafka_bootstrap, topics, 4)) == 4
+        # an operator shrinks the topic while the worker runs: its start-up check is stale
+        resource = ConfigResource(
+            ConfigResourceType.TOPIC, topics.unique, {"max.message.bytes": "40000"}
+        )
+        kafka_admin.alter_configs([resource])
+        produce_docs(kafka_bootstrap, topics.input, [*docs[4:8], big_doc(2), *docs[8:]])
+        got = decisions(kafka_bootstrap, topics, len(docs))
+        assert set(got) == {str(d["id"]) for d in docs}
+        assert all(len(v) == 1 for v in got.values())
+        (letter,) = [json.loads(m.value) for m in read_all(kafka_bootstrap, topics.dlq, 1)]
+        assert letter["reason"] == "unpublishable" and letter["source"]["offset"] == 8
+        assert "rejected" in letter["message"]
+        assert worker.alive()
+    finally:
+        assert worker.stop() == 0, worker.log()
