@@ -29,8 +29,16 @@ from neardup_stream.index.columns import (
 )
 
 _U32 = np.uint64(0xFFFFFFFF)
+_FIB = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio
 MAX_LOAD = 4
 SIZE_CAP = 65535  # stored set sizes saturate here (uint16)
+
+
+@njit(inline="always", cache=True)
+def _bucket(q, mask):
+    """The bucket of key q in its row. The row is q mod rows, which fixes q's low bits within
+    a row, so the bucket mixes all of q's bits (Fibonacci hashing) instead of taking them."""
+    return np.int64(((np.uint64(q) * _FIB) >> np.uint64(32)) & np.uint64(mask))
 
 
 @njit(cache=True)
@@ -79,7 +87,7 @@ def tables_probe(t, qkeys, base, count, out):
     for q in qkeys:
         r = q % rows
         heads, nxt, keys, refs = t.heads[r], t.nxt[r], t.keys[r], t.refs[r]
-        e = heads[q & mask]
+        e = heads[_bucket(q, mask)]
         while e >= 0:
             if keys[e] == q and _alive(refs[e], base, count):
                 if n < out.size:
@@ -108,7 +116,7 @@ def _insert_one(t, q, ref, cap, base, count):
     """
     r = q % t.heads.shape[0]
     heads, nxt, keys, refs = t.heads[r], t.nxt[r], t.keys[r], t.refs[r]
-    b = q & (heads.size - 1)
+    b = _bucket(q, heads.size - 1)
     e = heads[b]
     same = 0
     oldest = -1
@@ -146,7 +154,7 @@ def tables_rehash(t):
     for r in range(t.heads.shape[0]):
         heads, nxt, keys = t.heads[r], t.nxt[r], t.keys[r]
         for e in range(t.sizes[r]):
-            b = keys[e] & mask
+            b = _bucket(keys[e], mask)
             nxt[e] = heads[b]
             heads[b] = e
 
