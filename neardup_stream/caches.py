@@ -104,10 +104,12 @@ def purge_stale_jit_cache() -> None:
         )
         for d in dirs:
             stamp = d / _STAMP
-            if not d.is_dir() or (stamp.exists() and stamp.read_text() == digest):
+            if stamp.exists() and stamp.read_text() == digest:
                 continue
-            for f in [*d.rglob("*.nbi"), *d.rglob("*.nbc")]:
-                f.unlink(missing_ok=True)
+            if d.is_dir():
+                for f in [*d.rglob("*.nbi"), *d.rglob("*.nbc")]:
+                    f.unlink(missing_ok=True)
+            d.mkdir(parents=True, exist_ok=True)  # stamped before numba writes anything there
             stamp.write_text(digest)
 
 
