@@ -53,6 +53,8 @@ class PartitionIndexes(dict[int, Deduplicator]):
 
     def follow(self) -> None:
         """Drop indexes of partitions gone, pause and restore the ones gained."""
+        if self.assignment.rebalancing:
+            return  # revoked, not yet reassigned: what stays is not known yet
         owned, dropped = self.assignment.take()
         self.drop({p for p in self if p not in owned or p in dropped})
         job = self._job

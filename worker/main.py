@@ -103,6 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("kafka").setLevel(
         max(logging.WARNING, logging.getLevelName(settings.log_level))
     )
+    # kafka-python 3 warns whenever one of its I/O tasks runs > 100 ms, which a busy machine
+    # does all the time; the worker's own metrics report slowness instead.
+    logging.getLogger("kafka.net.selector").setLevel(logging.ERROR)
     log.info("effective settings: %s", json.dumps(settings.redacted(), sort_keys=True))
     registry = CollectorRegistry()
     metrics = build_metrics(registry)

@@ -1,7 +1,7 @@
 """Which input partitions this worker owns, as the group protocol changes it.
 
-The rebalance listener runs on the Kafka client's thread and only records what changed; the
-loop acts on it between polls. With the (eager) sticky assignor every rebalance revokes all
+The rebalance listener runs on the Kafka client's I/O thread and only records what changed;
+the loop acts on it between polls, and not while a revocation waits for its assignment. With the (eager) sticky assignor every rebalance revokes all
 partitions and assigns the new set, mostly the same one: a partition revoked and assigned
 back in the same rebalance never belonged to anyone else, so its index stays. A partition
 that was absent from any assignment in between is `dropped`: its index must be rebuilt.
@@ -34,6 +34,7 @@ class Assignment(ConsumerRebalanceListener):
         self._owned: set[int] = set()
         self._before_revoke: set[int] = set()
         self._dropped: set[int] = set()
+        self._rebalancing = False
         self.seen_assignment = False
 
     def on_partitions_revoked(self, revoked: list[TopicPartition]) -> None:
@@ -41,6 +42,7 @@ class Assignment(ConsumerRebalanceListener):
         with self._lock:
             self._before_revoke |= self._owned
             self._owned -= {tp.partition for tp in revoked}
+            self._rebalancing = True
 
     def on_partitions_lost(self, lost: list[TopicPartition]) -> None:
         with self._lock:
@@ -57,9 +59,17 @@ class Assignment(ConsumerRebalanceListener):
                 with contextlib.suppress(KeyError):
                     self.metrics.consumer_lag.remove(self.topic, str(p))
             self._before_revoke = set()
+            self._rebalancing = False
             self.seen_assignment = True
             owned = sorted(self._owned)
         log.info("partitions assigned: %s", owned)
+
+    @property
+    def rebalancing(self) -> bool:
+        """Between a revocation and the assignment that follows it: the listener runs on the
+        client's I/O thread, so the loop can look in between and must wait for the pair."""
+        with self._lock:
+            return self._rebalancing
 
     def owned(self) -> set[int]:
         with self._lock:

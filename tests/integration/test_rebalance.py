@@ -37,8 +37,15 @@ def per_partition_expected(placed: list[tuple[int, dict[str, object]]]) -> dict[
     return out
 
 
-def restores(log: str) -> list[list[int]]:
-    return [json.loads(m) for m in re.findall(r"restoring partitions (\[[\d, ]*\])", log)]
+def full_log(worker: WorkerProcess) -> str:
+    """The whole log (`WorkerProcess.log()` keeps only its tail)."""
+    return worker.log_path.read_text(errors="replace")
+
+
+def restores(worker: WorkerProcess) -> list[list[int]]:
+    """Every set of partitions the worker started restoring, in order."""
+    found = re.findall(r"restoring partitions (\[[\d, ]*\])", full_log(worker))
+    return [json.loads(m) for m in found]
 
 
 def test_a_joining_replica_moves_partitions_without_rebuilding_the_ones_that_stay(
@@ -61,15 +68,15 @@ def test_a_joining_replica_moves_partitions_without_rebuilding_the_ones_that_sta
         a.wait_ready()
         produce_to(kafka_bootstrap, topics.input, first)
         assert len(decisions(kafka_bootstrap, topics, len(first))) == len(first)
-        assert restores(a.log()) == [[0, 1, 2, 3]]
+        assert restores(a) == [[0, 1, 2, 3]]
         b.start()
-        wait_for("b to own partitions", lambda: restores(b.log()), 60)
+        wait_for("b to own partitions", lambda: restores(b), 60)
         b.wait_ready()
-        wait_for("a to settle", lambda: "partitions assigned" in a.log().split("restoring")[-1], 60)
-        moved = restores(b.log())[0]
+        wait_for("a's rebalance", lambda: full_log(a).count("partitions assigned") >= 2, 60)
+        moved = restores(b)[0]
         assert moved and set(moved) < {0, 1, 2, 3}
         # a kept the indexes of the partitions it still owns: no restore after the first
-        assert restores(a.log()) == [[0, 1, 2, 3]], a.log()
+        assert restores(a) == [[0, 1, 2, 3]], a.log()
         produce_to(kafka_bootstrap, topics.input, copies)
         total = len(first) + len(copies)
         got = decisions(kafka_bootstrap, topics, total)
@@ -99,7 +106,7 @@ def test_input_partitions_added_at_runtime_are_consumed(
         kafka_admin.create_partitions({topics.input: NewPartitions(3)})
         wait_for(
             "the new partitions",
-            lambda: [1, 2] in restores(w.log()) or [0, 1, 2] in restores(w.log()),
+            lambda: [1, 2] in restores(w) or [0, 1, 2] in restores(w),
             60,
         )
         placed = [(0, d) for d in docs[:10]] + [(1 + i % 2, d) for i, d in enumerate(docs[10:])]
