@@ -128,7 +128,8 @@ def parse_document(
     if mapping.is_default:
         try:
             doc = Document.model_validate_json(raw)
-            if not (_has_surrogate(doc.text) or _has_surrogate(doc.id)):
+            # valid UTF-8 holds no surrogates: only a JSON \u escape can make one
+            if b"\\u" not in raw or not (_has_surrogate(doc.text) or _has_surrogate(doc.id)):
                 return doc
         except ValidationError:
             pass  # classify the problem precisely below

@@ -173,7 +173,7 @@ class Worker:
             self.rejected.unpublishable(source, why)
         if backoff and not failure.rejected:
             self._failures += 1
-            delay = min(self.settings.worker.retry_backoff_max_s, 0.5 * 2 ** (self._failures - 1))
+            delay = self._backoff(self._failures - 1)
             log.error("a batch failed; retrying in %.1f s", delay, exc_info=failure.error)
             self._stop.wait(delay)
         self.indexes.drop(failure.partitions | (also or set()))  # they ran ahead of the commit
@@ -181,6 +181,10 @@ class Worker:
         owned = self.assignment.owned()
         self._retry(lambda: rewind_to_committed(self.consumer, self.settings.topics.input, owned))
         self.indexes.follow()
+
+    def _backoff(self, attempt: int) -> float:
+        """Seconds to wait before retry `attempt` (0-based): doubling, capped."""
+        return min(self.settings.worker.retry_backoff_max_s, 0.5 * 2**attempt)
 
     def _retry(self, action: Callable[[], None]) -> None:
         attempt = 0
@@ -190,7 +194,7 @@ class Worker:
                 return
             except Exception:
                 attempt += 1
-                delay = min(self.settings.worker.retry_backoff_max_s, 0.5 * 2**attempt)
+                delay = self._backoff(attempt)
                 log.exception("recovery step failed; retrying in %.1f s", delay)
                 self._stop.wait(delay)
 

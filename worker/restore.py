@@ -188,7 +188,8 @@ class RestoreJob:
         self.error: BaseException | None = None
         self._cancelled = False
         self._stopping = stopping
-        self._args = (changelog, config, metrics, snapshot_dir)
+        self._changelog, self._config = changelog, config
+        self._metrics, self._snapshot_dir = metrics, snapshot_dir
         self._make_reader = make_reader
         self.started = time.monotonic()
         self._thread = threading.Thread(target=self._run, name="restore", daemon=True)
@@ -204,18 +205,17 @@ class RestoreJob:
         self._thread.join()
 
     def _run(self) -> None:
-        changelog, config, metrics, snapshot_dir = self._args
         reader = None
         try:
             reader = self._make_reader()
             self.result = restore_partitions(
                 reader,
-                changelog,
+                self._changelog,
                 self.partitions,
-                config,
-                metrics,
+                self._config,
+                self._metrics,
                 lambda: self._cancelled or self._stopping(),
-                snapshot_dir,
+                self._snapshot_dir,
             )
         except BaseException as exc:
             self.error = exc

@@ -43,6 +43,8 @@ from tests.integration.prometheus import (
 if TYPE_CHECKING:
     from kafka import KafkaAdminClient
 
+    from tests.integration.harness import Topics
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 KAFKA_SH = REPO_ROOT / "deploy" / "local" / "kafka.sh"
 # First start may download ~45 MB of jars with Maven; be generous.
@@ -142,3 +144,11 @@ def promtool() -> str:
         return ensure_promtool()
     except PrometheusUnavailable as exc:
         _unavailable(exc)
+
+
+@pytest.fixture
+def topics(unique_topic: Callable[[str], str]) -> Topics:
+    """A fresh set of input/output/changelog topic names for one test."""
+    from tests.integration.harness import Topics
+
+    return Topics.fresh(unique_topic)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -50,11 +49,9 @@ def restores(worker: WorkerProcess) -> list[list[int]]:
 
 def test_a_joining_replica_moves_partitions_without_rebuilding_the_ones_that_stay(
     kafka_bootstrap: str,
-    kafka_admin: KafkaAdminClient,
-    unique_topic: Callable[[str], str],
+    topics: Topics,
     tmp_path: Path,
 ) -> None:
-    topics = Topics.fresh(unique_topic)
     group = "g-" + topics.input
     extra = ["--partitions", "4"]
     first = [(i % 4, d) for i, d in enumerate(stream(80, seed=21))]
@@ -92,10 +89,9 @@ def test_a_joining_replica_moves_partitions_without_rebuilding_the_ones_that_sta
 def test_input_partitions_added_at_runtime_are_consumed(
     kafka_bootstrap: str,
     kafka_admin: KafkaAdminClient,
-    unique_topic: Callable[[str], str],
+    topics: Topics,
     tmp_path: Path,
 ) -> None:
-    topics = Topics.fresh(unique_topic)
     env = {"NEARDUP_WORKER__METADATA_MAX_AGE_MS": "2000"}
     w = WorkerProcess(kafka_bootstrap, topics, "g-" + topics.input, tmp_path / "w.log", env=env)
     w.start()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,10 +24,9 @@ def metric(text: str, name: str, reason: str) -> float:
 def test_corrupt_and_foreign_changelog_records_are_skipped_not_fatal(
     kafka_bootstrap: str,
     kafka_admin: KafkaAdminClient,
-    unique_topic: Callable[[str], str],
+    topics: Topics,
     tmp_path: Path,
 ) -> None:
-    topics = Topics.fresh(unique_topic)
     kafka_admin.create_topics(
         {
             topics.changelog: {

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -23,10 +22,9 @@ def big_doc(i: int) -> dict[str, object]:
 def test_a_small_existing_unique_topic_is_reported_and_what_does_not_fit_is_dead_lettered(
     kafka_bootstrap: str,
     kafka_admin: KafkaAdminClient,
-    unique_topic: Callable[[str], str],
+    topics: Topics,
     tmp_path: Path,
 ) -> None:
-    topics = Topics.fresh(unique_topic)
     spec = {"num_partitions": 1, "replication_factor": 1}
     kafka_admin.create_topics({topics.unique: {**spec, "configs": {"max.message.bytes": "50000"}}})
     docs = stream(10, seed=41)
@@ -48,10 +46,9 @@ def test_a_small_existing_unique_topic_is_reported_and_what_does_not_fit_is_dead
 def test_an_output_the_broker_rejects_at_runtime_is_dead_lettered_once(
     kafka_bootstrap: str,
     kafka_admin: KafkaAdminClient,
-    unique_topic: Callable[[str], str],
+    topics: Topics,
     tmp_path: Path,
 ) -> None:
-    topics = Topics.fresh(unique_topic)
     docs = stream(12, seed=42)
     worker = WorkerProcess(kafka_bootstrap, topics, "g-" + topics.input, tmp_path / "w.log")
     worker.start()

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -41,11 +40,6 @@ def expected(docs: list[dict[str, object]]) -> dict[str, tuple[str, str | None]]
     """What an uninterrupted offline run decides for the same stream."""
     out = Deduplicator().check_batch([Document.model_validate(d) for d in docs])
     return {d.id: (d.decision, d.duplicate_of) for d in out}
-
-
-@pytest.fixture
-def topics(unique_topic: Callable[[str], str]) -> Topics:
-    return Topics.fresh(unique_topic)
 
 
 def test_decisions_land_on_the_right_topics(
