@@ -15,6 +15,7 @@ import threading
 import time
 
 from kafka import KafkaConsumer, TopicPartition
+from kafka.errors import KafkaError
 
 from neardup_stream.deduplicator import Deduplicator
 from worker import clients, topics
@@ -45,6 +46,7 @@ class PartitionIndexes(dict[int, Deduplicator]):
         self.ready, self._stop = ready, stop
         self._changelog_partitions = changelog_partitions
         self._job: RestoreJob | None = None
+        self._grow_after = 0.0  # monotonic time before which a failed growth is not retried
 
     def drop(self, partitions: set[int]) -> None:
         """Forget indexes that ran ahead of what Kafka committed; `follow` restores them."""
@@ -85,7 +87,14 @@ class PartitionIndexes(dict[int, Deduplicator]):
     def _start(self, pending: set[int]) -> None:
         s, topic = self.settings, self.settings.topics.input
         if max(pending) >= self._changelog_partitions:  # input partitions added at runtime
-            topics.grow_changelog_for(s, max(pending) + 1)
+            if time.monotonic() < self._grow_after:
+                return
+            try:
+                topics.grow_changelog_for(s, max(pending) + 1)
+            except KafkaError as exc:  # transient: a later `follow` tries again
+                self._grow_after = time.monotonic() + s.worker.retry_backoff_max_s
+                log.warning("could not grow changelog %s yet: %r", s.topics.changelog, exc)
+                return
             self._changelog_partitions = max(pending) + 1
         for p in pending:  # read_committed: waits until no transaction holds its offsets
             self.consumer.committed(TopicPartition(topic, p))

@@ -16,8 +16,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import TypeVar
 
 from kafka import TopicPartition
+from kafka.errors import KafkaError
 
 from worker import clients, snapshots, topics
 from worker.decide import BatchOutput, DecideRules, InputRecord, Source, Unrecordable, decide
@@ -29,6 +31,7 @@ from worker.settings import Settings
 from worker.transaction import Publisher, PublishFailure
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class Worker:
@@ -51,7 +54,9 @@ class Worker:
 
     def run(self) -> None:
         s = self.settings
-        layout = topics.ensure_topics(s)
+        layout = self._until_stopped(lambda: topics.ensure_topics(s))
+        if layout is None:
+            return
         self.rules = DecideRules(
             s.topics.unique,
             s.topics.duplicate,
@@ -185,6 +190,19 @@ class Worker:
     def _backoff(self, attempt: int) -> float:
         """Seconds to wait before retry `attempt` (0-based): doubling, capped."""
         return min(self.settings.worker.retry_backoff_max_s, 0.5 * 2**attempt)
+
+    def _until_stopped(self, action: Callable[[], T]) -> T | None:
+        """Start-up steps: a broker that is down or restarting is waited for, not fatal."""
+        attempt = 0
+        while not self._stop.is_set():
+            try:
+                return action()
+            except (KafkaError, OSError) as exc:  # configuration errors (RuntimeError) stay fatal
+                attempt += 1
+                delay = self._backoff(attempt)
+                log.warning("broker not usable yet (%r); retrying in %.1f s", exc, delay)
+                self._stop.wait(delay)
+        return None
 
     def _retry(self, action: Callable[[], None]) -> None:
         attempt = 0

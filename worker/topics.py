@@ -34,10 +34,19 @@ class TopicLayout:
     limits: dict[str, int]  # output topic -> effective max.message.bytes
 
 
+def _admin(settings: Settings) -> KafkaAdminClient:
+    # A broker that cannot be reached fails within one request timeout; callers retry.
+    timeout = settings.kafka.request_timeout_ms
+    return KafkaAdminClient(**common_config(settings.kafka), bootstrap_timeout_ms=timeout)
+
+
 def ensure_topics(settings: Settings) -> TopicLayout:
-    """Create missing topics, check existing ones; raises RuntimeError when unusable."""
+    """Create missing topics, check existing ones; raises RuntimeError when unusable.
+
+    A broker that is down raises a `KafkaError`; the caller retries.
+    """
     topics = settings.topics
-    admin = KafkaAdminClient(**common_config(settings.kafka))
+    admin = _admin(settings)
     try:
         existing = set(admin.list_topics())
         limit = str(settings.worker.output_max_message_bytes)
@@ -90,7 +99,7 @@ def grow_changelog(admin: KafkaAdminClient, settings: Settings, input_partitions
 
 def grow_changelog_for(settings: Settings, input_partitions: int) -> None:
     """`grow_changelog` with a short-lived admin client (runtime partition growth)."""
-    admin = KafkaAdminClient(**common_config(settings.kafka))
+    admin = _admin(settings)
     try:
         grow_changelog(admin, settings, input_partitions)
     finally:

@@ -12,7 +12,7 @@
 
 Set ``KAFKA_KEEP_RUNNING=1`` to leave a broker started by the session running.
 
-``kafka_admin`` is a session-wide ``KafkaAdminClient``; ``unique_topic`` is a
+``kafka_admin`` is a per-test ``KafkaAdminClient``; ``unique_topic`` is a
 factory making collision-free topic names so tests don't see each other's data.
 
 ``prometheus`` (session scope) is a real Prometheus started with
@@ -91,9 +91,14 @@ def kafka_bootstrap() -> Iterator[str]:
             _kafka_sh("stop", timeout=60)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def kafka_admin(kafka_bootstrap: str) -> Iterator[KafkaAdminClient]:
-    """A KafkaAdminClient connected to ``kafka_bootstrap``."""
+    """A KafkaAdminClient connected to ``kafka_bootstrap``, one per test.
+
+    Not session-wide: kafka-python's admin client fails a request at once
+    (``NodeNotReadyError``) while the connection it had to the controller is in
+    reconnect backoff, which an idle or restarted connection leaves it in.
+    """
     from kafka import KafkaAdminClient
 
     admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap, client_id="neardup-tests-admin")
