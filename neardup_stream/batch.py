@@ -43,6 +43,7 @@ class Batch:
         nkeys = np.where(fps.nfeat > 0, keys.shape[1], blocks)
         docs = BatchColumns(
             skip=np.zeros(len(ids), dtype=np.bool_),
+            probe_only=np.zeros(len(ids), dtype=np.bool_),
             keys=keys,
             nkeys=np.asarray(nkeys, dtype=np.int64),
             exact=fps.exact,
@@ -64,6 +65,7 @@ class Batch:
             keys[i, : blocks + r.lsh_keys.size] = np.concatenate((r.simhash_keys, r.lsh_keys))
         docs = BatchColumns(
             skip=np.zeros(len(recs), dtype=np.bool_),
+            probe_only=np.zeros(len(recs), dtype=np.bool_),
             keys=keys,
             nkeys=np.array([blocks + r.lsh_keys.size for r in recs], dtype=np.int64),
             exact=np.array([r.exact for r in recs], dtype=np.uint64).reshape(-1, 2),
@@ -95,8 +97,9 @@ class Batch:
             self.docs.skip[i] = True
 
     def stored(self) -> list[int]:
-        """Positions of the documents the kernels stored (neither known nor repeated)."""
-        return [i for i in range(len(self.ids)) if not self.docs.skip[i]]
+        """Positions of the documents the kernels stored (not known, repeated or probe-only)."""
+        docs = self.docs
+        return [i for i in range(len(self.ids)) if not (docs.skip[i] or docs.probe_only[i])]
 
     def lsh_keys(self, i: int) -> np.ndarray:
         return self.docs.keys[i, self.blocks : self.docs.nkeys[i]]

@@ -67,15 +67,22 @@ def run_dedup(
 ) -> Counter[str]:
     """Stream JSONL documents from `source` to decisions on `sink`; returns counters."""
     from neardup_stream.deduplicator import Deduplicator  # the compiled kernels load here
+    from neardup_stream.mapping import domain_of
+    from neardup_stream.sharded.deduplicator import ShardedDeduplicator
 
-    dedup = Deduplicator(config)
+    sharded = config.home_shards > 1 or mapping.domain_field is not None
+    dedup = ShardedDeduplicator(config) if sharded else Deduplicator(config)
     counts: Counter[str] = Counter()
     batch: list[Document] = []
     bar = _progress(total_bytes)
     started = time.perf_counter()
 
     def flush() -> None:
-        for d in dedup.check_batch(batch):
+        if isinstance(dedup, ShardedDeduplicator):
+            decisions = dedup.process(batch, [domain_of(mapping, doc) for doc in batch])
+        else:
+            decisions = dedup.check_batch(batch)
+        for d in decisions:
             counts[d.decision] += 1
             if d.method:
                 counts[f"method:{d.method}"] += 1

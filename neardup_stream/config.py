@@ -57,6 +57,13 @@ class DedupConfig(BaseModel):
     )
     shards: int = Field(4, ge=1, le=1024, description="index shards (shard = key mod shards)")
     bucket_cap: int = Field(64, ge=1, description="max documents per LSH/SimHash bucket key")
+    home_shards: int = Field(
+        1,
+        ge=1,
+        le=4096,
+        description="document-partitioned shards (scale-out): each stores the documents whose "
+        "home (a hash of domain and id) it is, and every one votes on every document",
+    )
     index_duplicates: bool = Field(True, description="index near-duplicates too (catches chains)")
     max_docs: int | None = Field(None, ge=1, lt=2**31, description="evict the oldest beyond this")
     max_age_seconds: float | None = Field(None, gt=0, description="evict documents older than this")
@@ -86,6 +93,10 @@ class DedupConfig(BaseModel):
             raise ValueError("sketch_bits must be a power of two in [64, 65536]")
         if self.sketch_bits < self.num_perm:
             raise ValueError("sketch_bits must be >= num_perm")
+        if self.precise and self.home_shards > 1:
+            raise ValueError(
+                "precise mode needs home_shards = 1 (its shingle sets are not sharded)"
+            )
         if (self.bands is None) != (self.rows is None):
             raise ValueError("set both bands and rows, or neither")
         if (

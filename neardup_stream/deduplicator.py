@@ -123,6 +123,28 @@ class Deduplicator:
             self._run(batch, decide=True)
         return self._finish(batch, records, feats)
 
+    def vote(self, batch: Batch) -> list[str | None]:
+        """Decide `batch` against this engine; store only rows that are not `probe_only`.
+
+        For document-partitioned shards: `batch.decisions` then holds each row's best match
+        here (a ref of this engine, -1 for none), and the returned list its id. Stored rows
+        are recorded without a decision (the gather step makes it).
+        """
+        home = ~batch.docs.probe_only
+        found = self.registry.find_all(batch.ids, self.store)
+        batch.mark_known([ref if h else None for ref, h in zip(found, home, strict=True)])
+        self.store.reserve(len(batch))
+        self._run(batch, decide=True)
+        out = batch.decisions
+        for i in batch.stored():  # first: later rows of the batch may match these
+            self.store.record(int(out.ref[i]), batch.ids[i], None, None)
+        matches = [
+            None if batch.docs.skip[i] or out.match[i] < 0 else self.store.doc_id(int(out.match[i]))
+            for i in range(len(batch))
+        ]
+        self._remember(batch)
+        return matches
+
     def _run(self, batch: Batch, decide: bool, begin: int = 0, end: int | None = None) -> None:
         """Run the decide (or append) kernel over rows begin..end, growing tables as needed."""
         end = len(batch) if end is None else end

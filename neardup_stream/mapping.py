@@ -7,7 +7,9 @@ Crawlers and news feeds do not all publish `{"id", "text"}`. An `InputMapping` s
   with `text` values);
 * the text: one or more fields joined with `text_separator` (e.g. `title` + `body`); fields
   that are absent or null are left out, and at least one must be present;
-* the event time: `timestamp_field` (ISO 8601 or epoch seconds), or none.
+* the event time: `timestamp_field` (ISO 8601 or epoch seconds), or none;
+* the dedup domain (`domain_of`): a JSON field, a header, or the key up to a separator;
+  documents are compared only within their domain, and there is one ("") by default.
 
 The worker and the offline `dedup` command read the same mapping (flags or `NEARDUP_INPUT__*`),
 so a worker's decisions can be reproduced offline.
@@ -15,9 +17,13 @@ so a worker's decisions can be reproduced offline.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from neardup_stream.models import Document
 
 DEFAULT_TEXT_FIELDS = ("text",)
 
@@ -40,6 +46,16 @@ class InputMapping(BaseModel):
     text_separator: str = Field("\n\n", description="placed between joined text fields")
     timestamp_field: str | None = Field(
         "timestamp", description="JSON field with the event time (ISO 8601 or epoch seconds)"
+    )
+
+    domain_field: str | None = Field(
+        None, description="JSON field naming the dedup domain (documents compare only within one)"
+    )
+    domain_header: str | None = Field(
+        None, description="message header naming the dedup domain (worker only)"
+    )
+    domain_key_separator: str | None = Field(
+        None, description="the domain is the message key up to this separator (worker only)"
     )
 
     @field_validator("text_fields", mode="before")
@@ -71,3 +87,28 @@ class InputMapping(BaseModel):
 
 
 DEFAULT_MAPPING = InputMapping()
+
+
+def domain_of(
+    mapping: InputMapping,
+    doc: Document,
+    key: bytes | None = None,
+    headers: Sequence[tuple[str, bytes | None]] = (),
+) -> str:
+    """The dedup domain of a document: field, then header, then key prefix; "" when none."""
+    if mapping.domain_field is not None:
+        value = (doc.model_extra or {}).get(mapping.domain_field)
+        if value is None and mapping.domain_field in Document.model_fields:
+            value = getattr(doc, mapping.domain_field)
+        if value is not None:
+            return value if isinstance(value, str) else json.dumps(value, sort_keys=True)
+    if mapping.domain_header is not None:
+        for name, raw in headers:
+            if name == mapping.domain_header and raw is not None:
+                return raw.decode("utf-8", "replace")
+    if mapping.domain_key_separator is not None and key is not None:
+        text = key.decode("utf-8", "replace")
+        head, sep, _ = text.partition(mapping.domain_key_separator)
+        if sep:
+            return head
+    return ""

@@ -21,6 +21,7 @@ _ENGINE = (
     "precise",
     "max_docs",
     "max_age_seconds",
+    "home_shards",
 )
 
 
@@ -33,6 +34,11 @@ def add_engine_flags(p: argparse.ArgumentParser, retention: bool = True) -> None
     g.add_argument("--num-perm", type=int, help="MinHash signature length (default 128)")
     g.add_argument("--simhash-k", type=int, help="SimHash Hamming distance (default 3)")
     g.add_argument("--strip-html", action="store_true", default=None, help="strip HTML first")
+    g.add_argument(
+        "--home-shards",
+        type=int,
+        help="document-partitioned shards (scale-out; default 1); decisions depend on it",
+    )
     g.add_argument(
         "--precise",
         action="store_true",
@@ -64,6 +70,9 @@ def add_input_flags(p: argparse.ArgumentParser) -> None:
         "--text-fields", help="comma-separated fields joined into the text (default text)"
     )
     g.add_argument("--timestamp-field", help="JSON field with the event time (default timestamp)")
+    g.add_argument(
+        "--domain-field", help="JSON field naming the dedup domain (default: one domain)"
+    )
 
 
 def engine_overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
@@ -71,7 +80,14 @@ def engine_overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     dedup = {name: getattr(args, name, None) for name in _ENGINE}
     mapping = {
         name: getattr(args, name, None)
-        for name in ("value_format", "id_field", "id_from_key", "text_fields", "timestamp_field")
+        for name in (
+            "value_format",
+            "id_field",
+            "id_from_key",
+            "text_fields",
+            "timestamp_field",
+            "domain_field",
+        )
     }
     return {"dedup": dedup, "input": mapping}
 

@@ -25,6 +25,7 @@ class BatchColumns(NamedTuple):
     """Fingerprints of a batch, one row per document."""
 
     skip: np.ndarray  # bool[n]: the id is known (stored, or earlier in the batch): not decided
+    probe_only: np.ndarray  # bool[n]: decided but not stored (another home shard's document)
     keys: np.ndarray  # uint32[n, width]: SimHash block keys, then LSH band keys
     nkeys: np.ndarray  # int64[n]: how many of the row's keys are used
     exact: np.ndarray  # uint64[n, 2]

@@ -327,7 +327,8 @@ def probe_verify(i, docs, t, store, window, min_sim, compact_max):
 
 @njit(cache=True, nogil=True)
 def decide_batch(begin, end, docs, out, t, store, window, limits, rules):
-    """Decide, store and index documents begin..end in order (each sees all earlier ones)."""
+    """Decide, store and index documents begin..end in order (each sees all earlier ones);
+    `probe_only` documents are decided against the store but not stored."""
     for i in range(begin, end):
         if docs.skip[i]:
             continue
@@ -343,6 +344,10 @@ def decide_batch(begin, end, docs, out, t, store, window, limits, rules):
             if cands.similarity[c] > sim:
                 match, sim = cands.refs[c], cands.similarity[c]
                 method = SIMHASH if cands.hamming[c] <= rules.simhash_k else MINHASH
+        if docs.probe_only[i]:  # another home shard stores it: only its best match here
+            out.ref[i], out.match[i], out.similarity[i] = -1, match, sim
+            out.method[i], out.indexed[i] = method, False
+            continue
         ref = _append(i, docs, store, window, sim, method)
         late = expired(window, docs.ts[i], limits)
         indexed = is_indexed(method, late, rules.index_duplicates, rules.retention)

@@ -1,0 +1,131 @@
+"""The gather step: S votes per document -> its decision, in position order.
+
+The best vote wins: an exact copy first (the earliest one), otherwise the highest
+similarity, ties going to the earliest position. That is the rule one engine applies to its
+own candidates, so one shard (S = 1) decides exactly like `Deduplicator`. Votes only name
+earlier documents, so `duplicate_of` always points back in the log and two documents are never
+duplicates of each other.
+
+The gather step keeps the first decision of each document (per domain) for two things: a
+document whose home shard has seen its id before gets that first decision again, and a
+duplicate's `representative` is its match's representative. These entries expire by the
+engine's retention rules (age from the event-time watermark, then count); a replay whose first
+decision has expired here is decided afresh.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Sequence
+from typing import NamedTuple
+
+import numpy as np
+
+from neardup_stream.config import DedupConfig
+from neardup_stream.index.columns import EXACT, UNIQUE
+from neardup_stream.models import METHODS, Decision
+from neardup_stream.sharded.fingerprints import FingerprintBatch
+from neardup_stream.sharded.home import home_shard
+from neardup_stream.sharded.votes import Votes
+
+
+class Best(NamedTuple):
+    """The winning vote for one document."""
+
+    shard: int
+    similarity: float
+    method: int
+
+
+class _Domain:
+    """First decisions of one domain's live documents, oldest first."""
+
+    def __init__(self) -> None:
+        self.first: dict[str, Decision] = {}
+        self.order: deque[tuple[int, str]] = deque()  # (ts, id) in log order
+        self.watermark = -(2**62)
+
+    def expire(self, config: DedupConfig) -> None:
+        if config.max_age_seconds is not None:
+            cutoff = self.watermark - config.max_age_seconds
+            while self.order and self.order[0][0] < cutoff:
+                self.first.pop(self.order.popleft()[1], None)
+        if config.max_docs is not None:
+            while len(self.order) > config.max_docs:
+                self.first.pop(self.order.popleft()[1], None)
+
+
+class Gatherer:
+    """Decides documents from the votes of all `config.home_shards` shards."""
+
+    def __init__(self, config: DedupConfig) -> None:
+        self.config = config
+        self._domains: dict[str, _Domain] = {}
+
+    def decide(self, fb: FingerprintBatch, votes: Sequence[Votes]) -> list[Decision]:
+        """Decisions of `fb`'s documents; `votes` holds one `Votes` of `fb` per shard."""
+        shards = self.config.home_shards
+        by_shard = sorted(votes, key=lambda v: v.shard)
+        if [v.shard for v in by_shard] != list(range(shards)):
+            raise ValueError(
+                f"need one vote per shard 0..{shards - 1}, got {[v.shard for v in votes]}"
+            )
+        if any(v.match_position.size != len(fb) for v in by_shard):
+            raise ValueError("votes do not cover the fingerprint batch")
+        out: list[Decision] = []
+        for i, (doc_id, domain) in enumerate(zip(fb.ids, fb.domains, strict=True)):
+            state = self._domains.get(domain)
+            if state is None:
+                state = self._domains[domain] = _Domain()
+            state.watermark = max(state.watermark, int(fb.docs.ts[i]))
+            if by_shard[home_shard(domain, doc_id, shards)].seen[i] and doc_id in state.first:
+                out.append(state.first[doc_id])
+                continue
+            decision = self._fresh(doc_id, i, by_shard, state)
+            state.first[doc_id] = decision
+            state.order.append((int(fb.docs.ts[i]), doc_id))
+            state.expire(self.config)
+            out.append(decision)
+        return out
+
+    def _fresh(self, doc_id: str, i: int, votes: list[Votes], state: _Domain) -> Decision:
+        best = _best(votes, i)
+        if best is None:
+            return Decision(id=doc_id, decision="unique")
+        match = votes[best.shard].match_ids[i]
+        assert match is not None
+        earlier = state.first.get(match)
+        rep = match if earlier is None or earlier.representative is None else earlier.representative
+        return Decision(
+            id=doc_id,
+            decision="duplicate",
+            duplicate_of=match,
+            representative=rep,
+            similarity=round(float(np.float32(best.similarity)), 6),
+            method=METHODS[best.method - 1],
+        )
+
+    def __len__(self) -> int:
+        return sum(len(d.first) for d in self._domains.values())
+
+
+def _best(votes: list[Votes], i: int) -> Best | None:
+    """The vote one engine would have chosen among all shards' candidates."""
+    best: Best | None = None
+    best_pos = 0
+    for v in votes:
+        pos = int(v.match_position[i])
+        if pos < 0:
+            continue
+        method, sim = int(v.method[i]), float(v.similarity[i])
+        if best is None:
+            better = True
+        elif (method == EXACT) != (best.method == EXACT):
+            better = method == EXACT
+        else:
+            better = sim > best.similarity or (sim == best.similarity and pos < best_pos)
+            if method == EXACT:
+                better = pos < best_pos
+        if better:
+            best, best_pos = Best(v.shard, sim, method), pos
+    return None if best is None or best.method == UNIQUE else best

@@ -1,0 +1,139 @@
+"""One shard: engines (one per dedup domain) that store the shard's home documents and vote.
+
+`ShardVoter.vote` runs a fingerprint batch through the engine of each document's domain:
+every document is compared with the documents stored here, and the home documents of this
+shard are stored (after their own comparison, so later documents of the batch see them).
+Every shard sees every document, so each engine's event-time watermark, and with it
+retention by age, is the same on every shard. Retention by count keeps
+ceil(max_docs / home_shards) documents per shard and domain.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from neardup_stream.config import DedupConfig
+from neardup_stream.deduplicator import Deduplicator
+from neardup_stream.sharded.fingerprints import FingerprintBatch
+from neardup_stream.sharded.home import home_shard
+from neardup_stream.sharded.votes import NO_MATCH, Votes
+
+_REF_MASK = 0xFFFFFFFF
+
+
+class _Positions:
+    """Position of every document an engine stores, by ref (refs are consecutive)."""
+
+    def __init__(self) -> None:
+        self.first = 0  # ref of positions[0]
+        self.values = np.empty(0, dtype=np.int64)
+        self.size = 0
+
+    def add(self, first_ref: int, positions: np.ndarray) -> None:
+        if self.size == 0:
+            self.first = first_ref
+        need = self.size + positions.size
+        if need > self.values.size:
+            grown = np.empty(max(need, self.values.size * 3 // 2, 1024), dtype=np.int64)
+            grown[: self.size] = self.values[: self.size]
+            self.values = grown
+        self.values[self.size : need] = positions
+        self.size = need
+
+    def get(self, ref: int) -> int:
+        return int(self.values[(ref - self.first) & _REF_MASK])
+
+    def trim(self, base: int) -> None:
+        """Forget positions of refs before `base` once they are half the array."""
+        dead = (base - self.first) & _REF_MASK
+        if dead > self.size:  # everything evicted
+            dead = self.size
+        if dead and dead * 2 >= self.size:
+            self.values = self.values[dead : self.size].copy()
+            self.size -= dead
+            self.first = base
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.values.nbytes)
+
+
+class ShardVoter:
+    """Shard `shard` of `config.home_shards` (see the module docstring)."""
+
+    def __init__(self, config: DedupConfig, shard: int) -> None:
+        if not 0 <= shard < config.home_shards:
+            raise ValueError(f"shard {shard} is not in 0..{config.home_shards - 1}")
+        self.config, self.shard = config, shard
+        per_shard = None
+        if config.max_docs is not None:
+            per_shard = math.ceil(config.max_docs / config.home_shards)
+        self._engine_config = config.model_copy(update={"max_docs": per_shard})
+        self._engines: dict[str, tuple[Deduplicator, _Positions]] = {}
+
+    def vote(self, fb: FingerprintBatch) -> Votes:
+        """This shard's votes on `fb`, whose home documents it then stores."""
+        if fb.config_id != self.config.fingerprint_id:
+            raise ValueError(
+                f"fingerprints made under config {fb.config_id:#010x}, "
+                f"this shard uses {self.config.fingerprint_id:#010x}"
+            )
+        n, shards = len(fb), self.config.home_shards
+        home = np.array(
+            [
+                home_shard(d, i, shards) == self.shard
+                for d, i in zip(fb.domains, fb.ids, strict=True)
+            ],
+            dtype=np.bool_,
+        )
+        votes = Votes(
+            self.shard,
+            np.full(n, NO_MATCH, dtype=np.int64),
+            np.zeros(n, dtype=np.float64),
+            np.zeros(n, dtype=np.int8),
+            np.zeros(n, dtype=np.bool_),
+            [None] * n,
+        )
+        for domain, rows in _by_domain(fb.domains):
+            self._vote_domain(fb, domain, rows, home[rows], votes)
+        return votes
+
+    def _vote_domain(
+        self, fb: FingerprintBatch, domain: str, rows: np.ndarray, home: np.ndarray, votes: Votes
+    ) -> None:
+        if domain not in self._engines:
+            self._engines[domain] = (Deduplicator(self._engine_config), _Positions())
+        engine, positions = self._engines[domain]
+        batch = fb.rows(rows, home)
+        match_ids = engine.vote(batch)
+        out, stored = batch.decisions, batch.stored()
+        if stored:  # refs of one batch are consecutive
+            positions.add(int(out.ref[stored[0]]), fb.positions[rows[stored]])
+        for j, r in enumerate(rows):
+            if batch.docs.skip[j]:
+                votes.seen[r] = home[j]
+            elif out.match[j] >= 0:
+                votes.match_position[r] = positions.get(int(out.match[j]))
+                votes.similarity[r] = out.similarity[j]
+                votes.method[r] = out.method[j]
+                votes.match_ids[r] = match_ids[j]
+        positions.trim(engine.store.base)
+
+    def __len__(self) -> int:
+        return sum(len(engine) for engine, _ in self._engines.values())
+
+    def index_bytes(self) -> int:
+        return sum(e.index_bytes() + p.nbytes for e, p in self._engines.values())
+
+
+def _by_domain(domains: list[str]) -> list[tuple[str, np.ndarray]]:
+    """Rows of each domain, in order; one group without copying when there is one domain."""
+    first = domains[0] if domains else ""
+    if all(d == first for d in domains):
+        return [(first, np.arange(len(domains)))] if domains else []
+    groups: dict[str, list[int]] = {}
+    for i, d in enumerate(domains):
+        groups.setdefault(d, []).append(i)
+    return [(d, np.array(rows, dtype=np.int64)) for d, rows in groups.items()]
