@@ -46,6 +46,7 @@ class InputRecord:
     key: bytes | None
     value: bytes | None
     timestamp_ms: int  # Kafka's record time; -1 when the producer set none
+    headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
 class Rejection(NamedTuple):
@@ -140,7 +141,7 @@ def dead_letter(
     out.dead.append(reason)
 
 
-def _fits(record: InputRecord, doc: Document, rules: DecideRules) -> str | None:
+def unpublishable_reason(record: InputRecord, doc: Document, rules: DecideRules) -> str | None:
     """Why the unique pass-through of `doc` cannot be published, or None if it fits."""
     size = len(record.value or b"") + len(doc.id.encode()) + RECORD_OVERHEAD_BYTES
     if size <= rules.unique_limit:
@@ -187,7 +188,7 @@ def _decide_partition(
         if isinstance(parsed, ParseError):
             dead_letter(out, rules, record, parsed.reason, parsed.message)
             continue
-        too_big = _fits(record, parsed, rules)
+        too_big = unpublishable_reason(record, parsed, rules)
         if too_big is not None:
             dead_letter(out, rules, record, "unpublishable", too_big)
             continue

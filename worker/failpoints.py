@@ -27,6 +27,13 @@ POINTS = frozenset(
         "batch_committed",  # the commit returned, before the loop accounts for it
         "restore_batch",  # one batch of changelog records applied during a restore
         "snapshot_saved",  # a snapshot was renamed into place
+        # cluster roles: their transaction's records and offsets sent, or the commit returned
+        "edge_produced",
+        "edge_committed",
+        "shard_produced",
+        "shard_committed",
+        "gather_produced",
+        "gather_committed",
     }
 )
 ACTIONS = frozenset({"kill", "term", "raise"})

@@ -19,6 +19,7 @@ from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
 
 from neardup_stream.options import add_engine_flags, add_input_flags, engine_overrides
+from worker.cluster.replica import Replica
 from worker.loop import Worker
 from worker.metrics import MetricsServer, build_metrics
 from worker.settings import Settings
@@ -49,6 +50,15 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="no transactions: idempotent replays instead of exactly-once",
     )
+    p.add_argument(
+        "--cluster",
+        action="store_true",
+        default=None,
+        help="scale-out: replicas share one index sharded over --home-shards (see README)",
+    )
+    p.add_argument("--log-partitions", type=int, help="fingerprint-log partitions (scale-out)")
+    p.add_argument("--domain-header", help="message header naming the dedup domain")
+    p.add_argument("--domain-key-separator", help="the domain is the key up to this separator")
     p.add_argument("--metrics-host", help="metrics listener address (default 127.0.0.1)")
     p.add_argument("--metrics-port", type=int, help="metrics listener port (default 9108)")
     p.add_argument("--log-level", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
@@ -79,9 +89,13 @@ def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -
             "snapshot_dir": args.snapshot_dir,
             "exactly_once": False if args.at_least_once else None,
         },
+        "cluster": {"enabled": args.cluster, "log_partitions": args.log_partitions},
         "metrics": {"host": args.metrics_host, "port": args.metrics_port},
         **engine_overrides(args),
     }
+    overrides["input"].update(
+        domain_header=args.domain_header, domain_key_separator=args.domain_key_separator
+    )
     settings = base.with_overrides(overrides)
     if args.log_level:
         settings = settings.model_copy(update={"log_level": args.log_level})
@@ -109,7 +123,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.info("effective settings: %s", json.dumps(settings.redacted(), sort_keys=True))
     registry = CollectorRegistry()
     metrics = build_metrics(registry)
-    worker = Worker(settings, metrics)
+    worker: Worker | Replica = (
+        Replica(settings, metrics) if settings.cluster.enabled else Worker(settings, metrics)
+    )
     server = None
     if settings.metrics.enabled:
         server = MetricsServer(

@@ -50,6 +50,9 @@ class Metrics:
     partitions_restoring: Gauge
     transaction_aborts: Counter
     ready: Gauge
+    shards_owned: Gauge
+    role_transactions: Counter
+    role_failures: Counter
 
 
 def build_metrics(registry: CollectorRegistry) -> Metrics:
@@ -127,6 +130,21 @@ def build_metrics(registry: CollectorRegistry) -> Metrics:
         ready=Gauge(
             "neardup_ready",
             "1 once the index is restored and the worker consumes",
+            registry=registry,
+        ),
+        shards_owned=Gauge(
+            "neardup_shards_owned", "Home shards this replica owns (scale-out)", registry=registry
+        ),
+        role_transactions=Counter(
+            "neardup_role_transactions",
+            "Transactions committed by each scale-out role (edge, shard, gather)",
+            ["role"],
+            registry=registry,
+        ),
+        role_failures=Counter(
+            "neardup_role_failures",
+            "Failed transactions of each scale-out role; the role rebuilds and retries",
+            ["role"],
             registry=registry,
         ),
     )

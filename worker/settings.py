@@ -105,6 +105,22 @@ class WorkerSettings(_Section):
         return self.max_message_bytes + OUTPUT_HEADROOM_BYTES
 
 
+class ClusterSettings(_Section):
+    """Scale-out: replicas share one sharded index through internal topics (`worker.cluster`)."""
+
+    enabled: bool = Field(False, description="run the edge, shard and gather roles")
+    fingerprints: str = "neardup.fingerprints"
+    votes: str = "neardup.votes"
+    shards: str = "neardup.shards"
+    log_partitions: int = Field(
+        1, ge=1, le=1024, description="fingerprint-log partitions; each orders whole domains"
+    )
+    retention_ms: int | None = Field(
+        None, ge=1, description="internal topics' retention (default: the age window + 1 h)"
+    )
+    max_records: int = Field(100, ge=1, description="fingerprint records per shard transaction")
+
+
 class MetricsSettings(_Section):
     """The /metrics and /healthz HTTP listener."""
 
@@ -119,6 +135,7 @@ class Settings(EngineSettings):
     kafka: KafkaSettings = KafkaSettings()
     topics: TopicSettings = TopicSettings()
     worker: WorkerSettings = WorkerSettings()
+    cluster: ClusterSettings = ClusterSettings()
     metrics: MetricsSettings = MetricsSettings()
 
     def _keep_secrets(self, data: dict[str, Any]) -> None:

@@ -12,6 +12,7 @@ to changelog partition p); `grow_changelog` follows input partitions added at ru
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,7 +62,7 @@ def ensure_topics(settings: Settings) -> TopicLayout:
             if name not in existing:
                 wanted[name] = {**spec, "configs": {MAX_MESSAGE_BYTES: limit}}
         if topics.create and wanted:
-            _create(admin, wanted)
+            create(admin, wanted)
         partitions = _partition_count(admin, topics.input)
         if topics.changelog not in existing and topics.create:
             policy = "compact" if topics.changelog_retention_ms is None else "compact,delete"
@@ -69,7 +70,7 @@ def ensure_topics(settings: Settings) -> TopicLayout:
             if topics.changelog_retention_ms is not None:
                 configs["retention.ms"] = str(topics.changelog_retention_ms)
             spec = {"num_partitions": partitions, "replication_factor": topics.replication_factor}
-            _create(admin, {topics.changelog: {**spec, "configs": configs}})
+            create(admin, {topics.changelog: {**spec, "configs": configs}})
         grow_changelog(admin, settings, partitions)
         outputs = (topics.unique, topics.duplicate, topics.dlq, topics.changelog)
         limits = _limits(admin, outputs)
@@ -141,7 +142,7 @@ def _report_small(limits: dict[str, int], settings: Settings) -> None:
         )
 
 
-def _create(admin: KafkaAdminClient, topics: dict[str, dict[str, Any]]) -> None:
+def create(admin: KafkaAdminClient, topics: dict[str, dict[str, Any]]) -> None:
     try:
         admin.create_topics(topics, wait_for_metadata=True)
         log.info("created topics %s", sorted(topics))
@@ -149,8 +150,13 @@ def _create(admin: KafkaAdminClient, topics: dict[str, dict[str, Any]]) -> None:
         log.info("topics %s already exist", sorted(topics))
 
 
-def _partition_count(admin: KafkaAdminClient, topic: str) -> int:
-    meta = admin.describe_topics([topic])
-    if not meta or meta[0].get("error_code", 0) != 0:
-        raise RuntimeError(f"topic {topic!r} does not exist and topic creation is off")
-    return len(meta[0]["partitions"])
+def _partition_count(admin: KafkaAdminClient, topic: str, wait_s: float = 15.0) -> int:
+    """Partitions of `topic`; waits a little for one another worker is just creating."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        meta = admin.describe_topics([topic])
+        if meta and meta[0].get("error_code", 0) == 0 and meta[0]["partitions"]:
+            return len(meta[0]["partitions"])
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"topic {topic!r} does not exist and topic creation is off")
+        time.sleep(0.5)

@@ -1,0 +1,150 @@
+"""Scale-out: replicas share one sharded index; decisions are those of offline `dedup`."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from kafka import KafkaProducer
+
+from neardup_stream import Document
+from neardup_stream.config import DedupConfig
+from neardup_stream.sharded.deduplicator import ShardedDeduplicator
+from tests.integration.harness import Topics, WorkerProcess, decisions
+from tests.integration.test_worker import stream
+from tests.unit.conftest import mutate
+
+pytestmark = pytest.mark.integration
+SHARDS = 6
+
+
+def replicas(
+    bootstrap: str,
+    topics: Topics,
+    tmp_path: Path,
+    n: int,
+    partitions: int = 1,
+    failpoints: dict[int, str] | None = None,
+) -> list[WorkerProcess]:
+    env = {
+        "NEARDUP_CLUSTER__FINGERPRINTS": f"{topics.input}.fingerprints",
+        "NEARDUP_CLUSTER__VOTES": f"{topics.input}.votes",
+        "NEARDUP_CLUSTER__SHARDS": f"{topics.input}.shards",
+        "NEARDUP_DEDUP__HOME_SHARDS": str(SHARDS),
+    }
+    extra = ["--cluster", "--partitions", str(partitions), "--max-batch", "50"]
+    armed = failpoints or {}
+    return [
+        WorkerProcess(
+            bootstrap,
+            topics,
+            "g-" + topics.input,
+            tmp_path / f"r{i}.log",
+            f"r{i}",
+            extra,
+            {**env, **({"NEARDUP_FAILPOINTS": armed[i]} if i in armed else {})},
+        ).start()
+        for i in range(n)
+    ]
+
+
+def offline(docs: list[dict[str, object]]) -> dict[str, tuple[str, str | None]]:
+    dedup = ShardedDeduplicator(DedupConfig(home_shards=SHARDS))
+    out = dedup.process([Document.model_validate(d) for d in docs])
+    return {d.id: (d.decision, d.duplicate_of) for d in out}
+
+
+def produce_to(bootstrap: str, topic: str, placed: list[tuple[int, dict[str, object]]]) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, acks="all")
+    for partition, doc in placed:
+        producer.send(topic, value=json.dumps(doc).encode(), partition=partition)
+    producer.flush()
+    producer.close()
+
+
+def run(
+    bootstrap: str, topics: Topics, tmp_path: Path, n: int, docs: list[dict[str, object]]
+) -> dict[str, list[tuple[str, str | None]]]:
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    workers = replicas(bootstrap, topics, tmp_path, n)
+    try:
+        for w in workers:
+            w.wait_ready()
+        produce_to(bootstrap, topics.input, [(0, d) for d in docs])
+        got = decisions(bootstrap, topics, len(docs), timeout=240)
+    finally:
+        for w in workers:
+            w.stop()
+    return got
+
+
+def test_one_and_three_replicas_decide_exactly_like_offline_dedup(
+    kafka_bootstrap: str, unique_topic: object, tmp_path: Path
+) -> None:
+    docs = stream(240, seed=31)
+    docs += [dict(docs[5]), dict(docs[17])]  # replayed ids: their first decision again
+    want = offline(docs)
+    assert sum(v[0] == "duplicate" for v in want.values()) > 50
+    for n in (1, 3):
+        topics = Topics.fresh(unique_topic)
+        got = run(kafka_bootstrap, topics, tmp_path / f"w{n}", n, docs)
+        assert {k: v[0] for k, v in got.items()} == want, f"W = {n}"
+        assert sum(len(v) for v in got.values()) == len(docs), f"W = {n}: not exactly once"
+
+
+def test_pairs_split_across_partitions_are_caught_and_a_killed_replica_loses_nothing(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+) -> None:
+    originals = [d for d in stream(180, seed=41) if not str(d["text"]).startswith("~")]
+    copies = [
+        {"id": f"copy-{d['id']}", "text": mutate(str(d["text"]), 0.01, i)}
+        for i, d in enumerate(originals[:60])
+    ]
+    (tmp_path / "w").mkdir()
+    workers = replicas(kafka_bootstrap, topics, tmp_path / "w", 3, partitions=6)
+    try:
+        for w in workers:
+            w.wait_ready()
+        produce_to(kafka_bootstrap, topics.input, [(i % 6, d) for i, d in enumerate(originals)])
+        first = decisions(kafka_bootstrap, topics, len(originals), timeout=240)
+        assert sum(len(v) for v in first.values()) == len(originals)
+        workers[1].kill()  # mid-stream: the others take over its shards and partitions
+        produce_to(kafka_bootstrap, topics.input, [((i + 3) % 6, d) for i, d in enumerate(copies)])
+        got = decisions(kafka_bootstrap, topics, len(originals) + len(copies), timeout=300)
+    finally:
+        for w in workers:
+            if w.alive():
+                w.stop()
+    assert all(len(v) == 1 for v in got.values()), "a document was decided twice"
+    assert set(got) == {str(d["id"]) for d in originals + copies}
+    for c in copies:
+        (decision, of) = got[str(c["id"])][0]
+        assert decision == "duplicate", (c["id"], got[str(c["id"])])
+        assert of is not None and not of.startswith("copy-")
+
+
+@pytest.mark.parametrize(
+    "failpoint", ["edge_produced=kill@1", "shard_produced=kill@1", "shard_committed=kill@1"]
+)
+def test_a_replica_killed_inside_a_transaction_leaves_exactly_one_decision_per_document(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path, failpoint: str
+) -> None:
+    docs = stream(300, seed=51)
+    workers = replicas(
+        kafka_bootstrap, topics, tmp_path, 3, partitions=3, failpoints={0: failpoint}
+    )
+    try:
+        for w in workers:
+            w.wait_ready()
+        produce_to(kafka_bootstrap, topics.input, [(i % 3, d) for i, d in enumerate(docs)])
+        got = decisions(kafka_bootstrap, topics, len(docs), timeout=300)
+        assert workers[0].wait_exit(60) != 0, "the failpoint did not fire"
+    finally:
+        for w in workers:
+            if w.alive():
+                w.stop()
+    assert {str(d["id"]) for d in docs} == set(got)
+    assert all(len(v) == 1 for v in got.values()), "a document was decided twice"
+    for doc_id, [(decision, of)] in got.items():  # chains point back, never at themselves
+        assert decision == "unique" or (of is not None and of != doc_id)

@@ -1,0 +1,87 @@
+"""The edge role: input -> fingerprint log (and dead letters), one transaction per batch."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from kafka import OffsetAndMetadata, TopicPartition
+
+from neardup_stream.sharded.deduplicator import DocumentFingerprinter
+from worker import clients
+from worker.cluster.ingest import ingest
+from worker.cluster.txn import RoleTransactions, role_settings
+from worker.decide import DecideRules, InputRecord, Source
+from worker.metrics import Metrics
+from worker.partitions import rewind_to_committed
+from worker.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class EdgeRole:
+    """Reads the input partitions this replica is assigned (group `<group>-edge`)."""
+
+    def __init__(
+        self, settings: Settings, metrics: Metrics, stop: threading.Event, rules: DecideRules
+    ) -> None:
+        self.settings, self.metrics, self._stop, self.rules = settings, metrics, stop, rules
+        self.role = role_settings(settings, "edge")
+        self.consumer = clients.make_consumer(self.role)
+        self.txn = RoleTransactions(self.role, self.consumer, "edge")
+        self.fingerprinter = DocumentFingerprinter(settings.dedup)
+
+    def run(self) -> None:
+        s, c = self.settings, self.settings.cluster
+        self.consumer.subscribe([s.topics.input])
+        failures = 0
+        while not self._stop.is_set():
+            size = max(1, s.worker.max_batch >> min(failures, 16))
+            polled = self.consumer.poll(timeout_ms=s.worker.poll_timeout_ms, max_records=size)
+            records = [
+                InputRecord(
+                    Source(tp.topic, tp.partition, m.offset),
+                    m.key,
+                    m.value,
+                    m.timestamp if m.timestamp is not None else -1,
+                    tuple(m.headers or ()),
+                )
+                for tp, messages in polled.items()
+                for m in messages
+            ]
+            if not records:
+                continue
+            out = ingest(
+                records,
+                self.rules,
+                self.fingerprinter,
+                c.fingerprints,
+                c.log_partitions,
+                time.time(),
+            )
+            offsets = {
+                TopicPartition(topic, p): OffsetAndMetadata(o, "", -1)
+                for (topic, p), o in out.offsets.items()
+            }
+            try:
+                self.txn.commit(out.messages, offsets)
+            except Exception:
+                failures += 1
+                log.exception("edge transaction failed; replaying from committed offsets")
+                self.metrics.role_failures.labels("edge").inc()
+                self._stop.wait(min(s.worker.retry_backoff_max_s, 0.5 * 2**failures))
+                owned = {tp.partition for tp in self.consumer.assignment()}
+                try:
+                    rewind_to_committed(self.consumer, s.topics.input, owned)
+                except Exception:
+                    log.exception("rewind failed")
+                continue
+            failures = 0
+            self.metrics.role_transactions.labels("edge").inc()
+            for reason in out.dead:
+                self.metrics.dlq.labels(reason).inc()
+
+    def close(self) -> None:
+        self.txn.close()
+        self.consumer.close()

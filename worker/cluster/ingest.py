@@ -1,0 +1,74 @@
+"""The edge step, pure: polled input records -> fingerprint-log records and dead letters.
+
+Every input gets one outcome: a dead letter (the single worker's reasons and bounds), or a
+place in one fingerprint-log record of its domain's log partition. Inputs of one input
+partition keep their order within each log partition.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from neardup_stream.mapping import domain_of
+from neardup_stream.models import Document
+from neardup_stream.parsing import ParseError, parse_document
+from neardup_stream.sharded.deduplicator import DocumentFingerprinter
+from neardup_stream.sharded.home import domain_partition
+from worker.cluster.envelope import Envelope, Passage
+from worker.cluster.txn import Message
+from worker.decide import BatchOutput, DecideRules, InputRecord, dead_letter, unpublishable_reason
+
+
+@dataclass
+class Ingested:
+    """What one edge transaction publishes, and the next input offsets it commits."""
+
+    messages: list[Message] = field(default_factory=list)
+    offsets: dict[tuple[str, int], int] = field(default_factory=dict)
+    documents: int = 0
+    dead: list[str] = field(default_factory=list)
+
+
+def ingest(
+    records: Sequence[InputRecord],
+    rules: DecideRules,
+    fingerprinter: DocumentFingerprinter,
+    fingerprints_topic: str,
+    log_partitions: int,
+    now: float,
+) -> Ingested:
+    """Parse, dead-letter or fingerprint every record (see the module docstring)."""
+    out, dlq = Ingested(), BatchOutput()
+    groups: dict[int, tuple[list[Document], list[str], list[InputRecord]]] = {}
+    for record in records:
+        tp = (record.source.topic, record.source.partition)
+        out.offsets[tp] = max(out.offsets.get(tp, 0), record.source.offset + 1)
+        parsed = parse_document(record.value, rules.max_message_bytes, rules.mapping, record.key)
+        if isinstance(parsed, ParseError):
+            dead_letter(dlq, rules, record, parsed.reason, parsed.message)
+            continue
+        too_big = unpublishable_reason(record, parsed, rules)
+        if too_big is not None:
+            dead_letter(dlq, rules, record, "unpublishable", too_big)
+            continue
+        domain = domain_of(rules.mapping, parsed, record.key, record.headers)
+        docs, domains, kept = groups.setdefault(
+            domain_partition(domain, log_partitions), ([], [], [])
+        )
+        docs.append(parsed)
+        domains.append(domain)
+        kept.append(record)
+    for m in dlq.messages:
+        out.messages.append(Message(m.topic, m.value, m.key, None, tuple(m.headers)))
+    out.dead = dlq.dead
+    for partition, (docs, domains, kept) in sorted(groups.items()):
+        times = [r.timestamp_ms / 1000 if r.timestamp_ms >= 0 else None for r in kept]
+        fb = fingerprinter.batch(docs, domains, np.arange(len(docs)), now, times)
+        passages = [Passage(r.source, r.timestamp_ms, r.key, r.value or b"") for r in kept]
+        value = Envelope(fb, passages).pack()
+        out.messages.append(Message(fingerprints_topic, value, None, partition))
+        out.documents += len(docs)
+    return out

@@ -1,0 +1,84 @@
+"""One transaction of a cluster role: its messages and its group offsets, all or nothing.
+
+Each role commits synchronously; the offsets go through `send_offsets_to_transaction` with
+the role consumer's group metadata, so a member that lost its partitions in a rebalance is
+fenced (KIP-447) and its transaction aborts. A failure replaces the producer; the role then
+rebuilds its state from its committed checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
+
+from worker import clients, failpoints
+from worker.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Message:
+    """One record a role produces."""
+
+    topic: str
+    value: bytes
+    key: bytes | None = None
+    partition: int | None = None
+    headers: tuple[tuple[str, bytes], ...] = ()
+
+
+def role_settings(settings: Settings, role: str) -> Settings:
+    """The role's group is `<group>-<role>`: its members, offsets and transactional ids are
+    its own (transactional id `<group>-<role>-<instance>`)."""
+    worker = settings.worker.model_copy(update={"group_id": f"{settings.worker.group_id}-{role}"})
+    return settings.model_copy(update={"worker": worker})
+
+
+class RoleTransactions:
+    """The transactional producer of one role of one replica."""
+
+    def __init__(self, settings: Settings, consumer: KafkaConsumer, role: str) -> None:
+        self.settings = settings  # a role's settings (`role_settings`): its own transactional id
+        self.consumer, self.role = consumer, role
+        self.producer: KafkaProducer = clients.make_producer(self.settings)
+
+    def commit(
+        self, messages: list[Message], offsets: dict[TopicPartition, OffsetAndMetadata]
+    ) -> None:
+        """Publish `messages` and commit `offsets` in one transaction; raises on failure."""
+        p = self.producer
+        try:
+            p.begin_transaction()
+            futures = [
+                p.send(
+                    m.topic,
+                    value=m.value,
+                    key=m.key,
+                    partition=m.partition,
+                    headers=list(m.headers),
+                )
+                for m in messages
+            ]
+            p.send_offsets_to_transaction(offsets, self.consumer.group_metadata())
+            failpoints.hit(f"{self.role}_produced")
+            p.flush()
+            for f in futures:
+                f.get(timeout=0)
+            p.commit_transaction()
+            failpoints.hit(f"{self.role}_committed")
+        except BaseException:
+            self.reset()
+            raise
+
+    def reset(self) -> None:
+        try:
+            self.producer.close(timeout=5)
+        except Exception:
+            log.debug("closing the %s producer failed", self.role, exc_info=True)
+        self.producer = clients.make_producer(self.settings)
+
+    def close(self) -> None:
+        self.producer.close(timeout=5)
