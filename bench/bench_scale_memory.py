@@ -48,11 +48,15 @@ def main() -> None:
     print(f"{n} documents, S = {args.shards}")
     print(f"one engine: {plain.index_bytes() / n:.0f} B/doc")
     per_shard = [v.index_bytes() for v in sharded.voters]
-    print(f"all shards: {sum(per_shard) / n:.0f} B/doc; gather state: {len(sharded.gatherer)} entries")
+    print(
+        f"all shards: {sum(per_shard) / n:.0f} B/doc; gather state: {len(sharded.gatherer)} entries"
+    )
     for w in (1, 2, 3):
         replicas = [sum(per_shard[s] for s in range(r, args.shards, w)) for r in range(w)]
         mib = ", ".join(f"{b / 2**20:.1f}" for b in replicas)
-        print(f"W = {w}: index MiB per replica {mib} (max/mean {max(replicas) * w / sum(replicas):.3f})")
+        print(
+            f"W = {w}: index MiB per replica {mib} (max/mean {max(replicas) * w / sum(replicas):.3f})"
+        )
 
 
 if __name__ == "__main__":
