@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -30,6 +31,13 @@ from neardup_stream.index.shards import ShardedIndex
 from neardup_stream.models import METHODS, Decision, Document
 from neardup_stream.precise import FeatureSets
 from neardup_stream.records import FingerprintRecord
+
+
+class Vote(NamedTuple):
+    """What `Deduplicator.vote` found: per row the matched id, and the stored rows' records."""
+
+    match_ids: list[str | None]
+    records: list[FingerprintRecord]
 
 
 @dataclass(frozen=True)
@@ -123,12 +131,13 @@ class Deduplicator:
             self._run(batch, decide=True)
         return self._finish(batch, records, feats)
 
-    def vote(self, batch: Batch) -> list[str | None]:
+    def vote(self, batch: Batch, records: bool = False) -> Vote:
         """Decide `batch` against this engine; store only rows that are not `probe_only`.
 
         For document-partitioned shards: `batch.decisions` then holds each row's best match
-        here (a ref of this engine, -1 for none), and the returned list its id. Stored rows
-        are recorded without a decision (the gather step makes it).
+        here (a ref of this engine, -1 for none), and `Vote.match_ids` its id. Stored rows
+        are recorded without a decision (the gather step makes it); with `records`, each gets
+        the `FingerprintRecord` that reproduces it (`apply_records`), in stored order.
         """
         home = ~batch.docs.probe_only
         found = self.registry.find_all(batch.ids, self.store)
@@ -136,14 +145,24 @@ class Deduplicator:
         self.store.reserve(len(batch))
         self._run(batch, decide=True)
         out = batch.decisions
+        made: list[FingerprintRecord] = []
         for i in batch.stored():  # first: later rows of the batch may match these
             self.store.record(int(out.ref[i]), batch.ids[i], None, None)
+            if records:
+                made.append(
+                    self._record(batch, i, Decision(id=batch.ids[i], decision="unique"), None)
+                )
         matches = [
             None if batch.docs.skip[i] or out.match[i] < 0 else self.store.doc_id(int(out.match[i]))
             for i in range(len(batch))
         ]
         self._remember(batch)
-        return matches
+        return Vote(matches, made)
+
+    def advance_to(self, ts: int) -> None:
+        """Move the event-time watermark to `ts` (if later), evicting what age excludes."""
+        st = self.store
+        kernels.advance(st.window, st.arrays(), np.int64(ts), self._limits, False)
 
     def _run(self, batch: Batch, decide: bool, begin: int = 0, end: int | None = None) -> None:
         """Run the decide (or append) kernel over rows begin..end, growing tables as needed."""
@@ -165,7 +184,7 @@ class Deduplicator:
         cfg, st, out = self.config, self.store, batch.decisions
         feats: dict[int, np.ndarray] = {}
         for i in batch.stored():
-            kernels.advance(st.window, st.arrays(), batch.docs.ts[i], self._limits)
+            kernels.advance(st.window, st.arrays(), batch.docs.ts[i], self._limits, True)
             feats[i] = self.fingerprinter.features(texts[i])
             cands = kernels.probe_verify(
                 i,

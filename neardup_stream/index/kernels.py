@@ -185,16 +185,17 @@ def estimate_jaccard(a, b):
 
 
 @njit(cache=True, nogil=True)
-def advance(window, store, ts, limits):
+def advance(window, store, ts, limits, room):
     """Move the watermark to `ts` (never back), then evict what retention excludes.
 
-    Evicts the oldest documents beyond `max_docs`, or older than watermark - `max_age`
-    (`store.ts` is kept whenever `max_age` is set).
+    Evicts the documents older than watermark - `max_age` (`store.ts` is kept whenever
+    `max_age` is set) and, when `room` is asked for one more document, the oldest beyond
+    `max_docs` - 1.
     """
     window[WATERMARK] = max(window[WATERMARK], ts)
     cap = store.simhash.size
     while window[COUNT] > 0 and (
-        (limits.max_docs > 0 and window[COUNT] >= limits.max_docs)
+        (room and limits.max_docs > 0 and window[COUNT] >= limits.max_docs)
         or (limits.max_age > 0 and store.ts[window[START]] < window[WATERMARK] - limits.max_age)
     ):
         window[START] = (window[START] + 1) % cap
@@ -249,7 +250,7 @@ def append_batch(begin, end, docs, out, t, store, window, limits):
             continue
         if not _has_room(i, docs, t):
             return i
-        advance(window, store, docs.ts[i], limits)
+        advance(window, store, docs.ts[i], limits, True)
         ref = _append(i, docs, store, window, out.similarity[i], out.method[i])
         out.ref[i] = ref
         if out.indexed[i]:
@@ -334,7 +335,7 @@ def decide_batch(begin, end, docs, out, t, store, window, limits, rules):
             continue
         if not _has_room(i, docs, t):
             return i
-        advance(window, store, docs.ts[i], limits)
+        advance(window, store, docs.ts[i], limits, not docs.probe_only[i])
         cands = probe_verify(i, docs, t, store, window, rules.threshold, rules.compact_max)
         match, sim, method = -1, 0.0, UNIQUE
         for c in range(cands.refs.size):

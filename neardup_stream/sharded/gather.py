@@ -24,6 +24,7 @@ import numpy as np
 from neardup_stream.config import DedupConfig
 from neardup_stream.index.columns import EXACT, UNIQUE
 from neardup_stream.models import METHODS, Decision
+from neardup_stream.sharded.changes import FirstDecisions
 from neardup_stream.sharded.fingerprints import FingerprintBatch
 from neardup_stream.sharded.home import home_shard
 from neardup_stream.sharded.votes import Votes
@@ -45,6 +46,11 @@ class _Domain:
         self.order: deque[tuple[int, str]] = deque()  # (ts, id) in log order
         self.watermark = -(2**62)
 
+    def remember(self, ts: int, decision: Decision, config: DedupConfig) -> None:
+        self.first[decision.id] = decision
+        self.order.append((ts, decision.id))
+        self.expire(config)
+
     def expire(self, config: DedupConfig) -> None:
         if config.max_age_seconds is not None:
             cutoff = self.watermark - config.max_age_seconds
@@ -64,6 +70,12 @@ class Gatherer:
 
     def decide(self, fb: FingerprintBatch, votes: Sequence[Votes]) -> list[Decision]:
         """Decisions of `fb`'s documents; `votes` holds one `Votes` of `fb` per shard."""
+        return self.decide_and_record(fb, votes)[0]
+
+    def decide_and_record(
+        self, fb: FingerprintBatch, votes: Sequence[Votes]
+    ) -> tuple[list[Decision], list[FirstDecisions]]:
+        """`decide`, plus the changes that replay its state (`apply`), one per domain."""
         shards = self.config.home_shards
         by_shard = sorted(votes, key=lambda v: v.shard)
         if [v.shard for v in by_shard] != list(range(shards)):
@@ -73,20 +85,36 @@ class Gatherer:
         if any(v.match_position.size != len(fb) for v in by_shard):
             raise ValueError("votes do not cover the fingerprint batch")
         out: list[Decision] = []
+        firsts: dict[str, list[tuple[int, Decision]]] = {}
         for i, (doc_id, domain) in enumerate(zip(fb.ids, fb.domains, strict=True)):
-            state = self._domains.get(domain)
-            if state is None:
-                state = self._domains[domain] = _Domain()
-            state.watermark = max(state.watermark, int(fb.docs.ts[i]))
+            state = self._state(domain)
+            ts = int(fb.docs.ts[i])
+            state.watermark = max(state.watermark, ts)
+            made = firsts.setdefault(domain, [])
             if by_shard[home_shard(domain, doc_id, shards)].seen[i] and doc_id in state.first:
                 out.append(state.first[doc_id])
                 continue
             decision = self._fresh(doc_id, i, by_shard, state)
-            state.first[doc_id] = decision
-            state.order.append((int(fb.docs.ts[i]), doc_id))
-            state.expire(self.config)
+            state.remember(ts, decision, self.config)
+            made.append((ts, decision))
             out.append(decision)
-        return out
+        changes = [FirstDecisions(d, self._domains[d].watermark, e) for d, e in firsts.items()]
+        return out, changes
+
+    def apply(self, change: FirstDecisions) -> None:
+        """Replay one recorded change (a restore from the gather changelog)."""
+        state = self._state(change.domain)
+        for ts, decision in change.entries:
+            state.watermark = max(state.watermark, ts)
+            state.remember(ts, decision, self.config)
+        state.watermark = max(state.watermark, change.watermark)
+        state.expire(self.config)
+
+    def _state(self, domain: str) -> _Domain:
+        state = self._domains.get(domain)
+        if state is None:
+            state = self._domains[domain] = _Domain()
+        return state
 
     def _fresh(self, doc_id: str, i: int, votes: list[Votes], state: _Domain) -> Decision:
         best = _best(votes, i)

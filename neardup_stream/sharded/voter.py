@@ -16,6 +16,7 @@ import numpy as np
 
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
+from neardup_stream.sharded.changes import ShardChange
 from neardup_stream.sharded.fingerprints import FingerprintBatch
 from neardup_stream.sharded.home import home_shard
 from neardup_stream.sharded.votes import NO_MATCH, Votes
@@ -75,6 +76,12 @@ class ShardVoter:
 
     def vote(self, fb: FingerprintBatch) -> Votes:
         """This shard's votes on `fb`, whose home documents it then stores."""
+        return self.vote_and_record(fb, record=False)[0]
+
+    def vote_and_record(
+        self, fb: FingerprintBatch, record: bool = True
+    ) -> tuple[Votes, list[ShardChange]]:
+        """`vote`, plus (with `record`) the changes that replay what it stored (`apply`)."""
         if fb.config_id != self.config.fingerprint_id:
             raise ValueError(
                 f"fingerprints made under config {fb.config_id:#010x}, "
@@ -96,18 +103,41 @@ class ShardVoter:
             np.zeros(n, dtype=np.bool_),
             [None] * n,
         )
+        changes = []
         for domain, rows in _by_domain(fb.domains):
-            self._vote_domain(fb, domain, rows, home[rows], votes)
-        return votes
+            change = self._vote_domain(fb, domain, rows, home[rows], votes, record)
+            if change is not None:
+                changes.append(change)
+        return votes, changes
 
-    def _vote_domain(
-        self, fb: FingerprintBatch, domain: str, rows: np.ndarray, home: np.ndarray, votes: Votes
-    ) -> None:
+    def apply(self, change: ShardChange) -> None:
+        """Replay one recorded change (a restore from the shard's changelog)."""
+        engine, positions = self._engine(change.domain)
+        first = (engine.store.base + engine.store.count) & _REF_MASK  # refs are consecutive
+        if engine.apply_records(change.records) != len(change.records):
+            raise ValueError(f"shard change of domain {change.domain!r} repeats stored ids")
+        if change.records:
+            positions.add(first, change.positions)
+        engine.advance_to(change.watermark)
+        positions.trim(engine.store.base)
+
+    def _engine(self, domain: str) -> tuple[Deduplicator, _Positions]:
         if domain not in self._engines:
             self._engines[domain] = (Deduplicator(self._engine_config), _Positions())
-        engine, positions = self._engines[domain]
+        return self._engines[domain]
+
+    def _vote_domain(
+        self,
+        fb: FingerprintBatch,
+        domain: str,
+        rows: np.ndarray,
+        home: np.ndarray,
+        votes: Votes,
+        record: bool,
+    ) -> ShardChange | None:
+        engine, positions = self._engine(domain)
         batch = fb.rows(rows, home)
-        match_ids = engine.vote(batch)
+        vote = engine.vote(batch, records=record)
         out, stored = batch.decisions, batch.stored()
         if stored:  # refs of one batch are consecutive
             positions.add(int(out.ref[stored[0]]), fb.positions[rows[stored]])
@@ -118,8 +148,11 @@ class ShardVoter:
                 votes.match_position[r] = positions.get(int(out.match[j]))
                 votes.similarity[r] = out.similarity[j]
                 votes.method[r] = out.method[j]
-                votes.match_ids[r] = match_ids[j]
+                votes.match_ids[r] = vote.match_ids[j]
         positions.trim(engine.store.base)
+        if not record:
+            return None
+        return ShardChange(domain, engine.watermark, fb.positions[rows[stored]], vote.records)
 
     def __len__(self) -> int:
         return sum(len(engine) for engine, _ in self._engines.values())

@@ -1,0 +1,121 @@
+"""What a shard or a gather step changed in one batch: the records its changelog keeps.
+
+Replaying its changes in order rebuilds a `ShardVoter` or a `Gatherer` exactly as it was,
+without the fingerprint log (`apply`):
+
+- `ShardChange`: per domain, the home documents a shard stored (their `FingerprintRecord`s
+  and positions) and the domain's event-time watermark after the batch ("NS", v1);
+- `FirstDecisions`: per domain, the first decisions a gather step made and its watermark
+  ("NG", v1).
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import dataclass
+
+import numpy as np
+
+from neardup_stream.models import Decision
+from neardup_stream.records import FingerprintRecord
+
+_SHARD = struct.Struct("<2sBqII")  # magic, version, watermark, domain bytes, records
+_FIRST = struct.Struct("<2sBI")  # magic, version, JSON bytes
+_LEN = struct.Struct("<I")
+
+
+@dataclass(frozen=True)
+class ShardChange:
+    """The home documents one shard stored for one domain in one batch."""
+
+    domain: str
+    watermark: int
+    positions: np.ndarray  # int64[n]
+    records: list[FingerprintRecord]
+
+    def pack(self) -> bytes:
+        domain = self.domain.encode("utf-8", "surrogatepass")
+        parts = [
+            _SHARD.pack(b"NS", 1, self.watermark, len(domain), len(self.records)),
+            domain,
+            self.positions.astype("<i8").tobytes(),
+        ]
+        for rec in self.records:
+            data = rec.encode()
+            parts += [_LEN.pack(len(data)), data]
+        return b"".join(parts)
+
+    @classmethod
+    def unpack(cls, data: bytes) -> ShardChange:
+        """Raises ValueError when `data` is not one, another version, or cut short."""
+        if len(data) < _SHARD.size or data[:2] != b"NS":
+            raise ValueError("not a shard change (no 'NS' header)")
+        _, version, watermark, dlen, n = _SHARD.unpack_from(data)
+        if version != 1:
+            raise ValueError(f"shard change format {version}, this build reads 1")
+        at = _SHARD.size
+        if len(data) < at + dlen + 8 * n:
+            raise ValueError("shard change is truncated")
+        domain = data[at : at + dlen].decode("utf-8", "surrogatepass")
+        at += dlen
+        positions = np.frombuffer(data, "<i8", n, at).astype(np.int64)
+        at += 8 * n
+        records = []
+        for _ in range(n):
+            if at + _LEN.size > len(data):
+                raise ValueError("shard change is truncated")
+            (size,) = _LEN.unpack_from(data, at)
+            at += _LEN.size
+            if at + size > len(data):
+                raise ValueError("shard change is truncated")
+            records.append(FingerprintRecord.decode(data[at : at + size]))
+            at += size
+        return cls(domain, int(watermark), positions, records)
+
+
+@dataclass(frozen=True)
+class FirstDecisions:
+    """The first decisions one gather step made for one domain in one batch."""
+
+    domain: str
+    watermark: int
+    entries: list[tuple[int, Decision]]  # (event time, decision), in log order
+
+    def pack(self) -> bytes:
+        rows = [
+            [ts, d.id, d.duplicate_of, d.representative, d.similarity, d.method]
+            for ts, d in self.entries
+        ]
+        body = json.dumps([self.domain, self.watermark, rows], separators=(",", ":")).encode()
+        return _FIRST.pack(b"NG", 1, len(body)) + body
+
+    @classmethod
+    def unpack(cls, data: bytes) -> FirstDecisions:
+        """Raises ValueError when `data` is not one, another version, or cut short."""
+        if len(data) < _FIRST.size or data[:2] != b"NG":
+            raise ValueError("not a first-decisions record (no 'NG' header)")
+        _, version, size = _FIRST.unpack_from(data)
+        if version != 1:
+            raise ValueError(f"first-decisions format {version}, this build reads 1")
+        if len(data) != _FIRST.size + size:
+            raise ValueError("first-decisions record is truncated")
+        try:
+            domain, watermark, rows = json.loads(data[_FIRST.size :])
+            entries = [
+                (
+                    int(ts),
+                    Decision(
+                        id=i,
+                        decision="unique" if dup is None else "duplicate",
+                        duplicate_of=dup,
+                        representative=rep,
+                        similarity=sim,
+                        method=method,
+                    ),
+                )
+                for ts, i, dup, rep, sim, method in rows
+            ]
+        except (ValueError, TypeError) as exc:
+            raise ValueError(f"first-decisions record is malformed: {exc}") from exc
+        return cls(str(domain), int(watermark), entries)

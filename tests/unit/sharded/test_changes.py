@@ -1,0 +1,83 @@
+"""Shards and the gather step rebuilt from their recorded changes decide as if never stopped."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from neardup_stream.config import DedupConfig
+from neardup_stream.models import Decision, Document
+from neardup_stream.sharded.changes import FirstDecisions, ShardChange
+from neardup_stream.sharded.deduplicator import DocumentFingerprinter
+from neardup_stream.sharded.gather import Gatherer
+from neardup_stream.sharded.voter import ShardVoter
+from tests.unit.sharded.test_sharded import corpus
+
+
+def run(
+    config: DedupConfig, docs: list[Document], stop_at: int | None
+) -> tuple[list[Decision], int]:
+    """Decide `docs` in batches of 40; at batch `stop_at`, rebuild every shard and the gather
+    step from the packed changes recorded so far. Returns decisions and changes replayed."""
+    fingerprinter = DocumentFingerprinter(config)
+    voters = [ShardVoter(config, s) for s in range(config.home_shards)]
+    gatherer = Gatherer(config)
+    shard_log: list[list[bytes]] = [[] for _ in voters]
+    gather_log: list[bytes] = []
+    out: list[Decision] = []
+    replayed = 0
+    for b, k in enumerate(range(0, len(docs), 40)):
+        if b == stop_at:
+            voters = [ShardVoter(config, s) for s in range(config.home_shards)]
+            gatherer = Gatherer(config)
+            for voter, log in zip(voters, shard_log, strict=True):
+                for data in log:
+                    voter.apply(ShardChange.unpack(data))
+                    replayed += 1
+            for data in gather_log:
+                gatherer.apply(FirstDecisions.unpack(data))
+        chunk = docs[k : k + 40]
+        positions = np.arange(k, k + len(chunk), dtype=np.int64)
+        fb = fingerprinter.batch(
+            chunk, [str(i % 2) for i in range(k, k + len(chunk))], positions, 1.8e9
+        )
+        votes = []
+        for voter, log in zip(voters, shard_log, strict=True):
+            v, changes = voter.vote_and_record(fb)
+            votes.append(v)
+            log.extend(c.pack() for c in changes)
+        decisions, firsts = gatherer.decide_and_record(fb, votes)
+        gather_log.extend(f.pack() for f in firsts)
+        out += decisions
+    return out, replayed
+
+
+@pytest.mark.parametrize(
+    "retention",
+    [{}, {"max_age_seconds": 2000}, {"max_docs": 300}, {"max_age_seconds": 1500, "max_docs": 400}],
+)
+def test_a_restore_from_recorded_changes_decides_as_if_never_stopped(retention: dict) -> None:
+    config = DedupConfig(home_shards=4, **retention)
+    docs = corpus(1600, seed=23, replays=0.08, timed=True, jitter=300)
+    straight, _ = run(config, docs, None)
+    assert sum(d.is_duplicate for d in straight) > 60  # two domains split the copies
+    for stop_at in (7, 23):
+        restored, replayed = run(config, docs, stop_at)
+        assert replayed > 0
+        assert restored == straight, f"stopped at batch {stop_at}"
+
+
+def test_recorded_changes_that_are_cut_short_are_refused() -> None:
+    config = DedupConfig(home_shards=2)
+    fb = DocumentFingerprinter(config).batch(corpus(20), [""] * 20, np.arange(20), 1e9)
+    _, changes = ShardVoter(config, 0).vote_and_record(fb)
+    data = changes[0].pack()
+    with pytest.raises(ValueError, match="truncated"):
+        ShardChange.unpack(data[:-5])
+    with pytest.raises(ValueError, match="not a shard change"):
+        ShardChange.unpack(b"XX" + data[2:])
+    _, firsts = Gatherer(config).decide_and_record(
+        fb, [ShardVoter(config, s).vote(fb) for s in range(2)]
+    )
+    with pytest.raises(ValueError, match="truncated"):
+        FirstDecisions.unpack(firsts[0].pack()[:-1])
