@@ -112,6 +112,8 @@ class ClusterSettings(_Section):
     fingerprints: str = "neardup.fingerprints"
     votes: str = "neardup.votes"
     shards: str = "neardup.shards"
+    shard_changelog: str = "neardup.shard-changelog"
+    gather_changelog: str = "neardup.gather-changelog"
     log_partitions: int = Field(
         1, ge=1, le=1024, description="fingerprint-log partitions; each orders whole domains"
     )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,8 @@ def replicas(
         "NEARDUP_CLUSTER__FINGERPRINTS": f"{topics.input}.fingerprints",
         "NEARDUP_CLUSTER__VOTES": f"{topics.input}.votes",
         "NEARDUP_CLUSTER__SHARDS": f"{topics.input}.shards",
+        "NEARDUP_CLUSTER__SHARD_CHANGELOG": f"{topics.input}.shard-changelog",
+        "NEARDUP_CLUSTER__GATHER_CHANGELOG": f"{topics.input}.gather-changelog",
         "NEARDUP_DEDUP__HOME_SHARDS": str(SHARDS),
     }
     extra = ["--cluster", "--partitions", str(partitions), "--max-batch", "50"]
@@ -148,3 +151,31 @@ def test_a_replica_killed_inside_a_transaction_leaves_exactly_one_decision_per_d
     assert all(len(v) == 1 for v in got.values()), "a document was decided twice"
     for doc_id, [(decision, of)] in got.items():  # chains point back, never at themselves
         assert decision == "unique" or (of is not None and of != doc_id)
+
+
+def test_a_killed_and_restarted_replica_restores_its_shards_from_their_changelogs(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+) -> None:
+    docs = stream(300, seed=61)
+    docs += [dict(docs[3]), dict(docs[250])]  # replays after the restart: first decisions
+    want = offline(docs)
+    first, second = docs[:150], docs[150:]
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    [worker] = replicas(kafka_bootstrap, topics, tmp_path / "a", 1)
+    try:
+        worker.wait_ready()
+        produce_to(kafka_bootstrap, topics.input, [(0, d) for d in first])
+        assert sum(map(len, decisions(kafka_bootstrap, topics, len(first)).values())) == 150
+        worker.kill()
+        [worker] = replicas(kafka_bootstrap, topics, tmp_path / "b", 1)
+        worker.wait_ready()
+        produce_to(kafka_bootstrap, topics.input, [(0, d) for d in second])
+        got = decisions(kafka_bootstrap, topics, len(docs), timeout=240)
+    finally:
+        if worker.alive():
+            worker.stop()
+    assert {k: v[0] for k, v in got.items()} == want
+    assert sum(len(v) for v in got.values()) == len(docs)
+    restored = re.findall(r"shard \d+: (\d+) documents, resuming", worker.log_path.read_text())
+    assert len(restored) == SHARDS and sum(map(int, restored)) >= 140  # from the changelogs

@@ -2,10 +2,12 @@
 
 It reads the fingerprint log partition (documents, payloads) and the votes of all S shards
 for it; a log record is decided, with `Gatherer`, once every shard has voted on it, in log
-order. Decisions and pass-throughs commit in one transaction with the checkpoint (the next
-log offset to publish, in the metadata of the votes partition's committed offset). A log
-partition it gains is rebuilt from the start of both topics, publishing only past the
-checkpoint; a failed transaction rebuilds every owned partition that way.
+order. One transaction per batch publishes the decisions and pass-throughs, the first
+decisions (gather changelog, partition p) and the checkpoint: the next log offset to decide,
+in the metadata of the committed offset of votes partition p, which is the first votes
+record still needed. A log partition it gains is rebuilt from its gather changelog (retention
+follows the dedup window) and resumes at the checkpoint; a failed transaction rebuilds
+every owned partition that way.
 """
 
 from __future__ import annotations
@@ -17,11 +19,13 @@ from dataclasses import dataclass, field
 
 from kafka import OffsetAndMetadata, TopicPartition
 
+from neardup_stream.sharded.changes import FirstDecisions
 from neardup_stream.sharded.gather import Gatherer
 from neardup_stream.sharded.votes import Votes
 from worker import clients, codec
 from worker.cluster import checkpoint
 from worker.cluster.envelope import Envelope
+from worker.cluster.replay import replay
 from worker.cluster.txn import Message, RoleTransactions, role_settings
 from worker.metrics import Metrics
 from worker.settings import Settings
@@ -35,10 +39,10 @@ class LogPartition:
     """Decision state of one owned log partition."""
 
     gatherer: Gatherer
-    publish_from: int
-    next: int = 0  # first log offset not yet decided
+    next: int  # first log offset not yet decided
     records: deque[tuple[int, Envelope | None]] = field(default_factory=deque)
     votes: dict[int, dict[int, Votes]] = field(default_factory=dict)  # offset -> shard -> votes
+    votes_at: dict[int, int] = field(default_factory=dict)  # offset -> first votes record
 
 
 class GatherRole:
@@ -49,6 +53,7 @@ class GatherRole:
         self.role = role_settings(settings, "gather")
         self.consumer = clients.make_consumer(self.role)
         self.reader = clients.make_reader(settings)
+        self.restorer = clients.make_reader(settings)
         self.txn = RoleTransactions(self.role, self.consumer, "gather")
         self.owned: dict[int, LogPartition] = {}
 
@@ -60,13 +65,13 @@ class GatherRole:
             fresh = self._follow({tp.partition for tp in self.consumer.assignment()})
             for tp, recs in polled.items():
                 if tp.partition in fresh or tp.partition not in self.owned:
-                    continue  # fetched before its rewind: read again from the start
+                    continue  # fetched before its rewind: read again
                 part = self.owned[tp.partition]
                 for rec in recs:
-                    self._add_votes(part, tp.partition, rec.key, rec.value)
+                    self._add_votes(part, tp.partition, rec.offset, rec.key, rec.value)
             self._read_log()
             messages, counts = self._decide()
-            if not messages and not polled:
+            if not messages:
                 continue
             try:
                 self._commit(messages)
@@ -82,38 +87,51 @@ class GatherRole:
     def close(self) -> None:
         self.txn.close()
         self.reader.close()
+        self.restorer.close()
         self.consumer.close()
 
     def _follow(self, assigned: set[int]) -> set[int]:
-        """Drop partitions no longer assigned; rewind gained ones to the start."""
+        """Drop partitions no longer assigned; rebuild gained ones from their changelogs."""
         c = self.settings.cluster
         for p in set(self.owned) - assigned:
             del self.owned[p]
         gained = assigned - set(self.owned)
         for p in sorted(gained):
-            start = checkpoint.read(self.consumer, TopicPartition(c.votes, p)).get(p, 0)
-            self.owned[p] = LogPartition(Gatherer(self.settings.dedup), start)
-            self.consumer.seek_to_beginning(TopicPartition(c.votes, p))
+            votes_tp = TopicPartition(c.votes, p)
+            start = checkpoint.read(self.consumer, votes_tp).get(p, 0)
+            gatherer = Gatherer(self.settings.dedup)
+            replay(
+                self.restorer,
+                TopicPartition(c.gather_changelog, p),
+                lambda data: gatherer.apply(FirstDecisions.unpack(data)),  # noqa: B023 - used at once
+                self._stop.is_set,
+            )
+            self.owned[p] = LogPartition(gatherer, start)
+            committed = self.consumer.committed(votes_tp)
+            if committed is None:
+                self.consumer.seek_to_beginning(votes_tp)
+            else:
+                self.consumer.seek(votes_tp, committed)
+            log.info("log partition %d: resuming at offset %d", p, start)
         if gained or set(self.owned) != {tp.partition for tp in self.reader.assignment()}:
             tps = [TopicPartition(c.fingerprints, p) for p in sorted(self.owned)]
             self.reader.assign(tps)
             for tp in tps:
                 if tp.partition in gained:
-                    self.reader.seek_to_beginning(tp)
-            if gained:
-                log.info("log partitions %s gained; rebuilding their decisions", sorted(gained))
+                    self.reader.seek(tp, self.owned[tp.partition].next)
         return gained
 
     def _add_votes(
-        self, part: LogPartition, partition: int, key: bytes | None, value: bytes
+        self, part: LogPartition, partition: int, at: int, key: bytes | None, value: bytes
     ) -> None:
         try:
             offset, votes = int(key or b""), Votes.unpack(value)
         except ValueError as exc:
-            log.error("skipping unreadable votes record on partition %d: %s", partition, exc)
+            log.error("skipping unreadable votes record %d on partition %d: %s", at, partition, exc)
             return
         if offset >= part.next:
             part.votes.setdefault(offset, {}).setdefault(votes.shard, votes)
+            part.votes_at[offset] = min(part.votes_at.get(offset, at), at)
 
     def _read_log(self) -> None:
         if not self.owned or all(len(p.records) >= MAX_BUFFERED for p in self.owned.values()):
@@ -133,29 +151,31 @@ class GatherRole:
                 part.records.append((rec.offset, env))
 
     def _decide(self) -> tuple[list[Message], list[tuple[str, str]]]:
-        t, shards = self.settings.topics, self.settings.dedup.home_shards
+        c, t, shards = self.settings.cluster, self.settings.topics, self.settings.dedup.home_shards
         messages: list[Message] = []
         counts: list[tuple[str, str]] = []
-        for part in self.owned.values():
+        for p, part in self.owned.items():
             while part.records:
                 offset, env = part.records[0]
                 if env is not None:
                     votes = part.votes.get(offset, {})
                     if len(votes) < shards:
                         break
-                    decisions = part.gatherer.decide(env.fingerprints, list(votes.values()))
-                    if offset >= part.publish_from:
-                        for d, passage in zip(decisions, env.passages, strict=True):
-                            m = (
-                                codec.duplicate_message(t.duplicate, d)
-                                if d.is_duplicate
-                                else codec.unique_message(t.unique, d, passage.value)
-                            )
-                            messages.append(
-                                Message(m.topic, m.value, m.key, None, tuple(m.headers))
-                            )
-                            counts.append((d.decision, d.method or "none"))
+                    decisions, firsts = part.gatherer.decide_and_record(
+                        env.fingerprints, list(votes.values())
+                    )
+                    for d, passage in zip(decisions, env.passages, strict=True):
+                        m = (
+                            codec.duplicate_message(t.duplicate, d)
+                            if d.is_duplicate
+                            else codec.unique_message(t.unique, d, passage.value)
+                        )
+                        messages.append(Message(m.topic, m.value, m.key, None, tuple(m.headers)))
+                        counts.append((d.decision, d.method or "none"))
+                    key = str(offset).encode()
+                    messages += [Message(c.gather_changelog, f.pack(), key, p) for f in firsts]
                 part.votes.pop(offset, None)
+                part.votes_at.pop(offset, None)
                 part.records.popleft()
                 part.next = offset + 1
         return messages, counts
@@ -165,7 +185,7 @@ class GatherRole:
         offsets = {}
         for p, part in self.owned.items():
             tp = TopicPartition(votes, p)
-            meta = checkpoint.encode({p: max(part.next, part.publish_from)})
-            offsets[tp] = OffsetAndMetadata(self.consumer.position(tp), meta, -1)
+            first_needed = min(part.votes_at.values(), default=self.consumer.position(tp))
+            offsets[tp] = OffsetAndMetadata(first_needed, checkpoint.encode({p: part.next}), -1)
         self.txn.commit(messages, offsets)
         self.metrics.role_transactions.labels("gather").inc()

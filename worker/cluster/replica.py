@@ -29,7 +29,11 @@ def internal_retention_ms(settings: Settings) -> int:
 
 
 def ensure_internal_topics(settings: Settings) -> None:
-    """Create the fingerprints, votes and shards topics when missing."""
+    """Create the fingerprints, votes, shards and changelog topics when missing.
+
+    All but the shards topic (which holds no records, only offsets) delete by time: the dedup
+    window plus an allowance, so a restore never reads more than the window's history.
+    """
     c, t = settings.cluster, settings.topics
     configs = {
         "max.message.bytes": str(settings.worker.output_max_message_bytes),
@@ -44,6 +48,16 @@ def ensure_internal_topics(settings: Settings) -> None:
         },
         c.votes: {"num_partitions": c.log_partitions, "replication_factor": rf, "configs": configs},
         c.shards: {"num_partitions": settings.dedup.home_shards, "replication_factor": rf},
+        c.shard_changelog: {
+            "num_partitions": settings.dedup.home_shards,
+            "replication_factor": rf,
+            "configs": configs,
+        },
+        c.gather_changelog: {
+            "num_partitions": c.log_partitions,
+            "replication_factor": rf,
+            "configs": configs,
+        },
     }
     admin = KafkaAdminClient(**clients.common_config(settings.kafka))
     try:

@@ -1,11 +1,12 @@
 """The shard role: owning partition s of the shards topic means owning shard s.
 
-It replays the fingerprint log in order; each owned shard votes on every record (and stores
-its home documents); votes go to the votes topic, partition = log partition, key = the log
-offset. A shard's votes and its position in the log commit in one transaction (the position
-rides in the metadata of its committed offset on the shards topic). A shard it gains is
-rebuilt from the start of the log, publishing only past its checkpoint; when a transaction
-fails, every owned shard is rebuilt that way (their state ran ahead of what committed).
+It reads the fingerprint log in order; each owned shard votes on every record and stores its
+home documents. In one transaction per batch it publishes the votes (votes topic, partition
+= log partition, key = log offset), its changes (shard changelog, partition s: what it
+stored, and its watermark) and its position in the fingerprint log (the metadata of its
+committed offset on the shards topic). A shard it gains is rebuilt from its changelog (its
+retention follows the dedup window) and resumes at that position; when a transaction fails,
+every owned shard is rebuilt that way, since their state ran ahead of what committed.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from dataclasses import dataclass, field
 
 from kafka import OffsetAndMetadata, TopicPartition
 
+from neardup_stream.sharded.changes import ShardChange
 from neardup_stream.sharded.voter import ShardVoter
 from worker import clients
 from worker.cluster import checkpoint
 from worker.cluster.envelope import Envelope
+from worker.cluster.replay import replay
 from worker.cluster.txn import Message, RoleTransactions, role_settings
 from worker.metrics import Metrics
 from worker.settings import Settings
@@ -29,15 +32,10 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class OwnedShard:
-    """An owned shard: its voter, how far it has voted, and from where it publishes."""
+    """An owned shard: its voter and the next fingerprint-log offset per log partition."""
 
     voter: ShardVoter
-    publish_from: dict[int, int]
     next: dict[int, int] = field(default_factory=dict)
-
-    def checkpoint(self) -> dict[int, int]:
-        keys = set(self.next) | set(self.publish_from)
-        return {p: max(self.next.get(p, 0), self.publish_from.get(p, 0)) for p in keys}
 
 
 class ShardRole:
@@ -48,8 +46,10 @@ class ShardRole:
         self.role = role_settings(settings, "shards")
         self.consumer = clients.make_consumer(self.role)
         self.reader = clients.make_reader(settings)
+        self.restorer = clients.make_reader(settings)
         self.txn = RoleTransactions(self.role, self.consumer, "shard")
         self.owned: dict[int, OwnedShard] = {}
+        self.by_age = settings.dedup.max_age_seconds is not None  # watermarks matter
         c = settings.cluster
         self.log_partitions = [TopicPartition(c.fingerprints, p) for p in range(c.log_partitions)]
 
@@ -78,10 +78,11 @@ class ShardRole:
     def close(self) -> None:
         self.txn.close()
         self.reader.close()
+        self.restorer.close()
         self.consumer.close()
 
     def _follow(self, assigned: set[int]) -> None:
-        """Drop shards no longer assigned; start gained ones from their checkpoints."""
+        """Drop shards no longer assigned; rebuild gained ones from their changelogs."""
         for s in set(self.owned) - assigned:
             del self.owned[s]
         gained = assigned - set(self.owned)
@@ -89,9 +90,16 @@ class ShardRole:
             return
         c = self.settings.cluster
         for s in sorted(gained):
+            voter = ShardVoter(self.settings.dedup, s)
             start = checkpoint.read(self.consumer, TopicPartition(c.shards, s))
-            self.owned[s] = OwnedShard(ShardVoter(self.settings.dedup, s), start)
-        log.info("shards %s gained; rebuilding them from the fingerprint log", sorted(gained))
+            replay(
+                self.restorer,
+                TopicPartition(c.shard_changelog, s),
+                lambda data: voter.apply(ShardChange.unpack(data)),  # noqa: B023 - used at once
+                self._stop.is_set,
+            )
+            self.owned[s] = OwnedShard(voter, start)
+            log.info("shard %d: %d documents, resuming at %s", s, len(voter), start)
         for tp in self.log_partitions:  # back to where the least advanced shard is
             self.reader.seek(tp, min(o.next.get(tp.partition, 0) for o in self.owned.values()))
 
@@ -109,20 +117,24 @@ class ShardRole:
                     for shard in self.owned.values():
                         shard.next[tp.partition] = rec.offset + 1
                     continue
-                for shard in self.owned.values():
+                for s, shard in self.owned.items():
                     if rec.offset < shard.next.get(tp.partition, 0):
                         continue
-                    votes = shard.voter.vote(env.fingerprints)
+                    votes, changes = shard.voter.vote_and_record(env.fingerprints)
                     shard.next[tp.partition] = rec.offset + 1
-                    if rec.offset >= shard.publish_from.get(tp.partition, 0):
-                        key = str(rec.offset).encode()
-                        messages.append(Message(c.votes, votes.pack(), key, tp.partition))
+                    key = str(rec.offset).encode()
+                    messages.append(Message(c.votes, votes.pack(), key, tp.partition))
+                    messages += [
+                        Message(c.shard_changelog, ch.pack(), key, s)
+                        for ch in changes
+                        if ch.records or self.by_age  # else an empty change changes nothing
+                    ]
         return messages
 
     def _commit(self, messages: list[Message]) -> None:
         shards = self.settings.cluster.shards
         offsets = {
-            TopicPartition(shards, s): OffsetAndMetadata(0, checkpoint.encode(o.checkpoint()), -1)
+            TopicPartition(shards, s): OffsetAndMetadata(0, checkpoint.encode(o.next), -1)
             for s, o in self.owned.items()
         }
         self.txn.commit(messages, offsets)

@@ -9,6 +9,7 @@ rebuilds its state from its committed checkpoint.
 from __future__ import annotations
 
 import logging
+import threading
 from dataclasses import dataclass
 
 from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
@@ -64,14 +65,35 @@ class RoleTransactions:
             ]
             p.send_offsets_to_transaction(offsets, self.consumer.group_metadata())
             failpoints.hit(f"{self.role}_produced")
-            p.flush()
+            timeout_s = self.settings.kafka.request_timeout_ms / 1000
+            p.flush(timeout=timeout_s)
             for f in futures:
                 f.get(timeout=0)
-            p.commit_transaction()
+            self._finish(p, timeout_s)
             failpoints.hit(f"{self.role}_committed")
         except BaseException:
-            self.reset()
+            self.reset()  # a new producer with the same id fences and settles the old one
             raise
+
+    def _finish(self, producer: KafkaProducer, timeout_s: float) -> None:
+        """`commit_transaction` with a deadline: kafka-python's can wait forever (e.g. after
+        the group moved on), and a role must not stall; `reset` then settles it."""
+        done = threading.Event()
+        failure: list[BaseException] = []
+
+        def commit() -> None:
+            try:
+                producer.commit_transaction()
+            except BaseException as exc:
+                failure.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=commit, daemon=True, name=f"{self.role}-commit").start()
+        if not done.wait(timeout_s):
+            raise TimeoutError(f"{self.role} commit did not finish in {timeout_s:.0f} s")
+        if failure:
+            raise failure[0]
 
     def reset(self) -> None:
         try:
