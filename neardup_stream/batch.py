@@ -99,7 +99,7 @@ class Batch:
     def stored(self) -> list[int]:
         """Positions of the documents the kernels stored (not known, repeated or probe-only)."""
         docs = self.docs
-        return [i for i in range(len(self.ids)) if not (docs.skip[i] or docs.probe_only[i])]
+        return np.flatnonzero(~(docs.skip | docs.probe_only)).tolist()
 
     def lsh_keys(self, i: int) -> np.ndarray:
         return self.docs.keys[i, self.blocks : self.docs.nkeys[i]]

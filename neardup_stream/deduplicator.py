@@ -139,9 +139,13 @@ class Deduplicator:
         are recorded without a decision (the gather step makes it); with `records`, each gets
         the `FingerprintRecord` that reproduces it (`apply_records`), in stored order.
         """
-        home = ~batch.docs.probe_only
-        found = self.registry.find_all(batch.ids, self.store)
-        batch.mark_known([ref if h else None for ref, h in zip(found, home, strict=True)])
+        home_rows = np.flatnonzero(~batch.docs.probe_only)
+        found: list[int | None] = [None] * len(batch)
+        if home_rows.size:  # only home rows can be stored here, so only they can be known
+            refs = self.registry.find_all([batch.ids[i] for i in home_rows], self.store)
+            for i, ref in zip(home_rows.tolist(), refs, strict=True):
+                found[i] = ref
+        batch.mark_known(found)
         self.store.reserve(len(batch))
         self._run(batch, decide=True)
         out = batch.decisions
@@ -152,10 +156,9 @@ class Deduplicator:
                 made.append(
                     self._record(batch, i, Decision(id=batch.ids[i], decision="unique"), None)
                 )
-        matches = [
-            None if batch.docs.skip[i] or out.match[i] < 0 else self.store.doc_id(int(out.match[i]))
-            for i in range(len(batch))
-        ]
+        matches: list[str | None] = [None] * len(batch)
+        for i in np.flatnonzero((out.match >= 0) & ~batch.docs.skip).tolist():
+            matches[i] = self.store.doc_id(int(out.match[i]))
         self._remember(batch)
         return Vote(matches, made)
 

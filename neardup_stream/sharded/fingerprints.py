@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from neardup_stream.batch import Batch
 from neardup_stream.index.columns import BatchColumns
+from neardup_stream.sharded.home import home_shard
 
 MAGIC = b"NF"
 VERSION = 1
@@ -33,6 +34,7 @@ class FingerprintBatch:
     positions: np.ndarray  # int64[n], strictly increasing
     docs: BatchColumns
     blocks: int  # SimHash block keys at the start of each row of `docs.keys`
+    _homes: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -49,9 +51,26 @@ class FingerprintBatch:
             raise ValueError("positions must increase strictly")
         return cls(config_id, list(batch.ids), list(domains), pos, batch.docs, batch.blocks)
 
+    def homes(self, shards: int) -> np.ndarray:
+        """Home shard of every document (computed once per batch and shard count)."""
+        cached = self._homes.get(shards)
+        if cached is None:
+            cached = np.array(
+                [home_shard(dom, i, shards) for dom, i in zip(self.domains, self.ids, strict=True)],
+                dtype=np.int64,
+            )
+            self._homes[shards] = cached
+        return cached
+
     def rows(self, rows: np.ndarray, home: np.ndarray) -> Batch:
         """A `Batch` of the given rows (in order); rows not `home` are probe-only."""
         d = self.docs
+        if rows.size == len(self):  # every row (one domain): share the columns, no copies
+            columns = d._replace(
+                skip=np.zeros(rows.size, dtype=np.bool_),
+                probe_only=~np.asarray(home, dtype=np.bool_),
+            )
+            return Batch(list(self.ids), columns, self.blocks)
         starts, ends = d.feat_offsets[rows], d.feat_offsets[rows + 1]
         feats = (
             np.concatenate([d.feats[a:b] for a, b in zip(starts, ends, strict=True)])

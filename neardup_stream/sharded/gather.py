@@ -26,7 +26,6 @@ from neardup_stream.index.columns import EXACT, UNIQUE
 from neardup_stream.models import METHODS, Decision
 from neardup_stream.sharded.changes import FirstDecisions
 from neardup_stream.sharded.fingerprints import FingerprintBatch
-from neardup_stream.sharded.home import home_shard
 from neardup_stream.sharded.votes import Votes
 
 
@@ -86,12 +85,13 @@ class Gatherer:
             raise ValueError("votes do not cover the fingerprint batch")
         out: list[Decision] = []
         firsts: dict[str, list[tuple[int, Decision]]] = {}
+        homes = fb.homes(shards)
         for i, (doc_id, domain) in enumerate(zip(fb.ids, fb.domains, strict=True)):
             state = self._state(domain)
             ts = int(fb.docs.ts[i])
             state.watermark = max(state.watermark, ts)
             made = firsts.setdefault(domain, [])
-            if by_shard[home_shard(domain, doc_id, shards)].seen[i] and doc_id in state.first:
+            if by_shard[homes[i]].seen[i] and doc_id in state.first:
                 out.append(state.first[doc_id])
                 continue
             decision = self._fresh(doc_id, i, by_shard, state)

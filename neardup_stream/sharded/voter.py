@@ -18,7 +18,6 @@ from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.sharded.changes import ShardChange
 from neardup_stream.sharded.fingerprints import FingerprintBatch
-from neardup_stream.sharded.home import home_shard
 from neardup_stream.sharded.votes import NO_MATCH, Votes
 
 _REF_MASK = 0xFFFFFFFF
@@ -88,13 +87,7 @@ class ShardVoter:
                 f"this shard uses {self.config.fingerprint_id:#010x}"
             )
         n, shards = len(fb), self.config.home_shards
-        home = np.array(
-            [
-                home_shard(d, i, shards) == self.shard
-                for d, i in zip(fb.domains, fb.ids, strict=True)
-            ],
-            dtype=np.bool_,
-        )
+        home = fb.homes(shards) == self.shard
         votes = Votes(
             self.shard,
             np.full(n, NO_MATCH, dtype=np.int64),
@@ -141,14 +134,14 @@ class ShardVoter:
         out, stored = batch.decisions, batch.stored()
         if stored:  # refs of one batch are consecutive
             positions.add(int(out.ref[stored[0]]), fb.positions[rows[stored]])
-        for j, r in enumerate(rows):
-            if batch.docs.skip[j]:
-                votes.seen[r] = home[j]
-            elif out.match[j] >= 0:
-                votes.match_position[r] = positions.get(int(out.match[j]))
-                votes.similarity[r] = out.similarity[j]
-                votes.method[r] = out.method[j]
-                votes.match_ids[r] = vote.match_ids[j]
+        skip = batch.docs.skip
+        votes.seen[rows] = skip & home
+        for j in np.flatnonzero((out.match >= 0) & ~skip).tolist():
+            r = int(rows[j])
+            votes.match_position[r] = positions.get(int(out.match[j]))
+            votes.similarity[r] = out.similarity[j]
+            votes.method[r] = out.method[j]
+            votes.match_ids[r] = vote.match_ids[j]
         positions.trim(engine.store.base)
         if not record:
             return None
