@@ -754,8 +754,9 @@ def test_k8s_sasl_credentials_come_from_the_secret() -> None:
         assert not re.search(r"PASSWORD|USERNAME|SECRET|TOKEN", key), key
 
 
-def test_k8s_env_is_valid_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    env = dict(configmap_data())
+def pod_env(config: dict[str, str]) -> dict[str, str]:
+    """A pod's environment: the ConfigMap's data, then the container's env entries."""
+    env = dict(config)
     for entry in container()["env"]:
         if "value" in entry:
             env[entry["name"]] = entry["value"]
@@ -763,7 +764,11 @@ def test_k8s_env_is_valid_settings(monkeypatch: pytest.MonkeyPatch) -> None:
             env[entry["name"]] = f"{k8s_object('StatefulSet')['metadata']['name']}-0"
         else:
             env[entry["name"]] = "placeholder"
-    settings = settings_from_env(monkeypatch, env)
+    return env
+
+
+def test_k8s_env_is_valid_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = settings_from_env(monkeypatch, pod_env(configmap_data()))
     assert settings.worker.instance_id == "neardup-worker-0"
     assert settings.metrics.host == "0.0.0.0"
     assert settings.metrics.port == METRICS_PORT
@@ -895,3 +900,42 @@ def settings_from_env(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> S
         if name.startswith("NEARDUP_"):
             monkeypatch.setenv(name, value)
     return Settings()
+
+
+# --- scale-out overlay ----------------------------------------------------------------------
+
+
+def _json_patch(doc: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
+    """Apply `add`/`replace` JSON-patch operations (what the overlay uses) to a copy."""
+    out = json.loads(json.dumps(doc))
+    for op in ops:
+        assert op["op"] in {"add", "replace"}, op
+        *parents, last = op["path"].strip("/").split("/")
+        node: Any = out
+        for part in parents:
+            node = node[int(part)] if isinstance(node, list) else node[part]
+        if op["op"] == "replace":
+            assert (int(last) < len(node)) if isinstance(node, list) else last in node, op
+        if isinstance(node, list):
+            node[int(last)] = op["value"]
+        else:
+            node[last] = op["value"]
+    return out
+
+
+def test_the_scale_out_overlay_makes_valid_settings_and_scales_on_the_edge_group(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    overlay = _yaml(K8S_DIR / "scale-out" / "kustomization.yaml")
+    assert overlay["resources"] == [".."]
+    patched = {}
+    for entry in overlay["patches"]:
+        kind = entry["target"]["kind"]
+        base = k8s_object(kind)
+        assert base["metadata"]["name"] == entry["target"]["name"]
+        patched[kind] = _json_patch(base, yaml.safe_load(entry["patch"]))
+    settings = settings_from_env(monkeypatch, pod_env(patched["ConfigMap"]["data"]))
+    assert settings.cluster.enabled
+    assert settings.dedup.home_shards >= int(k8s_object("ScaledObject")["spec"]["maxReplicaCount"])
+    group = patched["ScaledObject"]["spec"]["triggers"][0]["metadata"]["consumerGroup"]
+    assert group == f"{settings.worker.group_id}-edge"

@@ -100,12 +100,15 @@ class GatherRole:
             votes_tp = TopicPartition(c.votes, p)
             start = checkpoint.read(self.consumer, votes_tp).get(p, 0)
             gatherer = Gatherer(self.settings.dedup)
-            replay(
+            applied, skipped = replay(
                 self.restorer,
                 TopicPartition(c.gather_changelog, p),
                 lambda data: gatherer.apply(FirstDecisions.unpack(data)),  # noqa: B023 - used at once
                 self._stop.is_set,
             )
+            self.metrics.restored_records.inc(applied)
+            if skipped:
+                self.metrics.restore_skipped.labels("corrupt").inc(skipped)
             self.owned[p] = LogPartition(gatherer, start)
             committed = self.consumer.committed(votes_tp)
             if committed is None:

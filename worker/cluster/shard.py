@@ -92,12 +92,15 @@ class ShardRole:
         for s in sorted(gained):
             voter = ShardVoter(self.settings.dedup, s)
             start = checkpoint.read(self.consumer, TopicPartition(c.shards, s))
-            replay(
+            applied, skipped = replay(
                 self.restorer,
                 TopicPartition(c.shard_changelog, s),
                 lambda data: voter.apply(ShardChange.unpack(data)),  # noqa: B023 - used at once
                 self._stop.is_set,
             )
+            self.metrics.restored_records.inc(applied)
+            if skipped:
+                self.metrics.restore_skipped.labels("corrupt").inc(skipped)
             self.owned[s] = OwnedShard(voter, start)
             log.info("shard %d: %d documents, resuming at %s", s, len(voter), start)
         for tp in self.log_partitions:  # back to where the least advanced shard is
