@@ -17,9 +17,13 @@ from neardup_stream.models import Document
 from neardup_stream.parsing import ParseError, parse_document
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.home import domain_partition
-from worker.cluster.envelope import Envelope, Passage
+from worker.cluster.envelope import POSITION_BITS, Envelope, Passage
 from worker.cluster.txn import Message
 from worker.decide import BatchOutput, DecideRules, InputRecord, dead_letter, unpublishable_reason
+
+# Room a document's fingerprints take in a log record (sketch, keys, small shingle sets).
+PER_DOCUMENT_BYTES = 4096
+MAX_DOCUMENTS = 1 << POSITION_BITS  # positions number the documents of a record in 16 bits
 
 
 @dataclass
@@ -65,10 +69,26 @@ def ingest(
         out.messages.append(Message(m.topic, m.value, m.key, None, tuple(m.headers)))
     out.dead = dlq.dead
     for partition, (docs, domains, kept) in sorted(groups.items()):
-        times = [r.timestamp_ms / 1000 if r.timestamp_ms >= 0 else None for r in kept]
-        fb = fingerprinter.batch(docs, domains, np.arange(len(docs)), now, times)
-        passages = [Passage(r.source, r.timestamp_ms, r.key, r.value or b"") for r in kept]
-        value = Envelope(fb, passages).pack()
-        out.messages.append(Message(fingerprints_topic, value, None, partition))
-        out.documents += len(docs)
+        for a, b in _chunks(kept, rules.max_message_bytes):
+            times = [r.timestamp_ms / 1000 if r.timestamp_ms >= 0 else None for r in kept[a:b]]
+            fb = fingerprinter.batch(docs[a:b], domains[a:b], np.arange(b - a), now, times)
+            passages = [Passage(r.source, r.timestamp_ms, r.key, r.value or b"") for r in kept[a:b]]
+            value = Envelope(fb, passages).pack()
+            out.messages.append(Message(fingerprints_topic, value, None, partition))
+            out.documents += b - a
+    return out
+
+
+def _chunks(records: list[InputRecord], limit: int) -> list[tuple[int, int]]:
+    """Ranges of `records` whose log record stays within `limit` bytes plus the topic's
+    headroom (a lone record always fits: inputs are at most `limit` bytes)."""
+    out, start, size = [], 0, 0
+    for i, r in enumerate(records):
+        need = len(r.value or b"") + len(r.key or b"") + PER_DOCUMENT_BYTES
+        if i > start and (size + need > limit or i - start >= MAX_DOCUMENTS):
+            out.append((start, i))
+            start, size = i, 0
+        size += need
+    if start < len(records):
+        out.append((start, len(records)))
     return out

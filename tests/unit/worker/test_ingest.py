@@ -1,0 +1,69 @@
+"""The edge step without a broker: every input one outcome, log records within the limit."""
+
+from __future__ import annotations
+
+import json
+
+from neardup_stream.config import DedupConfig
+from neardup_stream.mapping import InputMapping
+from neardup_stream.sharded.deduplicator import DocumentFingerprinter
+from neardup_stream.sharded.home import domain_partition
+from worker.cluster.envelope import Envelope
+from worker.cluster.ingest import ingest
+from worker.decide import DecideRules, InputRecord, Source
+
+CONFIG = DedupConfig(home_shards=4)
+
+
+def rules(limit: int = 1 << 20) -> DecideRules:
+    return DecideRules("u", "d", "q", InputMapping(domain_field="site"), limit, 64, 1 << 22)
+
+
+def record(offset: int, value: bytes | None, partition: int = 0) -> InputRecord:
+    return InputRecord(Source("in", partition, offset), None, value, 1_700_000_000_000)
+
+
+def doc(i: int, site: str = "a", size: int = 200) -> bytes:
+    return json.dumps({"id": f"d{i}", "text": f"text {i} " + "x" * size, "site": site}).encode()
+
+
+def envelopes(out: object) -> list[Envelope]:
+    return [
+        Envelope.unpack(m.value, CONFIG.fingerprint_id, "in", 7)
+        for m in out.messages  # type: ignore[attr-defined]
+        if m.topic == "fp"
+    ]
+
+
+def test_every_input_is_either_fingerprinted_once_or_dead_lettered_once() -> None:
+    records = [record(0, doc(0)), record(1, b"{not json"), record(2, None), record(3, doc(3))]
+    out = ingest(records, rules(), DocumentFingerprinter(CONFIG), "fp", 1, 1.8e9)
+    assert sorted(out.dead) == ["invalid_json", "tombstone"]
+    assert [m.topic for m in out.messages].count("q") == 2
+    [env] = envelopes(out)
+    assert env.fingerprints.ids == ["d0", "d3"]
+    assert [p.source.offset for p in env.passages] == [0, 3]
+    assert out.offsets == {("in", 0): 4}
+
+
+def test_domains_go_to_their_log_partition_in_input_order() -> None:
+    records = [record(i, doc(i, site=f"s{i % 5}")) for i in range(40)]
+    out = ingest(records, rules(), DocumentFingerprinter(CONFIG), "fp", 3, 1.8e9)
+    seen = []
+    for m in out.messages:
+        env = Envelope.unpack(m.value, CONFIG.fingerprint_id, "in", 0)
+        assert all(domain_partition(d, 3) == m.partition for d in env.fingerprints.domains)
+        offsets = [p.source.offset for p in env.passages]
+        assert offsets == sorted(offsets)
+        seen += offsets
+    assert sorted(seen) == list(range(40))
+
+
+def test_log_records_are_split_to_stay_within_the_message_limit() -> None:
+    limit = 64 * 1024
+    records = [record(i, doc(i, size=9000)) for i in range(30)]
+    out = ingest(records, rules(limit), DocumentFingerprinter(CONFIG), "fp", 1, 1.8e9)
+    envs = envelopes(out)
+    assert len(envs) > 3
+    assert all(len(m.value) <= limit + 64 * 1024 for m in out.messages)
+    assert [p.source.offset for e in envs for p in e.passages] == list(range(30))
