@@ -50,7 +50,7 @@ class Metrics:
     partitions_restoring: Gauge
     transaction_aborts: Counter
     ready: Gauge
-    shards_owned: Gauge
+    role_partitions: Gauge
     role_transactions: Counter
     role_failures: Counter
 
@@ -132,8 +132,12 @@ def build_metrics(registry: CollectorRegistry) -> Metrics:
             "1 once the index is restored and the worker consumes",
             registry=registry,
         ),
-        shards_owned=Gauge(
-            "neardup_shards_owned", "Home shards this replica owns (scale-out)", registry=registry
+        role_partitions=Gauge(
+            "neardup_role_partitions",
+            "Partitions each scale-out role of this replica is assigned (edge: input partitions, "
+            "shard: home shards, gather: fingerprint-log partitions)",
+            ["role"],
+            registry=registry,
         ),
         role_transactions=Counter(
             "neardup_role_transactions",

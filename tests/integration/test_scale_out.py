@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from kafka import KafkaProducer
 from neardup_stream import Document
 from neardup_stream.config import DedupConfig
 from neardup_stream.sharded.deduplicator import ShardedDeduplicator
+from neardup_stream.sharded.home import domain_partition
 from tests.integration.harness import Topics, WorkerProcess, decisions
 from tests.integration.test_worker import stream
 from tests.unit.conftest import mutate
@@ -27,6 +29,7 @@ def replicas(
     n: int,
     partitions: int = 1,
     failpoints: dict[int, str] | None = None,
+    extra: list[str] | None = None,
 ) -> list[WorkerProcess]:
     env = {
         "NEARDUP_CLUSTER__FINGERPRINTS": f"{topics.input}.fingerprints",
@@ -35,8 +38,10 @@ def replicas(
         "NEARDUP_CLUSTER__SHARD_CHANGELOG": f"{topics.input}.shard-changelog",
         "NEARDUP_CLUSTER__GATHER_CHANGELOG": f"{topics.input}.gather-changelog",
         "NEARDUP_DEDUP__HOME_SHARDS": str(SHARDS),
+        # A killed replica's open transactions hold back readers until the broker aborts them.
+        "NEARDUP_WORKER__TRANSACTION_TIMEOUT_MS": "10000",
     }
-    extra = ["--cluster", "--partitions", str(partitions), "--max-batch", "50"]
+    flags = ["--cluster", "--partitions", str(partitions), "--max-batch", "50", *(extra or [])]
     armed = failpoints or {}
     return [
         WorkerProcess(
@@ -45,11 +50,30 @@ def replicas(
             "g-" + topics.input,
             tmp_path / f"r{i}.log",
             f"r{i}",
-            extra,
+            flags,
             {**env, **({"NEARDUP_FAILPOINTS": armed[i]} if i in armed else {})},
         ).start()
         for i in range(n)
     ]
+
+
+def wait_assigned(
+    workers: list[WorkerProcess], roles: tuple[str, ...], timeout: float = 120
+) -> None:
+    """Until every replica holds at least one partition of each of `roles` (groups settled)."""
+    deadline = time.monotonic() + timeout
+    pattern = re.compile(r'^neardup_role_partitions\{role="(\w+)"\} (\S+)$', re.M)
+    while time.monotonic() < deadline:
+        held = []
+        for w in workers:
+            try:
+                held.append({r: float(v) for r, v in pattern.findall(w.http("/metrics")[1])})
+            except OSError:
+                held.append({})
+        if all(all(h.get(r, 0) >= 1 for r in roles) for h in held):
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"roles not assigned on every replica: {held}")
 
 
 def offline(docs: list[dict[str, object]]) -> dict[str, tuple[str, str | None]]:
@@ -140,6 +164,7 @@ def test_a_replica_killed_inside_a_transaction_leaves_exactly_one_decision_per_d
     try:
         for w in workers:
             w.wait_ready()
+        wait_assigned(workers, ("edge", "shard"))
         produce_to(kafka_bootstrap, topics.input, [(i % 3, d) for i, d in enumerate(docs)])
         got = decisions(kafka_bootstrap, topics, len(docs), timeout=300)
         assert workers[0].wait_exit(60) != 0, "the failpoint did not fire"
@@ -179,3 +204,38 @@ def test_a_killed_and_restarted_replica_restores_its_shards_from_their_changelog
     assert sum(len(v) for v in got.values()) == len(docs)
     restored = re.findall(r"shard \d+: (\d+) documents, resuming", worker.log_path.read_text())
     assert len(restored) == SHARDS and sum(map(int, restored)) >= 140  # from the changelogs
+
+
+def test_domains_over_three_log_partitions_survive_a_gather_kill_and_match_offline(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+) -> None:
+    sites = ["news.example", "blog.example", "docs.example", "mail.example"]
+    assert {domain_partition(s, 3) for s in sites} == {0, 1, 2}  # every gather partition used
+    docs = [{**d, "site": sites[i // 10 % 4]} for i, d in enumerate(stream(240, seed=71))]
+    docs += [{**docs[12], "id": "cross-site", "site": sites[0]}]  # docs[12] is blog's
+    dedup = ShardedDeduplicator(DedupConfig(home_shards=SHARDS))
+    parsed = [Document.model_validate(d) for d in docs]
+    want = {d.id: d.decision for d in dedup.process(parsed, [str(d["site"]) for d in docs])}
+    assert want["cross-site"] == "unique"
+    assert sum(v == "duplicate" for v in want.values()) > 40
+    workers = replicas(
+        kafka_bootstrap,
+        topics,
+        tmp_path,
+        3,
+        failpoints={0: "gather_produced=kill@1"},
+        extra=["--log-partitions", "3", "--domain-field", "site"],
+    )
+    try:
+        for w in workers:
+            w.wait_ready()
+        wait_assigned(workers, ("edge", "shard", "gather"))
+        produce_to(kafka_bootstrap, topics.input, [(0, d) for d in docs])
+        got = decisions(kafka_bootstrap, topics, len(docs), timeout=300)
+        assert workers[0].wait_exit(60) != 0, "the failpoint did not fire"
+    finally:
+        for w in workers:
+            if w.alive():
+                w.stop()
+    assert all(len(v) == 1 for v in got.values()), "a document was decided twice"
+    assert {k: v[0][0] for k, v in got.items()} == want

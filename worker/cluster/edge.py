@@ -39,6 +39,7 @@ class EdgeRole:
         while not self._stop.is_set():
             size = max(1, s.worker.max_batch >> min(failures, 16))
             polled = self.consumer.poll(timeout_ms=s.worker.poll_timeout_ms, max_records=size)
+            self.metrics.role_partitions.labels("edge").set(len(self.consumer.assignment()))
             records = [
                 InputRecord(
                     Source(tp.topic, tp.partition, m.offset),

@@ -63,6 +63,7 @@ class GatherRole:
         while not self._stop.is_set():
             polled = self.consumer.poll(timeout_ms=w.poll_timeout_ms, max_records=w.max_batch)
             fresh = self._follow({tp.partition for tp in self.consumer.assignment()})
+            self.metrics.role_partitions.labels("gather").set(len(self.owned))
             for tp, recs in polled.items():
                 if tp.partition in fresh or tp.partition not in self.owned:
                     continue  # fetched before its rewind: read again

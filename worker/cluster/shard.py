@@ -28,6 +28,7 @@ from worker.metrics import Metrics
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
+GROUP_POLL_MS = 50
 
 
 @dataclass
@@ -58,8 +59,12 @@ class ShardRole:
         self.consumer.subscribe([c.shards])
         self.reader.assign(self.log_partitions)
         while not self._stop.is_set():
-            self.consumer.poll(timeout_ms=0 if self.owned else self.settings.worker.poll_timeout_ms)
+            # No records on the shards topic: this poll only keeps the membership. Never 0 ms:
+            # kafka-python then never completes a rejoin, and a moved shard has no owner.
+            wait = self.settings.worker.poll_timeout_ms
+            self.consumer.poll(timeout_ms=min(wait, GROUP_POLL_MS) if self.owned else wait)
             self._follow({tp.partition for tp in self.consumer.assignment()})
+            self.metrics.role_partitions.labels("shard").set(len(self.owned))
             if not self.owned:
                 continue
             polled = self.reader.poll(
@@ -143,6 +148,5 @@ class ShardRole:
         self.txn.commit(messages, offsets)
         m = self.metrics
         m.role_transactions.labels("shard").inc()
-        m.shards_owned.set(len(self.owned))
         m.index_documents.set(sum(len(o.voter) for o in self.owned.values()))
         m.index_bytes.set(sum(o.voter.index_bytes() for o in self.owned.values()))
