@@ -82,8 +82,10 @@ class InputMapping(BaseModel):
 
     @property
     def is_default(self) -> bool:
-        """`{"id", "text", "timestamp"}` objects: the parser's fast path applies."""
-        return self == DEFAULT_MAPPING
+        """`{"id", "text", "timestamp"}` objects: the parser's fast path applies (it keeps every
+        field, so the domain settings do not matter to it)."""
+        unscoped = {"domain_field": None, "domain_header": None, "domain_key_separator": None}
+        return self.model_copy(update=unscoped) == DEFAULT_MAPPING
 
 
 DEFAULT_MAPPING = InputMapping()

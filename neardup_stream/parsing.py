@@ -104,6 +104,9 @@ def _fields(
     out["text"] = mapping.text_separator.join(parts)
     if mapping.timestamp_field is not None and obj.get(mapping.timestamp_field) is not None:
         out["timestamp"] = obj[mapping.timestamp_field]
+    domain = mapping.domain_field
+    if domain is not None and domain not in out and obj.get(domain) is not None:
+        out[domain] = obj[domain]  # kept for `mapping.domain_of`
     return out
 
 

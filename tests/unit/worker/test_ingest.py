@@ -49,14 +49,17 @@ def test_every_input_is_either_fingerprinted_once_or_dead_lettered_once() -> Non
 def test_domains_go_to_their_log_partition_in_input_order() -> None:
     records = [record(i, doc(i, site=f"s{i % 5}")) for i in range(40)]
     out = ingest(records, rules(), DocumentFingerprinter(CONFIG), "fp", 3, 1.8e9)
-    seen = []
+    seen, partitions = [], set()
     for m in out.messages:
+        partitions.add(m.partition)
         env = Envelope.unpack(m.value, CONFIG.fingerprint_id, "in", 0)
+        assert set(env.fingerprints.domains) <= {f"s{i}" for i in range(5)}
         assert all(domain_partition(d, 3) == m.partition for d in env.fingerprints.domains)
         offsets = [p.source.offset for p in env.passages]
         assert offsets == sorted(offsets)
         seen += offsets
     assert sorted(seen) == list(range(40))
+    assert len(partitions) > 1
 
 
 def test_log_records_are_split_to_stay_within_the_message_limit() -> None:
@@ -67,3 +70,18 @@ def test_log_records_are_split_to_stay_within_the_message_limit() -> None:
     assert len(envs) > 3
     assert all(len(m.value) <= limit + 64 * 1024 for m in out.messages)
     assert [p.source.offset for e in envs for p in e.passages] == list(range(30))
+
+
+def test_the_domain_survives_a_custom_mapping() -> None:
+    mapping = InputMapping(text_fields=("title", "body"), domain_field="site")
+    raw = json.dumps({"id": "x", "title": "t", "body": "b", "site": "news.example"}).encode()
+    out = ingest(
+        [record(0, raw)],
+        DecideRules("u", "d", "q", mapping, 1 << 20, 64, 1 << 22),
+        DocumentFingerprinter(CONFIG),
+        "fp",
+        3,
+        1.8e9,
+    )
+    [env] = envelopes(out)
+    assert env.fingerprints.domains == ["news.example"]
