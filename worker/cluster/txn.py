@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
@@ -49,8 +50,15 @@ class RoleTransactions:
     def commit(
         self, messages: list[Message], offsets: dict[TopicPartition, OffsetAndMetadata]
     ) -> None:
-        """Publish `messages` and commit `offsets` in one transaction; raises on failure."""
+        """Publish `messages` and commit `offsets` in one transaction; raises on failure.
+
+        Everything after the sends runs under one deadline: kafka-python's
+        `send_offsets_to_transaction` and `commit_transaction` can wait forever (e.g. while
+        the group rebalances, which only this thread's next poll would complete), and a role
+        must not stall; `reset` then fences and settles what was left open.
+        """
         p = self.producer
+        timeout_s = self.settings.kafka.request_timeout_ms / 1000
         try:
             p.begin_transaction()
             futures = [
@@ -63,35 +71,37 @@ class RoleTransactions:
                 )
                 for m in messages
             ]
-            p.send_offsets_to_transaction(offsets, self.consumer.group_metadata())
-            failpoints.hit(f"{self.role}_produced")
-            timeout_s = self.settings.kafka.request_timeout_ms / 1000
-            p.flush(timeout=timeout_s)
-            for f in futures:
-                f.get(timeout=0)
-            self._finish(p, timeout_s)
+            metadata = self.consumer.group_metadata()
+
+            def finish() -> None:
+                p.send_offsets_to_transaction(offsets, metadata)
+                failpoints.hit(f"{self.role}_produced")
+                p.flush(timeout=timeout_s)
+                for f in futures:
+                    f.get(timeout=0)
+                p.commit_transaction()
+
+            self._with_deadline(finish, timeout_s)
             failpoints.hit(f"{self.role}_committed")
         except BaseException:
             self.reset()  # a new producer with the same id fences and settles the old one
             raise
 
-    def _finish(self, producer: KafkaProducer, timeout_s: float) -> None:
-        """`commit_transaction` with a deadline: kafka-python's can wait forever (e.g. after
-        the group moved on), and a role must not stall; `reset` then settles it."""
+    def _with_deadline(self, action: Callable[[], None], timeout_s: float) -> None:
         done = threading.Event()
         failure: list[BaseException] = []
 
-        def commit() -> None:
+        def run() -> None:
             try:
-                producer.commit_transaction()
+                action()
             except BaseException as exc:
                 failure.append(exc)
             finally:
                 done.set()
 
-        threading.Thread(target=commit, daemon=True, name=f"{self.role}-commit").start()
+        threading.Thread(target=run, daemon=True, name=f"{self.role}-commit").start()
         if not done.wait(timeout_s):
-            raise TimeoutError(f"{self.role} commit did not finish in {timeout_s:.0f} s")
+            raise TimeoutError(f"{self.role} transaction did not finish in {timeout_s:.0f} s")
         if failure:
             raise failure[0]
 
