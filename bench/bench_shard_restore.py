@@ -17,6 +17,7 @@ import uuid
 
 import numpy as np
 from kafka import KafkaAdminClient, KafkaProducer, TopicPartition
+from prometheus_client import CollectorRegistry
 
 from neardup_stream.config import DedupConfig
 from neardup_stream.models import Document
@@ -25,6 +26,7 @@ from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.voter import ShardVoter
 from worker import clients
 from worker.cluster.replay import replay
+from worker.metrics import build_metrics
 from worker.settings import KafkaSettings, Settings
 
 
@@ -68,15 +70,21 @@ def main() -> None:
     restored = ShardVoter(config, 0)
     reader = clients.make_reader(Settings(kafka=KafkaSettings(bootstrap_servers=args.bootstrap)))
     t0 = time.perf_counter()
-    applied, skipped = replay(
+    registry = CollectorRegistry()
+    replay(
         reader,
         TopicPartition(topic, 0),
         lambda d: restored.apply(ShardChange.unpack(d)),
         lambda: False,
+        build_metrics(registry),
+    )
+    applied = int(registry.get_sample_value("neardup_restored_records_total") or 0)
+    skipped = registry.get_sample_value(
+        "neardup_restore_skipped_records_total", {"reason": "corrupt"}
     )
     took = time.perf_counter() - t0
     reader.close()
-    assert len(restored) == len(voter) == args.docs and skipped == 0
+    assert len(restored) == len(voter) == args.docs and not skipped
     print(f"shard of {args.docs} documents, changelog {size / 2**20:.0f} MiB in {applied} records")
     print(f"restore (read + apply): {took:.1f} s = {args.docs / took:,.0f} docs/s")
     print(f"voting the same documents: {voted:.1f} s; restore / vote = {took / voted:.2f}")

@@ -11,7 +11,7 @@ Message keys are the document id when there is one, else the input message's key
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from neardup_stream.models import Decision, ErrorRecord
 
@@ -25,7 +25,8 @@ class OutMessage:
     topic: str
     key: bytes | None
     value: bytes
-    headers: Headers
+    headers: Headers = field(default_factory=list)
+    partition: int | None = None  # None: the producer's partitioner picks it (by key)
 
 
 def decision_headers(decision: Decision) -> Headers:

@@ -152,6 +152,36 @@ def unpublishable_reason(record: InputRecord, doc: Document, rules: DecideRules)
     )
 
 
+def admit(
+    out: BatchOutput,
+    record: InputRecord,
+    rules: DecideRules,
+    rejected: Mapping[Source, Rejection],
+) -> Document | None:
+    """The document of `record`, or None once its one dead letter is added to `out`."""
+    tp = (record.source.topic, record.source.partition)
+    out.offsets[tp] = max(out.offsets.get(tp, 0), record.source.offset + 1)
+    if record.source in rejected:
+        why = rejected[record.source]
+        dead_letter(out, rules, record, why.reason, why.message, why.keep_payload)
+        return None
+    parsed = parse_document(record.value, rules.max_message_bytes, rules.mapping, record.key)
+    if isinstance(parsed, ParseError):
+        dead_letter(out, rules, record, parsed.reason, parsed.message)
+        return None
+    too_big = unpublishable_reason(record, parsed, rules)
+    if too_big is not None:
+        dead_letter(out, rules, record, "unpublishable", too_big)
+        return None
+    return parsed
+
+
+def record_times(records: Sequence[InputRecord]) -> list[float | None]:
+    """Kafka's record time of each input, in seconds: its document's reference time (None:
+    the wall clock then); the engine clamps event times that run ahead of it."""
+    return [r.timestamp_ms / 1000 if r.timestamp_ms >= 0 else None for r in records]
+
+
 def decide(
     records: Sequence[InputRecord],
     indexes: Mapping[int, Deduplicator],
@@ -163,8 +193,6 @@ def decide(
     by_partition: dict[int, list[InputRecord]] = {}
     for record in records:
         by_partition.setdefault(record.source.partition, []).append(record)
-        tp = (record.source.topic, record.source.partition)
-        out.offsets[tp] = max(out.offsets.get(tp, 0), record.source.offset + 1)
     for partition, items in by_partition.items():
         _decide_partition(out, items, indexes[partition], rules, rejected)
     return out
@@ -180,26 +208,13 @@ def _decide_partition(
     docs: list[Document] = []
     kept: list[InputRecord] = []
     for record in records:
-        if record.source in rejected:
-            why = rejected[record.source]
-            dead_letter(out, rules, record, why.reason, why.message, why.keep_payload)
-            continue
-        parsed = parse_document(record.value, rules.max_message_bytes, rules.mapping, record.key)
-        if isinstance(parsed, ParseError):
-            dead_letter(out, rules, record, parsed.reason, parsed.message)
-            continue
-        too_big = unpublishable_reason(record, parsed, rules)
-        if too_big is not None:
-            dead_letter(out, rules, record, "unpublishable", too_big)
-            continue
-        docs.append(parsed)
-        kept.append(record)
+        parsed = admit(out, record, rules, rejected)
+        if parsed is not None:
+            docs.append(parsed)
+            kept.append(record)
     if not docs:
         return
-    # Kafka's record time is each document's reference time (-1: none, the wall clock then);
-    # the engine clamps event times that run ahead of it (`max_future_skew_seconds`).
-    times = [r.timestamp_ms / 1000 if r.timestamp_ms >= 0 else None for r in kept]
-    outcomes = dedup.process(docs, records=True, times=times)
+    outcomes = dedup.process(docs, records=True, times=record_times(kept))
     stored: list[bytes] = []
     for record, outcome in zip(kept, outcomes, strict=True):
         d = outcome.decision

@@ -19,10 +19,9 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from kafka import TopicPartition
-from kafka.errors import KafkaError
 
-from worker import clients, snapshots, topics
-from worker.decide import BatchOutput, DecideRules, InputRecord, Source, Unrecordable, decide
+from worker import clients, retry, snapshots, topics
+from worker.decide import BatchOutput, InputRecord, Source, Unrecordable, decide
 from worker.indexes import PartitionIndexes
 from worker.metrics import Metrics, account, index_gauges
 from worker.partitions import Assignment, rewind_to_committed, update_lag
@@ -57,16 +56,7 @@ class Worker:
         layout = self._until_stopped(lambda: topics.ensure_topics(s))
         if layout is None:
             return
-        self.rules = DecideRules(
-            s.topics.unique,
-            s.topics.duplicate,
-            s.topics.dlq,
-            s.input,
-            s.worker.max_message_bytes,
-            s.worker.dlq_payload_bytes,
-            layout.limits[s.topics.unique],
-            layout.limits[s.topics.changelog],
-        )
+        self.rules = layout.decide_rules(s)
         self.consumer = clients.make_consumer(s)
         self.publisher = Publisher(s, self.consumer, self._committed)
         self.assignment = Assignment(s.topics.input, self.metrics, self._settle_before_revoke)
@@ -188,21 +178,10 @@ class Worker:
         self.indexes.follow()
 
     def _backoff(self, attempt: int) -> float:
-        """Seconds to wait before retry `attempt` (0-based): doubling, capped."""
-        return min(self.settings.worker.retry_backoff_max_s, 0.5 * 2**attempt)
+        return retry.backoff_s(self.settings.worker.retry_backoff_max_s, attempt)
 
     def _until_stopped(self, action: Callable[[], T]) -> T | None:
-        """Start-up steps: a broker that is down or restarting is waited for, not fatal."""
-        attempt = 0
-        while not self._stop.is_set():
-            try:
-                return action()
-            except (KafkaError, OSError) as exc:  # configuration errors (RuntimeError) stay fatal
-                attempt += 1
-                delay = self._backoff(attempt)
-                log.warning("broker not usable yet (%r); retrying in %.1f s", exc, delay)
-                self._stop.wait(delay)
-        return None
+        return retry.until_stopped(self._stop, self._backoff, action)
 
     def _retry(self, action: Callable[[], None]) -> None:
         attempt = 0

@@ -21,6 +21,7 @@ from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
 from kafka.errors import InvalidPartitionsError, TopicAlreadyExistsError
 
 from worker.clients import common_config
+from worker.decide import DecideRules
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -33,6 +34,20 @@ class TopicLayout:
 
     input_partitions: int
     limits: dict[str, int]  # output topic -> effective max.message.bytes
+
+    def decide_rules(self, settings: Settings) -> DecideRules:
+        """What the decide step needs, with the limits these topics really have."""
+        s = settings
+        return DecideRules(
+            s.topics.unique,
+            s.topics.duplicate,
+            s.topics.dlq,
+            s.input,
+            s.worker.max_message_bytes,
+            s.worker.dlq_payload_bytes,
+            self.limits[s.topics.unique],
+            self.limits[s.topics.changelog],
+        )
 
 
 def _admin(settings: Settings) -> KafkaAdminClient:

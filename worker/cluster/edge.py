@@ -9,7 +9,7 @@ import time
 from kafka import OffsetAndMetadata, TopicPartition
 
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
-from worker import clients
+from worker import clients, retry
 from worker.cluster.ingest import ingest
 from worker.cluster.txn import RoleTransactions, role_settings
 from worker.decide import DecideRules, InputRecord, Source
@@ -71,7 +71,7 @@ class EdgeRole:
                 failures += 1
                 log.exception("edge transaction failed; replaying from committed offsets")
                 self.metrics.role_failures.labels("edge").inc()
-                self._stop.wait(min(s.worker.retry_backoff_max_s, 0.5 * 2**failures))
+                self._stop.wait(retry.backoff_s(s.worker.retry_backoff_max_s, failures))
                 owned = {tp.partition for tp in self.consumer.assignment()}
                 try:
                     rewind_to_committed(self.consumer, s.topics.input, owned)

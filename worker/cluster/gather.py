@@ -26,7 +26,8 @@ from worker import clients, codec
 from worker.cluster import checkpoint
 from worker.cluster.envelope import Envelope
 from worker.cluster.replay import replay
-from worker.cluster.txn import Message, RoleTransactions, role_settings
+from worker.cluster.txn import RoleTransactions, role_settings
+from worker.codec import OutMessage
 from worker.metrics import Metrics
 from worker.settings import Settings
 
@@ -101,15 +102,13 @@ class GatherRole:
             votes_tp = TopicPartition(c.votes, p)
             start = checkpoint.read(self.consumer, votes_tp).get(p, 0)
             gatherer = Gatherer(self.settings.dedup)
-            applied, skipped = replay(
+            replay(
                 self.restorer,
                 TopicPartition(c.gather_changelog, p),
                 lambda data: gatherer.apply(FirstDecisions.unpack(data)),  # noqa: B023 - used at once
                 self._stop.is_set,
+                self.metrics,
             )
-            self.metrics.restored_records.inc(applied)
-            if skipped:
-                self.metrics.restore_skipped.labels("corrupt").inc(skipped)
             self.owned[p] = LogPartition(gatherer, start)
             committed = self.consumer.committed(votes_tp)
             if committed is None:
@@ -154,9 +153,9 @@ class GatherRole:
                     env = None
                 part.records.append((rec.offset, env))
 
-    def _decide(self) -> tuple[list[Message], list[tuple[str, str]]]:
+    def _decide(self) -> tuple[list[OutMessage], list[tuple[str, str]]]:
         c, t, shards = self.settings.cluster, self.settings.topics, self.settings.dedup.home_shards
-        messages: list[Message] = []
+        messages: list[OutMessage] = []
         counts: list[tuple[str, str]] = []
         for p, part in self.owned.items():
             while part.records:
@@ -174,17 +173,19 @@ class GatherRole:
                             if d.is_duplicate
                             else codec.unique_message(t.unique, d, passage.value)
                         )
-                        messages.append(Message(m.topic, m.value, m.key, None, tuple(m.headers)))
+                        messages.append(m)
                         counts.append((d.decision, d.method or "none"))
                     key = str(offset).encode()
-                    messages += [Message(c.gather_changelog, f.pack(), key, p) for f in firsts]
+                    messages += [
+                        OutMessage(c.gather_changelog, key, f.pack(), partition=p) for f in firsts
+                    ]
                 part.votes.pop(offset, None)
                 part.votes_at.pop(offset, None)
                 part.records.popleft()
                 part.next = offset + 1
         return messages, counts
 
-    def _commit(self, messages: list[Message]) -> None:
+    def _commit(self, messages: list[OutMessage]) -> None:
         votes = self.settings.cluster.votes
         offsets = {}
         for p, part in self.owned.items():

@@ -14,12 +14,11 @@ import numpy as np
 
 from neardup_stream.mapping import domain_of
 from neardup_stream.models import Document
-from neardup_stream.parsing import ParseError, parse_document
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.home import domain_partition
 from worker.cluster.envelope import POSITION_BITS, Envelope, Passage
-from worker.cluster.txn import Message
-from worker.decide import BatchOutput, DecideRules, InputRecord, dead_letter, unpublishable_reason
+from worker.codec import OutMessage
+from worker.decide import BatchOutput, DecideRules, InputRecord, admit, record_times
 
 # Room a document's fingerprints take in a log record (sketch, keys, small shingle sets).
 PER_DOCUMENT_BYTES = 4096
@@ -30,7 +29,7 @@ MAX_DOCUMENTS = 1 << POSITION_BITS  # positions number the documents of a record
 class Ingested:
     """What one edge transaction publishes, and the next input offsets it commits."""
 
-    messages: list[Message] = field(default_factory=list)
+    messages: list[OutMessage] = field(default_factory=list)
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     documents: int = 0
     dead: list[str] = field(default_factory=list)
@@ -45,18 +44,11 @@ def ingest(
     now: float,
 ) -> Ingested:
     """Parse, dead-letter or fingerprint every record (see the module docstring)."""
-    out, dlq = Ingested(), BatchOutput()
+    admitted = BatchOutput()  # dead letters and offsets
     groups: dict[int, tuple[list[Document], list[str], list[InputRecord]]] = {}
     for record in records:
-        tp = (record.source.topic, record.source.partition)
-        out.offsets[tp] = max(out.offsets.get(tp, 0), record.source.offset + 1)
-        parsed = parse_document(record.value, rules.max_message_bytes, rules.mapping, record.key)
-        if isinstance(parsed, ParseError):
-            dead_letter(dlq, rules, record, parsed.reason, parsed.message)
-            continue
-        too_big = unpublishable_reason(record, parsed, rules)
-        if too_big is not None:
-            dead_letter(dlq, rules, record, "unpublishable", too_big)
+        parsed = admit(admitted, record, rules, {})
+        if parsed is None:
             continue
         domain = domain_of(rules.mapping, parsed, record.key, record.headers)
         docs, domains, kept = groups.setdefault(
@@ -65,16 +57,15 @@ def ingest(
         docs.append(parsed)
         domains.append(domain)
         kept.append(record)
-    for m in dlq.messages:
-        out.messages.append(Message(m.topic, m.value, m.key, None, tuple(m.headers)))
-    out.dead = dlq.dead
+    out = Ingested(admitted.messages, admitted.offsets, 0, admitted.dead)
     for partition, (docs, domains, kept) in sorted(groups.items()):
         for a, b in _chunks(kept, rules.max_message_bytes):
-            times = [r.timestamp_ms / 1000 if r.timestamp_ms >= 0 else None for r in kept[a:b]]
-            fb = fingerprinter.batch(docs[a:b], domains[a:b], np.arange(b - a), now, times)
+            fb = fingerprinter.batch(
+                docs[a:b], domains[a:b], np.arange(b - a), now, record_times(kept[a:b])
+            )
             passages = [Passage(r.source, r.timestamp_ms, r.key, r.value or b"") for r in kept[a:b]]
             value = Envelope(fb, passages).pack()
-            out.messages.append(Message(fingerprints_topic, value, None, partition))
+            out.messages.append(OutMessage(fingerprints_topic, None, value, partition=partition))
             out.documents += b - a
     return out
 

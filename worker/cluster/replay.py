@@ -8,6 +8,8 @@ from collections.abc import Callable
 
 from kafka import KafkaConsumer, TopicPartition
 
+from worker.metrics import Metrics
+
 log = logging.getLogger(__name__)
 
 
@@ -16,11 +18,12 @@ def replay(
     tp: TopicPartition,
     apply: Callable[[bytes], None],
     should_stop: Callable[[], bool],
-) -> tuple[int, int]:
-    """Call `apply` on every committed record of `tp`, in order; returns (applied, skipped).
+    metrics: Metrics,
+) -> None:
+    """Call `apply` on every committed record of `tp`, in order, counting them in `metrics`.
 
-    A record `apply` refuses with ValueError (corrupt, another version) is logged and
-    skipped. Reading stops at the last stable offset seen at the start: the records the
+    A record `apply` refuses with ValueError (corrupt, another version) is logged, counted
+    and skipped. Reading stops at the last stable offset seen at the start: the records the
     previous owner committed (read_committed waits for its open transaction to settle).
     """
     reader.assign([tp])
@@ -39,6 +42,9 @@ def replay(
                 skipped += 1
                 if skipped <= 5:
                     log.error("skipping changelog record %s@%d: %s", tp, record.offset, exc)
+    metrics.restored_records.inc(applied)
+    if skipped:
+        metrics.restore_skipped.labels("corrupt").inc(skipped)
     log.info(
         "replayed %s: %d records (%d skipped) in %.1f s",
         tp,
@@ -46,4 +52,3 @@ def replay(
         skipped,
         time.monotonic() - started,
     )
-    return applied, skipped

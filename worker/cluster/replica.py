@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from typing import Any
 
 from kafka import KafkaAdminClient
 
-from worker import clients, topics
+from worker import clients, retry, topics
 from worker.cluster.edge import EdgeRole
 from worker.cluster.gather import GatherRole
 from worker.cluster.shard import ShardRole
-from worker.decide import DecideRules
 from worker.metrics import Metrics
 from worker.settings import Settings
 
@@ -69,6 +69,12 @@ def ensure_internal_topics(settings: Settings) -> None:
         admin.close()
 
 
+def _ensure_all_topics(settings: Settings) -> topics.TopicLayout:
+    layout = topics.ensure_topics(settings)
+    ensure_internal_topics(settings)
+    return layout
+
+
 class Replica:
     """Same interface as `loop.Worker`: `run()` blocks until `request_stop()`."""
 
@@ -84,17 +90,11 @@ class Replica:
 
     def run(self) -> None:
         s = self.settings
-        layout = topics.ensure_topics(s)
-        ensure_internal_topics(s)
-        rules = DecideRules(
-            s.topics.unique,
-            s.topics.duplicate,
-            s.topics.dlq,
-            s.input,
-            s.worker.max_message_bytes,
-            s.worker.dlq_payload_bytes,
-            layout.limits[s.topics.unique],
-        )
+        delay = functools.partial(retry.backoff_s, s.worker.retry_backoff_max_s)
+        layout = retry.until_stopped(self._stop, delay, lambda: _ensure_all_topics(s))
+        if layout is None:
+            return
+        rules = layout.decide_rules(s)
         roles: list[Any] = [
             EdgeRole(s, self.metrics, self._stop, rules),
             ShardRole(s, self.metrics, self._stop),

@@ -23,7 +23,8 @@ from worker import clients
 from worker.cluster import checkpoint
 from worker.cluster.envelope import Envelope
 from worker.cluster.replay import replay
-from worker.cluster.txn import Message, RoleTransactions, role_settings
+from worker.cluster.txn import RoleTransactions, role_settings
+from worker.codec import OutMessage
 from worker.metrics import Metrics
 from worker.settings import Settings
 
@@ -97,23 +98,21 @@ class ShardRole:
         for s in sorted(gained):
             voter = ShardVoter(self.settings.dedup, s)
             start = checkpoint.read(self.consumer, TopicPartition(c.shards, s))
-            applied, skipped = replay(
+            replay(
                 self.restorer,
                 TopicPartition(c.shard_changelog, s),
                 lambda data: voter.apply(ShardChange.unpack(data)),  # noqa: B023 - used at once
                 self._stop.is_set,
+                self.metrics,
             )
-            self.metrics.restored_records.inc(applied)
-            if skipped:
-                self.metrics.restore_skipped.labels("corrupt").inc(skipped)
             self.owned[s] = OwnedShard(voter, start)
             log.info("shard %d: %d documents, resuming at %s", s, len(voter), start)
         for tp in self.log_partitions:  # back to where the least advanced shard is
             self.reader.seek(tp, min(o.next.get(tp.partition, 0) for o in self.owned.values()))
 
-    def _vote(self, polled: dict) -> list[Message]:
+    def _vote(self, polled: dict) -> list[OutMessage]:
         c, config_id = self.settings.cluster, self.settings.dedup.fingerprint_id
-        messages: list[Message] = []
+        messages: list[OutMessage] = []
         for tp in sorted(polled, key=lambda t: t.partition):
             for rec in polled[tp]:
                 try:
@@ -131,15 +130,15 @@ class ShardRole:
                     votes, changes = shard.voter.vote_and_record(env.fingerprints)
                     shard.next[tp.partition] = rec.offset + 1
                     key = str(rec.offset).encode()
-                    messages.append(Message(c.votes, votes.pack(), key, tp.partition))
+                    messages.append(OutMessage(c.votes, key, votes.pack(), partition=tp.partition))
                     messages += [
-                        Message(c.shard_changelog, ch.pack(), key, s)
+                        OutMessage(c.shard_changelog, key, ch.pack(), partition=s)
                         for ch in changes
                         if ch.records or self.by_age  # else an empty change changes nothing
                     ]
         return messages
 
-    def _commit(self, messages: list[Message]) -> None:
+    def _commit(self, messages: list[OutMessage]) -> None:
         shards = self.settings.cluster.shards
         offsets = {
             TopicPartition(shards, s): OffsetAndMetadata(0, checkpoint.encode(o.next), -1)

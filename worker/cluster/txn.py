@@ -11,25 +11,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
 
 from worker import clients, failpoints
+from worker.codec import OutMessage
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class Message:
-    """One record a role produces."""
-
-    topic: str
-    value: bytes
-    key: bytes | None = None
-    partition: int | None = None
-    headers: tuple[tuple[str, bytes], ...] = ()
 
 
 def role_settings(settings: Settings, role: str) -> Settings:
@@ -48,7 +37,7 @@ class RoleTransactions:
         self.producer: KafkaProducer = clients.make_producer(self.settings)
 
     def commit(
-        self, messages: list[Message], offsets: dict[TopicPartition, OffsetAndMetadata]
+        self, messages: list[OutMessage], offsets: dict[TopicPartition, OffsetAndMetadata]
     ) -> None:
         """Publish `messages` and commit `offsets` in one transaction; raises on failure.
 
@@ -67,7 +56,7 @@ class RoleTransactions:
                     value=m.value,
                     key=m.key,
                     partition=m.partition,
-                    headers=list(m.headers),
+                    headers=m.headers,
                 )
                 for m in messages
             ]

@@ -1,0 +1,36 @@
+"""How the worker waits before trying again: doubling delays, and start-up that outlasts a
+broker which is down or restarting (configuration errors stay fatal)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TypeVar
+
+from kafka.errors import KafkaError
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+
+def backoff_s(max_s: float, attempt: int) -> float:
+    """Seconds to wait before retry `attempt`: 0.5 s doubling, capped at `max_s`."""
+    return min(max_s, 0.5 * 2**attempt)
+
+
+def until_stopped(
+    stop: threading.Event, delay_for: Callable[[int], float], action: Callable[[], T]
+) -> T | None:
+    """`action()`, retried while the broker is unusable (KafkaError, OSError); None if `stop`
+    is set first. Anything else (RuntimeError: a configuration problem) propagates."""
+    attempt = 0
+    while not stop.is_set():
+        try:
+            return action()
+        except (KafkaError, OSError) as exc:
+            attempt += 1
+            delay = delay_for(attempt)
+            log.warning("broker not usable yet (%r); retrying in %.1f s", exc, delay)
+            stop.wait(delay)
+    return None
