@@ -153,6 +153,10 @@ class ShardVoter:
     def index_bytes(self) -> int:
         return sum(e.index_bytes() + p.nbytes for e, p in self._engines.values())
 
+    def index_entries(self) -> int:
+        """LSH and SimHash table entries over this shard's domains."""
+        return sum(int(e.index.entries) for e, _ in self._engines.values())
+
 
 def _by_domain(domains: list[str]) -> list[tuple[str, np.ndarray]]:
     """Rows of each domain, in order; one group without copying when there is one domain."""

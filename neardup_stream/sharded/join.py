@@ -1,0 +1,134 @@
+"""The gather's join of fingerprint-log records with the S shard votes on each, in log order.
+
+`VoteJoin` holds one log partition's undecided records (in offset order) and the votes that
+arrived for them, and says which record is next to decide: the oldest, once every shard voted
+on it. It tracks the bytes it holds (the role pauses its reader above a budget), the oldest
+record's append time, which shards the oldest record still waits for, and the first votes
+record still needed (the committed position). `split_first_decisions` cuts a gather change
+into records under the message limit. Pure: no Kafka.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Generic, NamedTuple, TypeVar
+
+from neardup_stream.sharded.changes import FirstDecisions
+from neardup_stream.sharded.votes import Votes
+
+T = TypeVar("T")
+
+
+class Pending(NamedTuple, Generic[T]):
+    """A log record waiting for its votes."""
+
+    offset: int
+    payload: T
+    appended_ms: int  # the log record's timestamp (when the edge appended it)
+    size: int  # bytes it holds
+
+
+class Joined(NamedTuple, Generic[T]):
+    """A log record with one vote per shard, next to decide."""
+
+    offset: int
+    payload: T
+    votes: list[Votes]
+
+
+@dataclass
+class VoteJoin(Generic[T]):
+    """One log partition's undecided records and their votes (see the module docstring)."""
+
+    shards: int
+    next: int  # first log offset not yet decided
+    records: deque[Pending[T]] = field(default_factory=deque)
+    votes: dict[int, dict[int, Votes]] = field(default_factory=dict)  # offset -> shard -> votes
+    votes_at: dict[int, int] = field(default_factory=dict)  # offset -> first votes record
+    vote_bytes: dict[int, int] = field(default_factory=dict)  # offset -> bytes of its votes
+    record_bytes: int = 0
+
+    def add_record(self, record: Pending[T]) -> None:
+        """Append the next log record (offsets increase; already decided ones are ignored)."""
+        if record.offset < self.next or (self.records and record.offset <= self.records[-1].offset):
+            return
+        self.records.append(record)
+        self.record_bytes += record.size
+
+    def add_votes(self, offset: int, votes: Votes, at: int, size: int) -> None:
+        """Votes of one shard on log `offset`, read from votes record `at`; the first per
+        shard counts (a re-published vote is the same vote)."""
+        if offset < self.next:
+            return
+        by_shard = self.votes.setdefault(offset, {})
+        if votes.shard in by_shard:
+            return
+        by_shard[votes.shard] = votes
+        self.votes_at[offset] = min(self.votes_at.get(offset, at), at)
+        self.vote_bytes[offset] = self.vote_bytes.get(offset, 0) + size
+
+    def ready(self) -> Joined[T] | None:
+        """The oldest record, if every shard voted on it."""
+        if not self.records:
+            return None
+        head = self.records[0]
+        votes = self.votes.get(head.offset, {})
+        if len(votes) < self.shards:
+            return None
+        return Joined(head.offset, head.payload, [votes[s] for s in sorted(votes)])
+
+    def pop(self) -> None:
+        """The oldest record is decided: forget it and its votes."""
+        head = self.records.popleft()
+        self.record_bytes -= head.size
+        self.votes.pop(head.offset, None)
+        self.votes_at.pop(head.offset, None)
+        self.vote_bytes.pop(head.offset, None)
+        self.next = head.offset + 1
+
+    def waiting_for(self) -> list[int]:
+        """Shards whose vote the oldest record still needs (empty: none buffered, or ready)."""
+        if not self.records:
+            return []
+        have = self.votes.get(self.records[0].offset, {})
+        return [s for s in range(self.shards) if s not in have]
+
+    def oldest_ms(self) -> int | None:
+        """Append time of the oldest undecided record held."""
+        return self.records[0].appended_ms if self.records else None
+
+    def first_needed(self, default: int) -> int:
+        """The first votes record still needed; `default` (the read position) when none."""
+        return min(self.votes_at.values(), default=default)
+
+    @property
+    def held_bytes(self) -> int:
+        return self.record_bytes + sum(self.vote_bytes.values())
+
+
+def split_first_decisions(change: FirstDecisions, limit: int) -> list[FirstDecisions]:
+    """`change` as records of at most ~`limit` bytes each, applying to the same state.
+
+    Every part but the last carries the highest event time of its own entries as watermark
+    (the state's watermark reaches that anyway while they apply); the last carries
+    `change.watermark`. One entry larger than `limit` still forms a part of its own.
+    """
+    parts: list[FirstDecisions] = []
+    entries = change.entries
+    start, size = 0, 64 + len(json.dumps(change.domain))
+    base = size
+    for i, (ts, d) in enumerate(entries):
+        row = json.dumps(
+            [ts, d.id, d.duplicate_of, d.representative, d.similarity, d.method],
+            separators=(",", ":"),
+        )
+        need = len(row.encode()) + 1
+        if i > start and size + need > limit:
+            chunk = entries[start:i]
+            parts.append(FirstDecisions(change.domain, max(t for t, _ in chunk), chunk))
+            start, size = i, base
+        size += need
+    parts.append(FirstDecisions(change.domain, change.watermark, entries[start:]))
+    return parts

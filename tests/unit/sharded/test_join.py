@@ -1,0 +1,137 @@
+"""The gather's vote join: log order, every shard's vote, bytes held, and split changes."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from neardup_stream.config import DedupConfig
+from neardup_stream.models import Decision
+from neardup_stream.sharded.changes import FirstDecisions
+from neardup_stream.sharded.gather import Gatherer
+from neardup_stream.sharded.join import Pending, VoteJoin, split_first_decisions
+from neardup_stream.sharded.votes import Votes
+
+
+def votes(shard: int, n: int = 1) -> Votes:
+    return Votes(
+        shard,
+        np.full(n, -1, dtype=np.int64),
+        np.zeros(n),
+        np.zeros(n, dtype=np.int8),
+        np.zeros(n, dtype=np.bool_),
+        [None] * n,
+    )
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    shards=st.integers(1, 4),
+    records=st.integers(1, 8),
+    data=st.data(),
+)
+def test_records_are_released_in_log_order_only_once_every_shard_voted(
+    shards: int, records: int, data: st.DataObject
+) -> None:
+    offsets = sorted(data.draw(st.sets(st.integers(0, 100), min_size=records, max_size=records)))
+    arrivals = [("record", o, -1) for o in offsets] + [
+        ("vote", o, s) for o in offsets for s in range(shards)
+    ]
+    # Records arrive in log order, votes in any order, interleaved with the records.
+    order = data.draw(st.permutations(arrivals))
+    recs = iter(sorted(a for a in order if a[0] == "record"))
+    order = [next(recs) if a[0] == "record" else a for a in order]
+    join: VoteJoin[str] = VoteJoin(shards, 0)
+    released: list[int] = []
+    at = 0
+    for kind, offset, shard in order:
+        if kind == "record":
+            join.add_record(Pending(offset, f"r{offset}", 1000 + offset, 10))
+        else:
+            join.add_votes(offset, votes(shard), at, 5)
+            at += 1
+        while (ready := join.ready()) is not None:
+            assert [v.shard for v in ready.votes] == list(range(shards))
+            assert ready.payload == f"r{ready.offset}"
+            released.append(ready.offset)
+            join.pop()
+    assert released == offsets  # all of them, each once, in order
+    assert join.held_bytes == 0 and join.next == offsets[-1] + 1
+    assert join.oldest_ms() is None and join.waiting_for() == []
+
+
+def test_the_oldest_record_names_the_shards_it_waits_for_and_its_age() -> None:
+    join: VoteJoin[str] = VoteJoin(3, 10)
+    join.add_record(Pending(12, "a", 5000, 100))
+    join.add_record(Pending(15, "b", 6000, 50))
+    join.add_votes(12, votes(1), 7, 8)
+    join.add_votes(15, votes(0), 8, 8)
+    assert join.waiting_for() == [0, 2]
+    assert join.oldest_ms() == 5000
+    assert join.held_bytes == 166
+    assert join.first_needed(99) == 7
+    join.add_votes(12, votes(0), 9, 8)
+    join.add_votes(12, votes(2), 10, 8)
+    join.add_votes(12, votes(2), 11, 8)  # the same vote again counts once
+    ready = join.ready()
+    assert ready is not None and ready.offset == 12
+    join.pop()
+    assert join.waiting_for() == [1, 2] and join.oldest_ms() == 6000
+    assert join.first_needed(99) == 8
+    assert join.held_bytes == 58
+
+
+def test_decided_records_and_their_late_votes_are_ignored() -> None:
+    join: VoteJoin[str] = VoteJoin(1, 20)
+    join.add_record(Pending(19, "old", 0, 10))
+    join.add_votes(19, votes(0), 0, 5)
+    assert join.ready() is None and join.held_bytes == 0
+    join.add_record(Pending(21, "x", 0, 10))
+    join.add_record(Pending(21, "x again", 0, 10))
+    assert len(join.records) == 1
+
+
+def decisions(n: int, id_len: int) -> FirstDecisions:
+    entries = [
+        (
+            1000 + i,
+            Decision(
+                id=f"{i:0{id_len}d}",
+                decision="duplicate",
+                duplicate_of="o" * id_len,
+                representative="r" * id_len,
+                similarity=0.9,
+                method="minhash",
+            ),
+        )
+        for i in range(n)
+    ]
+    return FirstDecisions("site", 5000, entries)
+
+
+@settings(max_examples=50, deadline=None)
+@given(n=st.integers(1, 300), id_len=st.integers(1, 400), limit=st.integers(2000, 100_000))
+def test_split_first_decisions_stay_under_the_limit_and_replay_to_the_same_state(
+    n: int, id_len: int, limit: int
+) -> None:
+    change = decisions(n, id_len)
+    parts = split_first_decisions(change, limit)
+    assert [e for p in parts for e in p.entries] == change.entries
+    assert parts[-1].watermark == change.watermark
+    for p in parts:
+        assert len(p.pack()) <= limit or len(p.entries) == 1
+    config = DedupConfig(home_shards=2, max_age_seconds=3850)  # keeps ts >= 1150
+    whole, split = Gatherer(config), Gatherer(config)
+    whole.apply(FirstDecisions.unpack(change.pack()))
+    for p in parts:
+        split.apply(FirstDecisions.unpack(p.pack()))
+    assert len(whole) == len(split)
+
+
+def test_five_hundred_duplicates_with_long_ids_exceed_one_message_and_are_split() -> None:
+    change = decisions(500, 2000)  # ~6 MB as one record
+    limit = 1_048_576
+    assert len(change.pack()) > limit
+    parts = split_first_decisions(change, limit)
+    assert len(parts) > 1 and all(len(p.pack()) <= limit for p in parts)
