@@ -53,6 +53,12 @@ class Metrics:
     role_partitions: Gauge
     role_transactions: Counter
     role_failures: Counter
+    role_lag: Gauge
+    partitions_stopped: Gauge
+    records_lost: Counter
+    oldest_undecided: Gauge
+    waiting_for_shard: Gauge
+    gather_buffered_bytes: Gauge
 
 
 def build_metrics(registry: CollectorRegistry) -> Metrics:
@@ -149,6 +155,48 @@ def build_metrics(registry: CollectorRegistry) -> Metrics:
             "neardup_role_failures",
             "Failed transactions of each scale-out role; the role rebuilds and retries",
             ["role"],
+            registry=registry,
+        ),
+        role_lag=Gauge(
+            "neardup_role_lag_messages",
+            "Records each scale-out role is behind: edge per input partition, shard per owned "
+            "shard (fingerprint-log records not yet voted on, all log partitions), gather per "
+            "log partition (fingerprint-log records not yet decided)",
+            ["role", "partition"],
+            registry=registry,
+        ),
+        partitions_stopped=Gauge(
+            "neardup_partitions_stopped",
+            "Partitions a scale-out role stopped at a record it cannot apply (shard, gather: "
+            "fingerprint-log partitions; shard-restore, gather-restore: changelog partitions); "
+            "nothing past that record is decided until an operator acts",
+            ["role"],
+            registry=registry,
+        ),
+        records_lost=Counter(
+            "neardup_records_lost",
+            "Log records deleted by retention before a scale-out role applied them (its "
+            "checkpoint was older than the log start): their documents get no decision",
+            ["role"],
+            registry=registry,
+        ),
+        oldest_undecided=Gauge(
+            "neardup_oldest_undecided_seconds",
+            "Age of the oldest fingerprint-log record the gather has not decided yet, per log "
+            "partition (0 when nothing waits), from its append time",
+            ["partition"],
+            registry=registry,
+        ),
+        waiting_for_shard=Gauge(
+            "neardup_gather_waiting_for_shard",
+            "The lowest shard whose vote the oldest undecided record of a log partition waits "
+            "for (series present only while one is missing)",
+            ["partition"],
+            registry=registry,
+        ),
+        gather_buffered_bytes=Gauge(
+            "neardup_gather_buffered_bytes",
+            "Bytes of fingerprint-log records and votes the gather holds undecided",
             registry=registry,
         ),
     )

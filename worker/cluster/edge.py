@@ -1,4 +1,9 @@
-"""The edge role: input -> fingerprint log (and dead letters), one transaction per batch."""
+"""The edge role: input -> fingerprint log (and dead letters), one transaction per batch.
+
+A failed transaction replays from the committed input offsets with a halved batch; the
+consumer lag of the input partitions is exported as the single worker does
+(`neardup_consumer_lag_messages`) and as the edge's `neardup_role_lag_messages`.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,7 @@ from kafka import OffsetAndMetadata, TopicPartition
 
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from worker import clients, retry
+from worker.cluster.health import RoleHealth, forget_series
 from worker.cluster.ingest import ingest
 from worker.cluster.txn import RoleTransactions, role_settings
 from worker.decide import DecideRules, InputRecord, Source
@@ -31,6 +37,11 @@ class EdgeRole:
         self.consumer = clients.make_consumer(self.role)
         self.txn = RoleTransactions(self.role, self.consumer, "edge")
         self.fingerprinter = DocumentFingerprinter(settings.dedup)
+        self.health = RoleHealth("edge", metrics)
+        self._lagging: set[int] = set()
+
+    def healthy(self) -> bool:
+        return self.health.healthy()
 
     def run(self) -> None:
         s, c = self.settings, self.settings.cluster
@@ -40,6 +51,7 @@ class EdgeRole:
             size = max(1, s.worker.max_batch >> min(failures, 16))
             polled = self.consumer.poll(timeout_ms=s.worker.poll_timeout_ms, max_records=size)
             self.metrics.role_partitions.labels("edge").set(len(self.consumer.assignment()))
+            self._export_lag()
             records = [
                 InputRecord(
                     Source(tp.topic, tp.partition, m.offset),
@@ -69,6 +81,7 @@ class EdgeRole:
                 self.txn.commit(out.messages, offsets)
             except Exception:
                 failures += 1
+                self.health.failed()
                 log.exception("edge transaction failed; replaying from committed offsets")
                 self.metrics.role_failures.labels("edge").inc()
                 self._stop.wait(retry.backoff_s(s.worker.retry_backoff_max_s, failures))
@@ -79,9 +92,28 @@ class EdgeRole:
                     log.exception("rewind failed")
                 continue
             failures = 0
+            self.health.succeeded()
             self.metrics.role_transactions.labels("edge").inc()
             for reason in out.dead:
                 self.metrics.dlq.labels(reason).inc()
+
+    def _export_lag(self) -> None:
+        topic = self.settings.topics.input
+        owned = {tp.partition for tp in self.consumer.assignment()}
+        for p in self._lagging - owned:
+            forget_series(self.metrics.consumer_lag, topic, str(p))
+            forget_series(self.metrics.role_lag, "edge", str(p))
+        self._lagging = owned
+        for p in owned:
+            tp = TopicPartition(topic, p)
+            end = self.consumer.highwater(tp)
+            try:
+                lag = None if end is None else max(0, end - self.consumer.position(tp))
+            except Exception:  # not positioned yet after an assignment
+                lag = None
+            if lag is not None:
+                self.metrics.consumer_lag.labels(topic, str(p)).set(lag)
+                self.metrics.role_lag.labels("edge", str(p)).set(lag)
 
     def close(self) -> None:
         self.txn.close()

@@ -2,48 +2,58 @@
 
 It reads the fingerprint log partition (documents, payloads) and the votes of all S shards
 for it; a log record is decided, with `Gatherer`, once every shard has voted on it, in log
-order. One transaction per batch publishes the decisions and pass-throughs, the first
-decisions (gather changelog, partition p) and the checkpoint: the next log offset to decide,
-in the metadata of the committed offset of votes partition p, which is the first votes
-record still needed. A log partition it gains is rebuilt from its gather changelog (retention
-follows the dedup window) and resumes at the checkpoint; a failed transaction rebuilds
-every owned partition that way.
+order (`VoteJoin`). One transaction per batch (capped in records and bytes, halved after
+each consecutive failure) publishes the decisions and pass-throughs, the first decisions
+(gather changelog, partition p, split under the message limit) and the checkpoint: the next
+log offset to decide, in the metadata of the committed offset of votes partition p, which is
+the first votes record still needed. A log partition it gains is rebuilt from its gather
+changelog (retention follows the dedup window) and resumes at the checkpoint; a failed
+transaction rebuilds every owned partition that way.
+
+Nothing is skipped: an unreadable fingerprint or votes record, or changelog record, stops
+its log partition there (`RoleHealth`); a checkpoint older than the log start is reported
+as lost. The reader pauses a partition whose undecided records exceed its byte budget.
+Metrics: latency from the input record times, batch time, lag and the oldest undecided
+record per log partition, and the shard it waits for.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections import deque
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass
 
 from kafka import OffsetAndMetadata, TopicPartition
 
 from neardup_stream.sharded.changes import FirstDecisions
 from neardup_stream.sharded.gather import Gatherer
+from neardup_stream.sharded.join import Pending, VoteJoin, split_first_decisions
 from neardup_stream.sharded.votes import Votes
-from worker import clients, codec
+from worker import clients, codec, retry
 from worker.cluster import checkpoint
 from worker.cluster.envelope import Envelope
+from worker.cluster.health import RoleHealth, Stop, forget_series
 from worker.cluster.replay import replay
 from worker.cluster.txn import RoleTransactions, role_settings
 from worker.codec import OutMessage
 from worker.metrics import Metrics
+from worker.partitions import Assignment
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
-MAX_BUFFERED = 2000  # fingerprint records read ahead of their votes, per log partition
+BUFFER_BYTES = 64 << 20  # undecided fingerprint-log records held per log partition
+TXN_BYTES = 32 << 20  # outputs per gather transaction (halved after each failure)
 
 
 @dataclass
-class LogPartition:
-    """Decision state of one owned log partition."""
+class Batch:
+    """What one gather transaction publishes and what to count once it committed."""
 
-    gatherer: Gatherer
-    next: int  # first log offset not yet decided
-    records: deque[tuple[int, Envelope | None]] = field(default_factory=deque)
-    votes: dict[int, dict[int, Votes]] = field(default_factory=dict)  # offset -> shard -> votes
-    votes_at: dict[int, int] = field(default_factory=dict)  # offset -> first votes record
+    messages: list[OutMessage]
+    counts: list[tuple[str, str]]
+    timestamps_ms: list[int]
+    started: float
 
 
 class GatherRole:
@@ -56,35 +66,46 @@ class GatherRole:
         self.reader = clients.make_reader(settings)
         self.restorer = clients.make_reader(settings)
         self.txn = RoleTransactions(self.role, self.consumer, "gather")
-        self.owned: dict[int, LogPartition] = {}
+        self.health = RoleHealth("gather", metrics)
+        self.assignment = Assignment(settings.cluster.votes, metrics, lambda: None)
+        self.owned: dict[int, VoteJoin[Envelope]] = {}
+        self.gatherers: dict[int, Gatherer] = {}
+        self._failures = 0
+
+    def healthy(self) -> bool:
+        return self.health.healthy()
 
     def run(self) -> None:
         c, w = self.settings.cluster, self.settings.worker
-        self.consumer.subscribe([c.votes])
+        self.consumer.subscribe([c.votes], listener=self.assignment)
         while not self._stop.is_set():
             polled = self.consumer.poll(timeout_ms=w.poll_timeout_ms, max_records=w.max_batch)
-            fresh = self._follow({tp.partition for tp in self.consumer.assignment()})
+            owned, dropped = self.assignment.take()
+            fresh = self._follow(owned, dropped)
             self.metrics.role_partitions.labels("gather").set(len(self.owned))
             for tp, recs in polled.items():
                 if tp.partition in fresh or tp.partition not in self.owned:
                     continue  # fetched before its rewind: read again
-                part = self.owned[tp.partition]
                 for rec in recs:
-                    self._add_votes(part, tp.partition, rec.offset, rec.key, rec.value)
+                    self._add_votes(tp.partition, rec.offset, rec.key, rec.value)
             self._read_log()
-            messages, counts = self._decide()
-            if not messages:
+            batch = self._decide()
+            self._export_progress()
+            if not batch.messages:
                 continue
             try:
-                self._commit(messages)
+                self._commit(batch.messages)
             except Exception:
+                self._failures += 1
+                self.health.failed()
                 log.exception("gather transaction failed; rebuilding %s", sorted(self.owned))
                 self.metrics.role_failures.labels("gather").inc()
                 self.owned.clear()
-                self._stop.wait(1.0)
+                self._stop.wait(retry.backoff_s(w.retry_backoff_max_s, 1))
                 continue
-            for decision, method in counts:
-                self.metrics.documents.labels(decision, method).inc()
+            self._failures = 0
+            self.health.succeeded()
+            self._account(batch)
 
     def close(self) -> None:
         self.txn.close()
@@ -92,24 +113,43 @@ class GatherRole:
         self.restorer.close()
         self.consumer.close()
 
-    def _follow(self, assigned: set[int]) -> set[int]:
-        """Drop partitions no longer assigned; rebuild gained ones from their changelogs."""
+    def _follow(self, assigned: set[int], dropped: set[int]) -> set[int]:
+        """Drop partitions no longer assigned (or lost); rebuild gained ones.
+
+        A partition stopped at its changelog is not rebuilt again while assigned; one stopped
+        in the fingerprint log or votes keeps its state (and checkpoint) but reads nothing
+        more; when rebuilt after a failure it meets the record again.
+        """
         c = self.settings.cluster
-        for p in set(self.owned) - assigned:
-            del self.owned[p]
-        gained = assigned - set(self.owned)
+        for p in (set(self.owned) - assigned) | dropped | (self._stopped_changelogs() - assigned):
+            self.owned.pop(p, None)
+            self.gatherers.pop(p, None)
+            self._release(p)
+        gained = assigned - set(self.owned) - self._stopped_changelogs()
+        starts = self.reader.beginning_offsets(
+            [TopicPartition(c.fingerprints, p) for p in sorted(gained)]
+        )
         for p in sorted(gained):
+            self._release(p)
             votes_tp = TopicPartition(c.votes, p)
             start = checkpoint.read(self.consumer, votes_tp).get(p, 0)
             gatherer = Gatherer(self.settings.dedup)
-            replay(
+            done = replay(
                 self.restorer,
                 TopicPartition(c.gather_changelog, p),
                 lambda data: gatherer.apply(FirstDecisions.unpack(data)),  # noqa: B023 - used at once
                 self._stop.is_set,
                 self.metrics,
             )
-            self.owned[p] = LogPartition(gatherer, start)
+            if done.unreadable is not None:
+                u = done.unreadable
+                self.health.stop(Stop(c.gather_changelog, p, u.offset, u.reason))
+                continue
+            log_start = starts.get(TopicPartition(c.fingerprints, p), 0)
+            if self.health.lost(c.fingerprints, p, start, log_start):
+                start = log_start
+            self.owned[p] = VoteJoin(self.settings.dedup.home_shards, start)
+            self.gatherers[p] = gatherer
             committed = self.consumer.committed(votes_tp)
             if committed is None:
                 self.consumer.seek_to_beginning(votes_tp)
@@ -124,73 +164,147 @@ class GatherRole:
                     self.reader.seek(tp, self.owned[tp.partition].next)
         return gained
 
-    def _add_votes(
-        self, part: LogPartition, partition: int, at: int, key: bytes | None, value: bytes
-    ) -> None:
+    def _stopped_changelogs(self) -> set[int]:
+        topic = self.settings.cluster.gather_changelog
+        return {s.partition for s in self.health.stopped() if s.topic == topic}
+
+    def _is_stopped(self, p: int) -> bool:
+        c = self.settings.cluster
+        return any(self.health.is_stopped(t, p) for t in (c.fingerprints, c.votes))
+
+    def _release(self, p: int) -> None:
+        """Forget a partition's stops and series (it left, or is rebuilt from scratch)."""
+        c = self.settings.cluster
+        for topic in (c.fingerprints, c.votes, c.gather_changelog):
+            self.health.release(topic, p)
+        self.consumer.resume(TopicPartition(c.votes, p))
+        for gauge in (self.metrics.oldest_undecided, self.metrics.waiting_for_shard):
+            forget_series(gauge, str(p))
+        forget_series(self.metrics.role_lag, "gather", str(p))
+
+    def _add_votes(self, partition: int, at: int, key: bytes | None, value: bytes) -> None:
+        if self._is_stopped(partition):
+            return
         try:
             offset, votes = int(key or b""), Votes.unpack(value)
         except ValueError as exc:
-            log.error("skipping unreadable votes record %d on partition %d: %s", at, partition, exc)
+            self._halt(Stop(self.settings.cluster.votes, partition, at, f"unreadable votes: {exc}"))
             return
-        if offset >= part.next:
-            part.votes.setdefault(offset, {}).setdefault(votes.shard, votes)
-            part.votes_at[offset] = min(part.votes_at.get(offset, at), at)
+        self.owned[partition].add_votes(offset, votes, at, len(value) + len(key or b""))
+
+    def _halt(self, stop: Stop) -> None:
+        """Stop a log partition: its state and checkpoint stay, nothing more is read for it
+        (the records before the stop are still decided once their votes are in)."""
+        c = self.settings.cluster
+        self.health.stop(stop)
+        self.consumer.pause(TopicPartition(c.votes, stop.partition))
+        self.reader.pause(TopicPartition(c.fingerprints, stop.partition))
 
     def _read_log(self) -> None:
-        if not self.owned or all(len(p.records) >= MAX_BUFFERED for p in self.owned.values()):
+        c = self.settings.cluster
+        for p, join in self.owned.items():  # a full buffer pauses its partition's reader
+            tp = TopicPartition(c.fingerprints, p)
+            if join.record_bytes >= BUFFER_BYTES or self._is_stopped(p):
+                self.reader.pause(tp)
+            else:
+                self.reader.resume(tp)
+        if not self.owned:
             return
         polled = self.reader.poll(timeout_ms=0, max_records=500)
         config_id, topic = self.settings.dedup.fingerprint_id, self.settings.topics.input
         for tp, recs in polled.items():
-            part = self.owned.get(tp.partition)
-            if part is None:
-                continue
+            target = self.owned.get(tp.partition)
             for rec in recs:
+                if target is None or self._is_stopped(tp.partition):
+                    break
                 try:
-                    env: Envelope | None = Envelope.unpack(rec.value, config_id, topic, rec.offset)
-                except ValueError as exc:  # the shards skip it too
-                    log.error("skipping fingerprint record %s@%d: %s", tp, rec.offset, exc)
-                    env = None
-                part.records.append((rec.offset, env))
+                    env = Envelope.unpack(rec.value, config_id, topic, rec.offset)
+                except ValueError as exc:  # the shards stop there too
+                    self._halt(Stop(tp.topic, tp.partition, rec.offset, str(exc)))
+                    break
+                target.add_record(Pending(rec.offset, env, rec.timestamp, len(rec.value)))
 
-    def _decide(self) -> tuple[list[OutMessage], list[tuple[str, str]]]:
-        c, t, shards = self.settings.cluster, self.settings.topics, self.settings.dedup.home_shards
-        messages: list[OutMessage] = []
-        counts: list[tuple[str, str]] = []
-        for p, part in self.owned.items():
-            while part.records:
-                offset, env = part.records[0]
-                if env is not None:
-                    votes = part.votes.get(offset, {})
-                    if len(votes) < shards:
-                        break
-                    decisions, firsts = part.gatherer.decide_and_record(
-                        env.fingerprints, list(votes.values())
+    def _decide(self) -> Batch:
+        t, w = self.settings.topics, self.settings.worker
+        limit_bytes = max(1 << 20, TXN_BYTES >> min(self._failures, 16))
+        limit_records = max(1, w.max_batch >> min(self._failures, 16))
+        changelog_limit = w.output_max_message_bytes // 2
+        batch = Batch([], [], [], time.perf_counter())
+        size = decided = 0
+        for p, join in list(self.owned.items()):
+            gatherer = self.gatherers[p]
+            while decided < limit_records and size < limit_bytes:
+                ready = join.ready()
+                if ready is None:
+                    break
+                env = ready.payload
+                decisions, firsts = gatherer.decide_and_record(env.fingerprints, ready.votes)
+                for d, passage in zip(decisions, env.passages, strict=True):
+                    m = (
+                        codec.duplicate_message(t.duplicate, d)
+                        if d.is_duplicate
+                        else codec.unique_message(t.unique, d, passage.value)
                     )
-                    for d, passage in zip(decisions, env.passages, strict=True):
-                        m = (
-                            codec.duplicate_message(t.duplicate, d)
-                            if d.is_duplicate
-                            else codec.unique_message(t.unique, d, passage.value)
+                    batch.messages.append(m)
+                    batch.counts.append((d.decision, d.method or "none"))
+                    batch.timestamps_ms.append(passage.timestamp_ms)
+                    size += len(m.value) + len(m.key or b"")
+                key = str(ready.offset).encode()
+                for f in firsts:
+                    for part in split_first_decisions(f, changelog_limit):
+                        value = part.pack()
+                        size += len(value)
+                        batch.messages.append(
+                            OutMessage(
+                                self.settings.cluster.gather_changelog, key, value, partition=p
+                            )
                         )
-                        messages.append(m)
-                        counts.append((d.decision, d.method or "none"))
-                    key = str(offset).encode()
-                    messages += [
-                        OutMessage(c.gather_changelog, key, f.pack(), partition=p) for f in firsts
-                    ]
-                part.votes.pop(offset, None)
-                part.votes_at.pop(offset, None)
-                part.records.popleft()
-                part.next = offset + 1
-        return messages, counts
+                join.pop()
+                decided += 1
+        return batch
 
     def _commit(self, messages: list[OutMessage]) -> None:
         votes = self.settings.cluster.votes
         offsets = {}
-        for p, part in self.owned.items():
+        for p, join in self.owned.items():
             tp = TopicPartition(votes, p)
-            first_needed = min(part.votes_at.values(), default=self.consumer.position(tp))
-            offsets[tp] = OffsetAndMetadata(first_needed, checkpoint.encode({p: part.next}), -1)
+            first_needed = join.first_needed(self.consumer.position(tp))
+            offsets[tp] = OffsetAndMetadata(first_needed, checkpoint.encode({p: join.next}), -1)
         self.txn.commit(messages, offsets)
         self.metrics.role_transactions.labels("gather").inc()
+
+    def _account(self, batch: Batch) -> None:
+        """Count a committed batch, as the single worker does (`metrics.account`)."""
+        m, committed_at = self.metrics, time.time()
+        for decision, method in batch.counts:
+            m.documents.labels(decision, method).inc()
+        for ts in batch.timestamps_ms:
+            if ts >= 0:
+                m.decision_latency.observe(max(0.0, committed_at - ts / 1000))
+        m.batch_seconds.observe(time.perf_counter() - batch.started)
+
+    def _export_progress(self) -> None:
+        """Per log partition: undecided records, the oldest one's age, the shard it waits for."""
+        c, now_ms = self.settings.cluster, time.time() * 1000
+        held = 0
+        for p, join in self.owned.items():
+            held += join.held_bytes
+            tp = TopicPartition(c.fingerprints, p)
+            end = self.reader.highwater(tp)
+            try:
+                unread = 0 if end is None else max(0, end - self.reader.position(tp))
+            except Exception:  # not positioned yet after a seek
+                unread = 0
+            lag = len(join.records) + unread
+            if self._is_stopped(p) and end is not None:  # its reader ran ahead of the stop
+                lag = max(0, end - join.next)
+            self.metrics.role_lag.labels("gather", str(p)).set(lag)
+            oldest = join.oldest_ms()
+            age = 0.0 if oldest is None else max(0.0, (now_ms - oldest) / 1000)
+            self.metrics.oldest_undecided.labels(str(p)).set(age)
+            missing = join.waiting_for()
+            if missing:
+                self.metrics.waiting_for_shard.labels(str(p)).set(missing[0])
+            else:
+                forget_series(self.metrics.waiting_for_shard, str(p))
+        self.metrics.gather_buffered_bytes.set(held)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 from kafka import KafkaConsumer, TopicPartition
 
@@ -13,25 +14,42 @@ from worker.metrics import Metrics
 log = logging.getLogger(__name__)
 
 
+class Unreadable(NamedTuple):
+    """The first changelog record a replay could not apply."""
+
+    offset: int
+    reason: str
+
+
+class Replayed(NamedTuple):
+    """What a replay applied, and where it stopped if a record could not be applied."""
+
+    applied: int
+    unreadable: Unreadable | None
+
+
 def replay(
     reader: KafkaConsumer,
     tp: TopicPartition,
     apply: Callable[[bytes], None],
     should_stop: Callable[[], bool],
     metrics: Metrics,
-) -> None:
+) -> Replayed:
     """Call `apply` on every committed record of `tp`, in order, counting them in `metrics`.
 
-    A record `apply` refuses with ValueError (corrupt, another version) is logged, counted
-    and skipped. Reading stops at the last stable offset seen at the start: the records the
-    previous owner committed (read_committed waits for its open transaction to settle).
+    A record `apply` refuses with ValueError (corrupt, another version) ends the replay:
+    the state would miss what it held, so the caller stops that partition rather than
+    deciding on a state with a hole. Reading stops at the last stable offset seen at the
+    start: the records the previous owner committed (read_committed waits for its open
+    transaction to settle).
     """
     reader.assign([tp])
     reader.seek_to_beginning(tp)
     end = reader.end_offsets([tp])[tp]
-    applied = skipped = 0
+    applied = 0
+    unreadable: Unreadable | None = None
     started = time.monotonic()
-    while reader.position(tp) < end and not should_stop():
+    while unreadable is None and reader.position(tp) < end and not should_stop():
         for record in reader.poll(timeout_ms=500).get(tp, []):
             if record.offset >= end:
                 break
@@ -39,16 +57,14 @@ def replay(
                 apply(record.value)
                 applied += 1
             except ValueError as exc:
-                skipped += 1
-                if skipped <= 5:
-                    log.error("skipping changelog record %s@%d: %s", tp, record.offset, exc)
+                unreadable = Unreadable(record.offset, f"unreadable changelog record: {exc}")
+                break
     metrics.restored_records.inc(applied)
-    if skipped:
-        metrics.restore_skipped.labels("corrupt").inc(skipped)
     log.info(
-        "replayed %s: %d records (%d skipped) in %.1f s",
+        "replayed %s: %d records%s in %.1f s",
         tp,
         applied,
-        skipped,
+        f" (stopped at unreadable offset {unreadable.offset})" if unreadable else "",
         time.monotonic() - started,
     )
+    return Replayed(applied, unreadable)

@@ -6,7 +6,13 @@ home documents. In one transaction per batch it publishes the votes (votes topic
 stored, and its watermark) and its position in the fingerprint log (the metadata of its
 committed offset on the shards topic). A shard it gains is rebuilt from its changelog (its
 retention follows the dedup window) and resumes at that position; when a transaction fails,
-every owned shard is rebuilt that way, since their state ran ahead of what committed.
+every owned shard is rebuilt that way, since their state ran ahead of what committed, and
+the next transactions are smaller (halved per consecutive failure).
+
+Nothing is skipped: a fingerprint record no shard can read stops its log partition there
+(paused, no position moved past it), an unreadable changelog record stops its shard (it
+never votes from a state with a hole); both through `RoleHealth`. A position older than the
+log start is reported as lost. Lost partitions (membership expired) drop their state.
 """
 
 from __future__ import annotations
@@ -19,13 +25,15 @@ from kafka import OffsetAndMetadata, TopicPartition
 
 from neardup_stream.sharded.changes import ShardChange
 from neardup_stream.sharded.voter import ShardVoter
-from worker import clients
+from worker import clients, retry
 from worker.cluster import checkpoint
 from worker.cluster.envelope import Envelope
+from worker.cluster.health import RoleHealth, Stop, forget_series
 from worker.cluster.replay import replay
 from worker.cluster.txn import RoleTransactions, role_settings
 from worker.codec import OutMessage
 from worker.metrics import Metrics
+from worker.partitions import Assignment
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -50,36 +58,50 @@ class ShardRole:
         self.reader = clients.make_reader(settings)
         self.restorer = clients.make_reader(settings)
         self.txn = RoleTransactions(self.role, self.consumer, "shard")
+        self.health = RoleHealth("shard", metrics)
         self.owned: dict[int, OwnedShard] = {}
         self.by_age = settings.dedup.max_age_seconds is not None  # watermarks matter
         c = settings.cluster
         self.log_partitions = [TopicPartition(c.fingerprints, p) for p in range(c.log_partitions)]
+        self.assignment = Assignment(c.shards, metrics, lambda: None)
+        self._failures = 0
+
+    def healthy(self) -> bool:
+        return self.health.healthy()
 
     def run(self) -> None:
         c = self.settings.cluster
-        self.consumer.subscribe([c.shards])
+        self.consumer.subscribe([c.shards], listener=self.assignment)
         self.reader.assign(self.log_partitions)
         while not self._stop.is_set():
             # No records on the shards topic: this poll only keeps the membership. Never 0 ms:
             # kafka-python then never completes a rejoin, and a moved shard has no owner.
             wait = self.settings.worker.poll_timeout_ms
             self.consumer.poll(timeout_ms=min(wait, GROUP_POLL_MS) if self.owned else wait)
-            self._follow({tp.partition for tp in self.consumer.assignment()})
+            owned, dropped = self.assignment.take()
+            self._follow(owned, dropped)
             self.metrics.role_partitions.labels("shard").set(len(self.owned))
             if not self.owned:
                 continue
+            size = max(1, c.max_records >> min(self._failures, 16))
             polled = self.reader.poll(
-                timeout_ms=self.settings.worker.poll_timeout_ms, max_records=c.max_records
+                timeout_ms=self.settings.worker.poll_timeout_ms, max_records=size
             )
+            self._export_lag()
             if not polled:
                 continue
             try:
                 self._commit(self._vote(polled))
             except Exception:
+                self._failures += 1
+                self.health.failed()
                 log.exception("shard transaction failed; rebuilding shards %s", sorted(self.owned))
                 self.metrics.role_failures.labels("shard").inc()
                 self.owned.clear()
-                self._stop.wait(1.0)
+                self._stop.wait(retry.backoff_s(self.settings.worker.retry_backoff_max_s, 1))
+                continue
+            self._failures = 0
+            self.health.succeeded()
 
     def close(self) -> None:
         self.txn.close()
@@ -87,43 +109,69 @@ class ShardRole:
         self.restorer.close()
         self.consumer.close()
 
-    def _follow(self, assigned: set[int]) -> None:
-        """Drop shards no longer assigned; rebuild gained ones from their changelogs."""
-        for s in set(self.owned) - assigned:
-            del self.owned[s]
-        gained = assigned - set(self.owned)
+    def _follow(self, assigned: set[int], dropped: set[int]) -> None:
+        """Drop shards no longer assigned (or lost); rebuild gained ones from changelogs."""
+        c = self.settings.cluster
+        for s in (set(self.owned) - assigned) | dropped:
+            self.owned.pop(s, None)
+            self.health.release(c.shard_changelog, s)
+            forget_series(self.metrics.role_lag, "shard", str(s))
+        gained = {
+            s
+            for s in assigned - set(self.owned)
+            if not self.health.is_stopped(c.shard_changelog, s)
+        }
         if not gained:
             return
-        c = self.settings.cluster
         for s in sorted(gained):
             voter = ShardVoter(self.settings.dedup, s)
             start = checkpoint.read(self.consumer, TopicPartition(c.shards, s))
-            replay(
+            done = replay(
                 self.restorer,
                 TopicPartition(c.shard_changelog, s),
                 lambda data: voter.apply(ShardChange.unpack(data)),  # noqa: B023 - used at once
                 self._stop.is_set,
                 self.metrics,
             )
+            if done.unreadable is not None:
+                u = done.unreadable
+                self.health.stop(Stop(c.shard_changelog, s, u.offset, u.reason))
+                continue
             self.owned[s] = OwnedShard(voter, start)
             log.info("shard %d: %d documents, resuming at %s", s, len(voter), start)
-        for tp in self.log_partitions:  # back to where the least advanced shard is
-            self.reader.seek(tp, min(o.next.get(tp.partition, 0) for o in self.owned.values()))
+        self._seek_log()
+
+    def _seek_log(self) -> None:
+        """Back to where the least advanced shard is, reporting records deleted before it."""
+        if not self.owned:
+            return
+        starts = self.reader.beginning_offsets(self.log_partitions)
+        for tp in self.log_partitions:
+            # A stopped log partition is read again: a new shard meets the record too.
+            self.health.release(tp.topic, tp.partition)
+            self.reader.resume(tp)
+            at = min(o.next.get(tp.partition, 0) for o in self.owned.values())
+            log_start = starts.get(tp, 0)
+            if self.health.lost(tp.topic, tp.partition, at, log_start):
+                for o in self.owned.values():
+                    o.next[tp.partition] = max(o.next.get(tp.partition, 0), log_start)
+            self.reader.seek(tp, max(at, log_start))
 
     def _vote(self, polled: dict) -> list[OutMessage]:
         c, config_id = self.settings.cluster, self.settings.dedup.fingerprint_id
         messages: list[OutMessage] = []
         for tp in sorted(polled, key=lambda t: t.partition):
             for rec in polled[tp]:
+                if self.health.is_stopped(tp.topic, tp.partition):
+                    break
                 try:
                     env = Envelope.unpack(
                         rec.value, config_id, self.settings.topics.input, rec.offset
                     )
-                except ValueError as exc:  # the gather step skips it too
-                    log.error("skipping fingerprint record %s@%d: %s", tp, rec.offset, exc)
-                    for shard in self.owned.values():
-                        shard.next[tp.partition] = rec.offset + 1
-                    continue
+                except ValueError as exc:  # the gather stops there too
+                    self.reader.pause(tp)
+                    self.health.stop(Stop(tp.topic, tp.partition, rec.offset, str(exc)))
+                    break
                 for s, shard in self.owned.items():
                     if rec.offset < shard.next.get(tp.partition, 0):
                         continue
@@ -148,4 +196,27 @@ class ShardRole:
         m = self.metrics
         m.role_transactions.labels("shard").inc()
         m.index_documents.set(sum(len(o.voter) for o in self.owned.values()))
+        m.index_entries.set(sum(o.voter.index_entries() for o in self.owned.values()))
         m.index_bytes.set(sum(o.voter.index_bytes() for o in self.owned.values()))
+
+    def _export_lag(self) -> None:
+        """Per owned shard: fingerprint-log records it has not voted on, over all partitions.
+
+        The reader's position counts past transaction markers (a caught-up shard shows 0);
+        on a stopped log partition it ran ahead, so the shard's own position counts there.
+        """
+        behind = dict.fromkeys(self.owned, 0)
+        for tp in self.log_partitions:
+            end = self.reader.highwater(tp)
+            if end is None:
+                continue
+            try:
+                at = self.reader.position(tp)
+            except Exception:  # not positioned yet after a seek
+                continue
+            stopped = self.health.is_stopped(tp.topic, tp.partition)
+            for s, shard in self.owned.items():
+                mine = shard.next.get(tp.partition, 0)
+                behind[s] += max(0, end - (mine if stopped or mine < at else at))
+        for s, n in behind.items():
+            self.metrics.role_lag.labels("shard", str(s)).set(n)
