@@ -128,8 +128,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     server = None
     if settings.metrics.enabled:
+        is_ready = worker.healthy if isinstance(worker, Replica) else worker.ready.is_set
         server = MetricsServer(
-            registry, worker.ready.is_set, settings.metrics.host, settings.metrics.port
+            registry, is_ready, settings.metrics.host, settings.metrics.port
         ).start()
         log.info("metrics on http://%s:%d/metrics", settings.metrics.host, server.port)
 

@@ -84,6 +84,11 @@ class Replica:
         self.consuming = False
         self._stop = threading.Event()
         self._failed: list[str] = []
+        self._roles: list[Any] = []  # (roles: healthy() hook for /healthz)
+
+    def healthy(self) -> bool:
+        """Ready, and every role can make progress: /healthz in --cluster mode (roles owner)."""
+        return self.ready.is_set() and all(r.healthy() for r in self._roles)
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -100,6 +105,7 @@ class Replica:
             ShardRole(s, self.metrics, self._stop),
             GatherRole(s, self.metrics, self._stop),
         ]
+        self._roles = roles  # (roles: healthy() hook for /healthz)
         threads = [threading.Thread(target=self._guard, args=(r,), daemon=True) for r in roles]
         self.consuming = True
         self.ready.set()
