@@ -849,8 +849,13 @@ def test_k8s_keda_scaledobject() -> None:
     partitions = int(config["NEARDUP_TOPICS__PARTITIONS"])
     assert 1 <= spec["minReplicaCount"] <= spec["maxReplicaCount"] <= partitions
     assert spec["maxReplicaCount"] == partitions
-    (trigger,) = spec["triggers"]
-    assert trigger["type"] == "kafka"
+    (trigger,) = [t for t in spec["triggers"] if t["type"] == "kafka"]
+    # Scale-out: the shard role's lag, which the input lag does not show.
+    (shard_lag,) = [t for t in spec["triggers"] if t["type"] == "prometheus"]
+    assert len(spec["triggers"]) == 2
+    assert "neardup_role_lag_messages" in shard_lag["metadata"]["query"]
+    assert family_of("neardup_role_lag_messages") in exported_families()
+    assert float(shard_lag["metadata"]["threshold"]) > 0
     meta = trigger["metadata"]
     assert all(isinstance(v, str) for v in meta.values()), "KEDA metadata values are strings"
     assert meta["bootstrapServers"] == config["NEARDUP_KAFKA__BOOTSTRAP_SERVERS"]
