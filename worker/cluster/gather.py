@@ -22,38 +22,29 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass
 
-from kafka import OffsetAndMetadata, TopicPartition
+from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 
 from neardup_stream.sharded.changes import FirstDecisions
 from neardup_stream.sharded.gather import Gatherer
-from neardup_stream.sharded.join import Pending, VoteJoin, split_first_decisions
+from neardup_stream.sharded.join import Pending, VoteJoin
 from neardup_stream.sharded.votes import Votes
-from worker import clients, codec, retry
+from worker import clients, retry
 from worker.cluster import checkpoint
 from worker.cluster.envelope import Envelope
 from worker.cluster.health import RoleHealth, Stop, forget_series
+from worker.cluster.outcomes import Outcomes
 from worker.cluster.replay import replay
-from worker.cluster.txn import RoleTransactions, role_settings
+from worker.cluster.txn import Rejected, RoleTransactions, role_settings
 from worker.codec import OutMessage
 from worker.metrics import Metrics
 from worker.partitions import Assignment
+from worker.rejections import Rejections
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
 BUFFER_BYTES = 64 << 20  # undecided fingerprint-log records held per log partition
 TXN_BYTES = 32 << 20  # outputs per gather transaction (halved after each failure)
-
-
-@dataclass
-class Batch:
-    """What one gather transaction publishes and what to count once it committed."""
-
-    messages: list[OutMessage]
-    counts: list[tuple[str, str]]
-    timestamps_ms: list[int]
-    started: float
 
 
 class GatherRole:
@@ -70,6 +61,7 @@ class GatherRole:
         self.assignment = Assignment(settings.cluster.votes, metrics, lambda: None)
         self.owned: dict[int, VoteJoin[Envelope]] = {}
         self.gatherers: dict[int, Gatherer] = {}
+        self.rejections = Rejections(settings.topics.dlq)
         self._failures = 0
 
     def healthy(self) -> bool:
@@ -95,6 +87,15 @@ class GatherRole:
                 continue
             try:
                 self._commit(batch.messages)
+            except Rejected as exc:
+                source = batch.sources[exc.index]
+                if source is None:
+                    self._failed("a gather changelog record was rejected: " + exc.why)
+                else:  # the rebuild decides it again and dead-letters it instead
+                    self.rejections.unpublishable(source, exc.why)
+                    self.metrics.role_failures.labels("gather").inc()
+                self.owned.clear()
+                continue
             except Exception:
                 self._failures += 1
                 self.health.failed()
@@ -105,7 +106,7 @@ class GatherRole:
                 continue
             self._failures = 0
             self.health.succeeded()
-            self._account(batch)
+            batch.account(self.metrics)
 
     def close(self) -> None:
         self.txn.close()
@@ -126,9 +127,8 @@ class GatherRole:
             self.gatherers.pop(p, None)
             self._release(p)
         gained = assigned - set(self.owned) - self._stopped_changelogs()
-        starts = self.reader.beginning_offsets(
-            [TopicPartition(c.fingerprints, p) for p in sorted(gained)]
-        )
+        tps = [TopicPartition(c.fingerprints, p) for p in sorted(gained)]
+        starts = self.reader.beginning_offsets(tps) if tps else {}
         for p in sorted(gained):
             self._release(p)
             votes_tp = TopicPartition(c.votes, p)
@@ -177,7 +177,7 @@ class GatherRole:
         c = self.settings.cluster
         for topic in (c.fingerprints, c.votes, c.gather_changelog):
             self.health.release(topic, p)
-        self.consumer.resume(TopicPartition(c.votes, p))
+        _paused(self.consumer, TopicPartition(c.votes, p), False)
         for gauge in (self.metrics.oldest_undecided, self.metrics.waiting_for_shard):
             forget_series(gauge, str(p))
         forget_series(self.metrics.role_lag, "gather", str(p))
@@ -197,17 +197,14 @@ class GatherRole:
         (the records before the stop are still decided once their votes are in)."""
         c = self.settings.cluster
         self.health.stop(stop)
-        self.consumer.pause(TopicPartition(c.votes, stop.partition))
-        self.reader.pause(TopicPartition(c.fingerprints, stop.partition))
+        _paused(self.consumer, TopicPartition(c.votes, stop.partition), True)
+        _paused(self.reader, TopicPartition(c.fingerprints, stop.partition), True)
 
     def _read_log(self) -> None:
         c = self.settings.cluster
         for p, join in self.owned.items():  # a full buffer pauses its partition's reader
             tp = TopicPartition(c.fingerprints, p)
-            if join.record_bytes >= BUFFER_BYTES or self._is_stopped(p):
-                self.reader.pause(tp)
-            else:
-                self.reader.resume(tp)
+            _paused(self.reader, tp, join.record_bytes >= BUFFER_BYTES or self._is_stopped(p))
         if not self.owned:
             return
         polled = self.reader.poll(timeout_ms=0, max_records=500)
@@ -224,41 +221,21 @@ class GatherRole:
                     break
                 target.add_record(Pending(rec.offset, env, rec.timestamp, len(rec.value)))
 
-    def _decide(self) -> Batch:
-        t, w = self.settings.topics, self.settings.worker
+    def _decide(self) -> Outcomes:
+        w = self.settings.worker
         limit_bytes = max(1 << 20, TXN_BYTES >> min(self._failures, 16))
         limit_records = max(1, w.max_batch >> min(self._failures, 16))
-        changelog_limit = w.output_max_message_bytes // 2
-        batch = Batch([], [], [], time.perf_counter())
-        size = decided = 0
+        batch = Outcomes(self.settings, self.rejections)
+        decided = 0
         for p, join in list(self.owned.items()):
             gatherer = self.gatherers[p]
-            while decided < limit_records and size < limit_bytes:
+            while decided < limit_records and batch.size < limit_bytes:
                 ready = join.ready()
                 if ready is None:
                     break
                 env = ready.payload
                 decisions, firsts = gatherer.decide_and_record(env.fingerprints, ready.votes)
-                for d, passage in zip(decisions, env.passages, strict=True):
-                    m = (
-                        codec.duplicate_message(t.duplicate, d)
-                        if d.is_duplicate
-                        else codec.unique_message(t.unique, d, passage.value)
-                    )
-                    batch.messages.append(m)
-                    batch.counts.append((d.decision, d.method or "none"))
-                    batch.timestamps_ms.append(passage.timestamp_ms)
-                    size += len(m.value) + len(m.key or b"")
-                key = str(ready.offset).encode()
-                for f in firsts:
-                    for part in split_first_decisions(f, changelog_limit):
-                        value = part.pack()
-                        size += len(value)
-                        batch.messages.append(
-                            OutMessage(
-                                self.settings.cluster.gather_changelog, key, value, partition=p
-                            )
-                        )
+                batch.add_record(p, ready.offset, decisions, env.passages, firsts)
                 join.pop()
                 decided += 1
         return batch
@@ -273,15 +250,11 @@ class GatherRole:
         self.txn.commit(messages, offsets)
         self.metrics.role_transactions.labels("gather").inc()
 
-    def _account(self, batch: Batch) -> None:
-        """Count a committed batch, as the single worker does (`metrics.account`)."""
-        m, committed_at = self.metrics, time.time()
-        for decision, method in batch.counts:
-            m.documents.labels(decision, method).inc()
-        for ts in batch.timestamps_ms:
-            if ts >= 0:
-                m.decision_latency.observe(max(0.0, committed_at - ts / 1000))
-        m.batch_seconds.observe(time.perf_counter() - batch.started)
+    def _failed(self, why: str) -> None:
+        self._failures += 1
+        self.health.failed()
+        log.error("gather transaction failed: %s", why)
+        self.metrics.role_failures.labels("gather").inc()
 
     def _export_progress(self) -> None:
         """Per log partition: undecided records, the oldest one's age, the shard it waits for."""
@@ -308,3 +281,13 @@ class GatherRole:
             else:
                 forget_series(self.metrics.waiting_for_shard, str(p))
         self.metrics.gather_buffered_bytes.set(held)
+
+
+def _paused(consumer: KafkaConsumer, tp: TopicPartition, paused: bool) -> None:
+    """Pause or resume `tp` if `consumer` is assigned it (else there is nothing to do)."""
+    if tp not in consumer.assignment():
+        return
+    if paused:
+        consumer.pause(tp)
+    else:
+        consumer.resume(tp)
