@@ -1,0 +1,152 @@
+"""Scale-out roles never skip in silence: a record they cannot apply stops its partition
+visibly, and records deleted past a checkpoint are reported as lost."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+
+from tests.integration.harness import Topics, WorkerProcess, decisions
+from tests.integration.test_scale_out import produce_to, replicas
+from tests.integration.test_worker import stream
+
+pytestmark = pytest.mark.integration
+
+
+def metric(worker: WorkerProcess, name: str, labels: str) -> float | None:
+    """A sample of the worker's /metrics (None: absent, or not serving yet)."""
+    try:
+        text = worker.http("/metrics")[1]
+    except OSError:
+        return None
+    match = re.search(rf"^{re.escape(name)}\{{{re.escape(labels)}\}} (\S+)$", text, re.M)
+    return None if match is None else float(match.group(1))
+
+
+def wait_metric(
+    worker: WorkerProcess, name: str, labels: str, ok: object, timeout: float = 120
+) -> float | None:
+    deadline = time.monotonic() + timeout
+    value = None
+    while time.monotonic() < deadline:
+        value = metric(worker, name, labels)
+        if ok(value):  # type: ignore[operator]
+            return value
+        time.sleep(0.3)
+    raise AssertionError(f"{name}{{{labels}}} = {value}\n{worker.log()}")
+
+
+def end_offset(bootstrap: str, topic: str, partition: int) -> int:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
+    tp = TopicPartition(topic, partition)
+    try:
+        return int(consumer.end_offsets([tp])[tp])
+    finally:
+        consumer.close()
+
+
+def test_a_corrupt_fingerprint_record_stops_its_partition_visibly_and_nothing_passes_it(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+) -> None:
+    docs = stream(120, seed=81)
+    first, second = docs[:60], docs[60:]
+    fingerprints = f"{topics.input}.fingerprints"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    [worker] = replicas(kafka_bootstrap, topics, tmp_path / "a", 1)
+    try:
+        worker.wait_ready()
+        produce_to(kafka_bootstrap, topics.input, [(0, d) for d in first])
+        assert sum(map(len, decisions(kafka_bootstrap, topics, len(first)).values())) == 60
+        # Another build (or a bit flip) appends a record no role can read.
+        producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all")
+        corrupt_at = producer.send(fingerprints, b"XX garbage", partition=0).get(30).offset
+        producer.close()
+        produce_to(kafka_bootstrap, topics.input, [(0, d) for d in second])
+        for role in ("shard", "gather"):
+            wait_metric(worker, "neardup_partitions_stopped", f'role="{role}"', lambda v: v == 1)
+        assert worker.http("/healthz")[0] == 503
+        # The second half reached the log after the corrupt record: the gather's lag shows
+        # it waiting, and not one of those documents was decided.
+        wait_metric(worker, "neardup_role_lag_messages", 'partition="0",role="gather"', bool)
+        got = decisions(kafka_bootstrap, topics, len(docs), timeout=5)
+        assert set(got) == {str(d["id"]) for d in first}
+        stops = re.findall(r"STOPPED partition (\S+) at offset (\d+)", worker.log())
+        assert stops == [(f"{fingerprints}-0", str(corrupt_at))] * 2, stops
+        worker.stop()
+        # A restart meets the record again at the same offset: no checkpoint moved past it.
+        [worker] = replicas(kafka_bootstrap, topics, tmp_path / "b", 1)
+        deadline = time.monotonic() + 120
+        while (
+            time.monotonic() < deadline
+            and metric(worker, "neardup_partitions_stopped", 'role="gather"') != 1
+        ):
+            time.sleep(0.3)
+        again = re.findall(r"STOPPED partition (\S+) at offset (\d+)", worker.log())
+        assert (f"{fingerprints}-0", str(corrupt_at)) in again, worker.log()
+        assert worker.http("/healthz")[0] == 503
+        got = decisions(kafka_bootstrap, topics, len(docs), timeout=5)
+        assert set(got) == {str(d["id"]) for d in first}
+        assert all(len(v) == 1 for v in got.values())
+    finally:
+        if worker.alive():
+            worker.stop()
+
+
+def test_a_checkpoint_older_than_the_log_start_is_reported_as_lost(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+) -> None:
+    docs = stream(80, seed=91)
+    first, later = docs[:40], docs[40:]
+    fingerprints = f"{topics.input}.fingerprints"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    [worker] = replicas(kafka_bootstrap, topics, tmp_path / "a", 1)
+    try:
+        worker.wait_ready()
+        produce_to(kafka_bootstrap, topics.input, [(0, d) for d in first])
+        assert sum(map(len, decisions(kafka_bootstrap, topics, len(first)).values())) == 40
+        worker.stop()
+        # While no replica runs, records reach the log and retention deletes them unread.
+        consumer = KafkaConsumer(bootstrap_servers=kafka_bootstrap, group_id=None)
+        tp = TopicPartition(fingerprints, 0)
+        consumer.assign([tp])
+        consumer.seek_to_beginning(tp)
+        copies = [r.value for r in consumer.poll(timeout_ms=5000, max_records=3).get(tp, [])]
+        consumer.close()
+        assert copies
+        before = end_offset(kafka_bootstrap, fingerprints, 0)
+        producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all")
+        for value in copies:
+            producer.send(fingerprints, value, partition=0)
+        producer.flush()
+        producer.close()
+        log_start = end_offset(kafka_bootstrap, fingerprints, 0)
+        assert log_start == before + len(copies)
+        admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+        admin.delete_records({tp: log_start})
+        admin.close()
+        [worker] = replicas(kafka_bootstrap, topics, tmp_path / "b", 1)
+        worker.wait_ready()
+        # Both stateful roles had decided everything before `before` (its last offset is the
+        # edge's commit marker); the copies and that marker are the offsets lost.
+        for role in ("shard", "gather"):
+            lost = wait_metric(worker, "neardup_records_lost_total", f'role="{role}"', bool)
+            assert lost == len(copies) + 1, (role, lost)
+        assert re.search(
+            rf"{re.escape(fingerprints)}-0: checkpoint at offset {before - 1} but the log starts "
+            rf"at {log_start}: {len(copies) + 1} offsets were deleted",
+            worker.log(),
+        ), worker.log()
+        assert worker.http("/healthz")[0] == 200  # reported, then going on
+        produce_to(kafka_bootstrap, topics.input, [(0, d) for d in later])
+        got = decisions(kafka_bootstrap, topics, len(docs), timeout=120)
+        assert set(got) == {str(d["id"]) for d in docs}
+        assert all(len(v) == 1 for v in got.values())
+    finally:
+        if worker.alive():
+            worker.stop()
