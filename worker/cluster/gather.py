@@ -7,8 +7,9 @@ each consecutive failure) publishes the decisions and pass-throughs, the first d
 (gather changelog, partition p, split under the message limit) and the checkpoint: the next
 log offset to decide, in the metadata of the committed offset of votes partition p, which is
 the first votes record still needed. A log partition it gains is rebuilt from its gather
-changelog (retention follows the dedup window) and resumes at the checkpoint; a failed
-transaction rebuilds every owned partition that way.
+changelog (retention follows the dedup window) on a restore thread, while the other
+partitions go on, and resumes at the checkpoint; a failed transaction rebuilds every owned
+partition that way. Lost partitions (membership expired) drop their state.
 
 Nothing is skipped: an unreadable fingerprint or votes record, or changelog record, stops
 its log partition there (`RoleHealth`); a checkpoint older than the log start is reported
@@ -19,9 +20,11 @@ record per log partition, and the shard it waits for.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 
@@ -34,7 +37,8 @@ from worker.cluster import checkpoint
 from worker.cluster.envelope import Envelope
 from worker.cluster.health import RoleHealth, Stop, forget_series
 from worker.cluster.outcomes import Outcomes
-from worker.cluster.replay import replay
+from worker.cluster.replay import Unreadable, replay
+from worker.cluster.restores import Restores
 from worker.cluster.txn import Rejected, RoleTransactions, role_settings
 from worker.codec import OutMessage
 from worker.metrics import Metrics
@@ -63,6 +67,7 @@ class GatherRole:
         self.gatherers: dict[int, Gatherer] = {}
         self.rejections = Rejections(settings.topics.dlq)
         self._failures = 0
+        self._restores: Restores[tuple[Gatherer, int, Unreadable | None]] = Restores("gather", stop)
 
     def healthy(self) -> bool:
         return self.health.healthy()
@@ -109,13 +114,15 @@ class GatherRole:
             batch.account(self.metrics)
 
     def close(self) -> None:
+        self._restores.close()
         self.txn.close()
         self.reader.close()
         self.restorer.close()
         self.consumer.close()
 
     def _follow(self, assigned: set[int], dropped: set[int]) -> set[int]:
-        """Drop partitions no longer assigned (or lost); rebuild gained ones.
+        """Drop partitions no longer assigned (or lost); restore gained ones in the
+        background (the other partitions go on meanwhile) and take them on once restored.
 
         A partition stopped at its changelog is not rebuilt again while assigned; one stopped
         in the fingerprint log or votes keeps its state (and checkpoint) but reads nothing
@@ -126,36 +133,22 @@ class GatherRole:
             self.owned.pop(p, None)
             self.gatherers.pop(p, None)
             self._release(p)
-        gained = assigned - set(self.owned) - self._stopped_changelogs()
-        tps = [TopicPartition(c.fingerprints, p) for p in sorted(gained)]
-        starts = self.reader.beginning_offsets(tps) if tps else {}
-        for p in sorted(gained):
+        for p in (self._restores.pending() - assigned) | dropped:
+            self._restores.cancel(p)
+        gained = set()
+        for p, (gatherer, start, unreadable) in self._restores.finished():
+            if unreadable is not None:
+                self.health.stop(Stop(c.gather_changelog, p, unreadable.offset, unreadable.reason))
+                continue
+            self._take_on(p, gatherer, start)
+            gained.add(p)
+        wanted = assigned - set(self.owned) - self._stopped_changelogs()
+        for p in sorted(wanted - self._restores.pending()):
             self._release(p)
             votes_tp = TopicPartition(c.votes, p)
+            _paused(self.consumer, votes_tp, True)  # its votes are read once restored
             start = checkpoint.read(self.consumer, votes_tp).get(p, 0)
-            gatherer = Gatherer(self.settings.dedup)
-            done = replay(
-                self.restorer,
-                TopicPartition(c.gather_changelog, p),
-                lambda data: gatherer.apply(FirstDecisions.unpack(data)),  # noqa: B023 - used at once
-                self._stop.is_set,
-                self.metrics,
-            )
-            if done.unreadable is not None:
-                u = done.unreadable
-                self.health.stop(Stop(c.gather_changelog, p, u.offset, u.reason))
-                continue
-            log_start = starts.get(TopicPartition(c.fingerprints, p), 0)
-            if self.health.lost(c.fingerprints, p, start, log_start):
-                start = log_start
-            self.owned[p] = VoteJoin(self.settings.dedup.home_shards, start)
-            self.gatherers[p] = gatherer
-            committed = self.consumer.committed(votes_tp)
-            if committed is None:
-                self.consumer.seek_to_beginning(votes_tp)
-            else:
-                self.consumer.seek(votes_tp, committed)
-            log.info("log partition %d: resuming at offset %d", p, start)
+            self._restores.start(p, functools.partial(self._restore, p, start))
         if gained or set(self.owned) != {tp.partition for tp in self.reader.assignment()}:
             tps = [TopicPartition(c.fingerprints, p) for p in sorted(self.owned)]
             self.reader.assign(tps)
@@ -163,6 +156,37 @@ class GatherRole:
                 if tp.partition in gained:
                     self.reader.seek(tp, self.owned[tp.partition].next)
         return gained
+
+    def _restore(
+        self, p: int, start: int, should_stop: Callable[[], bool]
+    ) -> tuple[Gatherer, int, Unreadable | None]:
+        """Log partition `p`'s first decisions from its changelog (on the restore thread)."""
+        gatherer = Gatherer(self.settings.dedup)
+        done = replay(
+            self.restorer,
+            TopicPartition(self.settings.cluster.gather_changelog, p),
+            lambda data: gatherer.apply(FirstDecisions.unpack(data)),
+            should_stop,
+            self.metrics,
+        )
+        return gatherer, start, done.unreadable
+
+    def _take_on(self, p: int, gatherer: Gatherer, start: int) -> None:
+        """A restored partition: decide from its checkpoint (or the log start, if later)."""
+        c = self.settings.cluster
+        log_tp, votes_tp = TopicPartition(c.fingerprints, p), TopicPartition(c.votes, p)
+        log_start = self.reader.beginning_offsets([log_tp]).get(log_tp, 0)
+        if self.health.lost(c.fingerprints, p, start, log_start):
+            start = log_start
+        self.owned[p] = VoteJoin(self.settings.dedup.home_shards, start)
+        self.gatherers[p] = gatherer
+        _paused(self.consumer, votes_tp, False)
+        committed = self.consumer.committed(votes_tp)
+        if committed is None:
+            self.consumer.seek_to_beginning(votes_tp)
+        else:
+            self.consumer.seek(votes_tp, committed)
+        log.info("log partition %d: resuming at offset %d", p, start)
 
     def _stopped_changelogs(self) -> set[int]:
         topic = self.settings.cluster.gather_changelog

@@ -5,7 +5,8 @@ home documents. In one transaction per batch it publishes the votes (votes topic
 = log partition, key = log offset), its changes (shard changelog, partition s: what it
 stored, and its watermark) and its position in the fingerprint log (the metadata of its
 committed offset on the shards topic). A shard it gains is rebuilt from its changelog (its
-retention follows the dedup window) and resumes at that position; when a transaction fails,
+retention follows the dedup window), on a restore thread while the other shards go on
+voting, and resumes at that position; when a transaction fails,
 every owned shard is rebuilt that way, since their state ran ahead of what committed, and
 the next transactions are smaller (halved per consecutive failure).
 
@@ -17,8 +18,10 @@ log start is reported as lost. Lost partitions (membership expired) drop their s
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kafka import OffsetAndMetadata, TopicPartition
@@ -29,7 +32,8 @@ from worker import clients, retry
 from worker.cluster import checkpoint
 from worker.cluster.envelope import Envelope
 from worker.cluster.health import RoleHealth, Stop, forget_series
-from worker.cluster.replay import replay
+from worker.cluster.replay import Unreadable, replay
+from worker.cluster.restores import Restores
 from worker.cluster.txn import RoleTransactions, role_settings
 from worker.codec import OutMessage
 from worker.metrics import Metrics
@@ -65,6 +69,7 @@ class ShardRole:
         self.log_partitions = [TopicPartition(c.fingerprints, p) for p in range(c.log_partitions)]
         self.assignment = Assignment(c.shards, metrics, lambda: None)
         self._failures = 0
+        self._restores: Restores[tuple[OwnedShard, Unreadable | None]] = Restores("shard", stop)
 
     def healthy(self) -> bool:
         return self.health.healthy()
@@ -104,42 +109,52 @@ class ShardRole:
             self.health.succeeded()
 
     def close(self) -> None:
+        self._restores.close()
         self.txn.close()
         self.reader.close()
         self.restorer.close()
         self.consumer.close()
 
     def _follow(self, assigned: set[int], dropped: set[int]) -> None:
-        """Drop shards no longer assigned (or lost); rebuild gained ones from changelogs."""
+        """Drop shards no longer assigned (or lost); restore gained ones in the background
+        (the other shards keep voting meanwhile) and take them on once restored."""
         c = self.settings.cluster
         for s in (set(self.owned) - assigned) | dropped:
             self.owned.pop(s, None)
             self.health.release(c.shard_changelog, s)
             forget_series(self.metrics.role_lag, "shard", str(s))
-        gained = {
-            s
-            for s in assigned - set(self.owned)
-            if not self.health.is_stopped(c.shard_changelog, s)
-        }
-        if not gained:
-            return
-        for s in sorted(gained):
-            voter = ShardVoter(self.settings.dedup, s)
-            start = checkpoint.read(self.consumer, TopicPartition(c.shards, s))
-            done = replay(
-                self.restorer,
-                TopicPartition(c.shard_changelog, s),
-                lambda data: voter.apply(ShardChange.unpack(data)),  # noqa: B023 - used at once
-                self._stop.is_set,
-                self.metrics,
-            )
-            if done.unreadable is not None:
-                u = done.unreadable
-                self.health.stop(Stop(c.shard_changelog, s, u.offset, u.reason))
+        for s in (self._restores.pending() - assigned) | dropped:
+            self._restores.cancel(s)
+        restored = False
+        for s, (shard, unreadable) in self._restores.finished():
+            if unreadable is not None:
+                self.health.stop(Stop(c.shard_changelog, s, unreadable.offset, unreadable.reason))
                 continue
-            self.owned[s] = OwnedShard(voter, start)
-            log.info("shard %d: %d documents, resuming at %s", s, len(voter), start)
-        self._seek_log()
+            self.owned[s] = shard
+            restored = True
+            log.info("shard %d: %d documents, resuming at %s", s, len(shard.voter), shard.next)
+        for s in sorted(assigned - set(self.owned) - self._restores.pending()):
+            if self.health.is_stopped(c.shard_changelog, s):
+                continue
+            start = checkpoint.read(self.consumer, TopicPartition(c.shards, s))
+            self._restores.start(s, functools.partial(self._restore, s, start))
+        self.metrics.partitions_restoring.set(len(self._restores.pending()))
+        if restored:
+            self._seek_log()
+
+    def _restore(
+        self, s: int, start: dict[int, int], should_stop: Callable[[], bool]
+    ) -> tuple[OwnedShard, Unreadable | None]:
+        """Shard `s` rebuilt from its changelog (on the restore thread, its own reader)."""
+        voter = ShardVoter(self.settings.dedup, s)
+        done = replay(
+            self.restorer,
+            TopicPartition(self.settings.cluster.shard_changelog, s),
+            lambda data: voter.apply(ShardChange.unpack(data)),
+            should_stop,
+            self.metrics,
+        )
+        return OwnedShard(voter, start), done.unreadable
 
     def _seek_log(self) -> None:
         """Back to where the least advanced shard is, reporting records deleted before it."""
