@@ -94,8 +94,9 @@ class GatherRole:
                 self._commit(batch.messages)
             except Rejected as exc:
                 source = batch.sources[exc.index]
-                if source is None:
+                if source is None:  # cannot be dead-lettered: fail and retry, visibly
                     self._failed("a gather changelog record was rejected: " + exc.why)
+                    self._stop.wait(retry.backoff_s(w.retry_backoff_max_s, self._failures))
                 else:  # the rebuild decides it again and dead-letters it instead
                     self.rejections.unpublishable(source, exc.why)
                     self.metrics.role_failures.labels("gather").inc()
@@ -107,7 +108,7 @@ class GatherRole:
                 log.exception("gather transaction failed; rebuilding %s", sorted(self.owned))
                 self.metrics.role_failures.labels("gather").inc()
                 self.owned.clear()
-                self._stop.wait(retry.backoff_s(w.retry_backoff_max_s, 1))
+                self._stop.wait(retry.backoff_s(w.retry_backoff_max_s, self._failures))
                 continue
             self._failures = 0
             self.health.succeeded()

@@ -103,7 +103,9 @@ class ShardRole:
                 log.exception("shard transaction failed; rebuilding shards %s", sorted(self.owned))
                 self.metrics.role_failures.labels("shard").inc()
                 self.owned.clear()
-                self._stop.wait(retry.backoff_s(self.settings.worker.retry_backoff_max_s, 1))
+                self._stop.wait(
+                    retry.backoff_s(self.settings.worker.retry_backoff_max_s, self._failures)
+                )
                 continue
             self._failures = 0
             self.health.succeeded()
