@@ -1,0 +1,49 @@
+"""Scale-out: an output the broker rejects for good dead-letters its input in the gather."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from kafka import KafkaAdminClient
+from kafka.admin import ConfigResource, ConfigResourceType
+
+from tests.integration.harness import Topics, decisions, read_all
+from tests.integration.test_cluster_stops import wait_metric
+from tests.integration.test_scale_out import produce_to, replicas
+from tests.integration.test_unpublishable import big_doc
+from tests.integration.test_worker import stream
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_pass_through_the_broker_rejects_is_dead_lettered_once_by_the_gather(
+    kafka_bootstrap: str, kafka_admin: KafkaAdminClient, topics: Topics, tmp_path: Path
+) -> None:
+    docs = stream(12, seed=43)
+    [worker] = replicas(kafka_bootstrap, topics, tmp_path, 1)
+    try:
+        worker.wait_ready()
+        produce_to(kafka_bootstrap, topics.input, [(0, d) for d in docs[:4]])
+        assert len(decisions(kafka_bootstrap, topics, 4)) == 4
+        # An operator shrinks the unique topic while the replica runs: the edge's check of
+        # the topic's limit is stale, so only the broker can refuse the pass-through.
+        resource = ConfigResource(
+            ConfigResourceType.TOPIC, topics.unique, {"max.message.bytes": "40000"}
+        )
+        kafka_admin.alter_configs([resource])
+        produce_to(kafka_bootstrap, topics.input, [(0, d) for d in [*docs[4:8], big_doc(3)]])
+        produce_to(kafka_bootstrap, topics.input, [(0, d) for d in docs[8:]])
+        got = decisions(kafka_bootstrap, topics, len(docs), timeout=180)
+        assert set(got) == {str(d["id"]) for d in docs}
+        assert all(len(v) == 1 for v in got.values())
+        (letter,) = [json.loads(m.value) for m in read_all(kafka_bootstrap, topics.dlq, 1)]
+        assert letter["reason"] == "unpublishable" and letter["source"]["offset"] == 8
+        assert "rejected" in letter["message"]
+        wait_metric(
+            worker, "neardup_dlq_messages_total", 'reason="unpublishable"', lambda v: v == 1
+        )
+        assert worker.alive() and worker.http("/healthz")[0] == 200
+    finally:
+        assert worker.stop() == 0, worker.log()
