@@ -150,3 +150,42 @@ def test_a_checkpoint_older_than_the_log_start_is_reported_as_lost(
     finally:
         if worker.alive():
             worker.stop()
+
+
+def test_an_unreadable_changelog_record_stops_the_restore_of_its_partition(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+) -> None:
+    docs = stream(60, seed=97)
+    first, second = docs[:30], docs[30:]
+    changelog = f"{topics.input}.gather-changelog"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    [worker] = replicas(kafka_bootstrap, topics, tmp_path / "a", 1)
+    try:
+        worker.wait_ready()
+        produce_to(kafka_bootstrap, topics.input, [(0, d) for d in first])
+        assert sum(map(len, decisions(kafka_bootstrap, topics, len(first)).values())) == 30
+        worker.stop()
+        producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all")
+        bad_at = producer.send(changelog, b"NG\x01 cut short", partition=0).get(30).offset
+        producer.close()
+        # The restarted replica cannot rebuild the gather's state: it decides nothing rather
+        # than decide from a state with a hole (a replayed id would be decided afresh).
+        [worker] = replicas(kafka_bootstrap, topics, tmp_path / "b", 1)
+        wait_metric(worker, "neardup_partitions_stopped", 'role="gather"', lambda v: v == 1)
+        assert worker.http("/healthz")[0] == 503
+        fingerprints = f"{topics.input}.fingerprints"
+        appended = end_offset(kafka_bootstrap, fingerprints, 0)
+        produce_to(kafka_bootstrap, topics.input, [(0, d) for d in second])
+        deadline = time.monotonic() + 120  # the edge goes on: the second half is in the log
+        while end_offset(kafka_bootstrap, fingerprints, 0) == appended:
+            assert time.monotonic() < deadline, worker.log()
+            time.sleep(0.3)
+        got = decisions(kafka_bootstrap, topics, len(docs), timeout=5)
+        assert set(got) == {str(d["id"]) for d in first}
+        stops = re.findall(r"STOPPED partition (\S+) at offset (\d+): (.*)", worker.log())
+        assert [(s[0], s[1]) for s in stops] == [(f"{changelog}-0", str(bad_at))], stops
+        assert "unreadable changelog record" in stops[0][2]
+    finally:
+        if worker.alive():
+            worker.stop()
