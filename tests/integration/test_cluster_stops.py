@@ -127,8 +127,13 @@ def test_a_checkpoint_older_than_the_log_start_is_reported_as_lost(
         producer.close()
         log_start = end_offset(kafka_bootstrap, fingerprints, 0)
         assert log_start == before + len(copies)
+        # Inputs too: the edge's committed offset falls before the input's log start.
+        gone = stream(5, seed=92)
+        produce_to(kafka_bootstrap, topics.input, [(0, d) for d in gone])
+        input_tp = TopicPartition(topics.input, 0)
+        input_start = end_offset(kafka_bootstrap, topics.input, 0)
         admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
-        admin.delete_records({tp: log_start})
+        admin.delete_records({tp: log_start, input_tp: input_start})
         admin.close()
         [worker] = replicas(kafka_bootstrap, topics, tmp_path / "b", 1)
         worker.wait_ready()
@@ -137,6 +142,8 @@ def test_a_checkpoint_older_than_the_log_start_is_reported_as_lost(
         for role in ("shard", "gather"):
             lost = wait_metric(worker, "neardup_records_lost_total", f'role="{role}"', bool)
             assert lost == len(copies) + 1, (role, lost)
+        lost = wait_metric(worker, "neardup_records_lost_total", 'role="edge"', bool)
+        assert lost == len(gone), lost  # plain inputs: no transaction markers among them
         assert re.search(
             rf"{re.escape(fingerprints)}-0: checkpoint at offset {before - 1} but the log starts "
             rf"at {log_start}: {len(copies) + 1} offsets were deleted",

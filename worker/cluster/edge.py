@@ -2,7 +2,8 @@
 
 A failed transaction replays from the committed input offsets with a halved batch; the
 consumer lag of the input partitions is exported as the single worker does
-(`neardup_consumer_lag_messages`) and as the edge's `neardup_role_lag_messages`.
+(`neardup_consumer_lag_messages`) and as the edge's `neardup_role_lag_messages`. A
+committed input offset older than the partition's log start is reported as lost.
 """
 
 from __future__ import annotations
@@ -103,6 +104,7 @@ class EdgeRole:
         for p in self._lagging - owned:
             forget_series(self.metrics.consumer_lag, topic, str(p))
             forget_series(self.metrics.role_lag, "edge", str(p))
+        self._check_starts(owned - self._lagging)
         self._lagging = owned
         for p in owned:
             tp = TopicPartition(topic, p)
@@ -114,6 +116,19 @@ class EdgeRole:
             if lag is not None:
                 self.metrics.consumer_lag.labels(topic, str(p)).set(lag)
                 self.metrics.role_lag.labels("edge", str(p)).set(lag)
+
+    def _check_starts(self, gained: set[int]) -> None:
+        """Report inputs deleted by retention past the committed offset of a gained partition
+        (the consumer then starts at the log start: those inputs get no outcome)."""
+        if not gained:
+            return
+        topic = self.settings.topics.input
+        tps = [TopicPartition(topic, p) for p in sorted(gained)]
+        starts = self.consumer.beginning_offsets(tps)
+        for tp in tps:
+            committed = self.consumer.committed(tp)
+            if committed is not None:
+                self.health.lost(topic, tp.partition, committed, starts.get(tp, 0))
 
     def close(self) -> None:
         self.txn.close()
