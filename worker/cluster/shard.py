@@ -69,6 +69,7 @@ class ShardRole:
         self.log_partitions = [TopicPartition(c.fingerprints, p) for p in range(c.log_partitions)]
         self.assignment = Assignment(c.shards, metrics, lambda: None)
         self._failures = 0
+        self._lost_upto: dict[int, int] = {}  # per log partition: losses reported below this
         self._restores: Restores[tuple[OwnedShard, Unreadable | None]] = Restores("shard", stop)
 
     def healthy(self) -> bool:
@@ -169,7 +170,10 @@ class ShardRole:
             self.reader.resume(tp)
             at = min(o.next.get(tp.partition, 0) for o in self.owned.values())
             log_start = starts.get(tp, 0)
-            if self.health.lost(tp.topic, tp.partition, at, log_start):
+            if at < log_start:  # each deleted offset is reported once, whichever shard met it
+                reported = self._lost_upto.get(tp.partition, 0)
+                self.health.lost(tp.topic, tp.partition, max(at, reported), log_start)
+                self._lost_upto[tp.partition] = max(reported, log_start)
                 for o in self.owned.values():
                     o.next[tp.partition] = max(o.next.get(tp.partition, 0), log_start)
             self.reader.seek(tp, max(at, log_start))
