@@ -49,6 +49,8 @@ class VoteJoin(Generic[T]):
     votes_at: dict[int, int] = field(default_factory=dict)  # offset -> first votes record
     vote_bytes: dict[int, int] = field(default_factory=dict)  # offset -> bytes of its votes
     record_bytes: int = 0
+    ahead_budget: int | None = None  # bytes of votes on records not read yet; None: no bound
+    dropped_from: int | None = None  # first votes record dropped over the budget: read again
 
     def add_record(self, record: Pending[T]) -> None:
         """Append the next log record (offsets increase; already decided ones are ignored)."""
@@ -59,8 +61,14 @@ class VoteJoin(Generic[T]):
 
     def add_votes(self, offset: int, votes: Votes, at: int, size: int) -> None:
         """Votes of one shard on log `offset`, read from votes record `at`; the first per
-        shard counts (a re-published vote is the same vote)."""
+        shard counts (a re-published vote is the same vote). Votes on records not read yet
+        beyond `ahead_budget` are dropped, and `dropped_from` says where to read them again
+        (`rewind`); votes on records held are always kept, so the oldest can complete."""
         if offset < self.next:
+            return
+        budget = self.ahead_budget
+        if budget is not None and offset > self.last_read and self.ahead_bytes() + size > budget:
+            self.dropped_from = at if self.dropped_from is None else min(self.dropped_from, at)
             return
         by_shard = self.votes.setdefault(offset, {})
         if votes.shard in by_shard:
@@ -101,7 +109,27 @@ class VoteJoin(Generic[T]):
 
     def first_needed(self, default: int) -> int:
         """The first votes record still needed; `default` (the read position) when none."""
-        return min(self.votes_at.values(), default=default)
+        needed = min(self.votes_at.values(), default=default)
+        return needed if self.dropped_from is None else min(needed, self.dropped_from)
+
+    @property
+    def last_read(self) -> int:
+        """The offset of the newest record held (`next - 1` when none)."""
+        return self.records[-1].offset if self.records else self.next - 1
+
+    def ahead_bytes(self) -> int:
+        """Bytes of votes on records not read yet."""
+        last = self.last_read
+        return sum(b for o, b in self.vote_bytes.items() if o > last)
+
+    def rewind(self) -> int | None:
+        """Where to read votes again, once the votes ahead are under half the budget."""
+        if self.dropped_from is None or self.ahead_budget is None:
+            return None
+        if self.ahead_bytes() * 2 > self.ahead_budget:
+            return None
+        at, self.dropped_from = self.dropped_from, None
+        return at
 
     @property
     def held_bytes(self) -> int:

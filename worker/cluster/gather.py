@@ -13,7 +13,8 @@ partition that way. Lost partitions (membership expired) drop their state.
 
 Nothing is skipped: an unreadable fingerprint or votes record, or changelog record, stops
 its log partition there (`RoleHealth`); a checkpoint older than the log start is reported
-as lost. The reader pauses a partition whose undecided records exceed its byte budget.
+as lost. The reader pauses a partition whose undecided records exceed its byte budget;
+votes on records not read yet beyond theirs are dropped and read again later.
 Metrics: latency from the input record times, batch time, lag and the oldest undecided
 record per log partition, and the shard it waits for.
 """
@@ -48,6 +49,7 @@ from worker.settings import Settings
 
 log = logging.getLogger(__name__)
 BUFFER_BYTES = 64 << 20  # undecided fingerprint-log records held per log partition
+VOTES_AHEAD_BYTES = 16 << 20  # votes on records not read yet, per log partition
 TXN_BYTES = 32 << 20  # outputs per gather transaction (halved after each failure)
 
 
@@ -87,6 +89,7 @@ class GatherRole:
                     self._add_votes(tp.partition, rec.offset, rec.key, rec.value)
             self._read_log()
             batch = self._decide()
+            self._read_votes_again()
             self._export_progress()
             if not batch.messages:
                 continue
@@ -179,7 +182,9 @@ class GatherRole:
         log_start = self.reader.beginning_offsets([log_tp]).get(log_tp, 0)
         if self.health.lost(c.fingerprints, p, start, log_start):
             start = log_start
-        self.owned[p] = VoteJoin(self.settings.dedup.home_shards, start)
+        self.owned[p] = VoteJoin(
+            self.settings.dedup.home_shards, start, ahead_budget=VOTES_AHEAD_BYTES
+        )
         self.gatherers[p] = gatherer
         _paused(self.consumer, votes_tp, False)
         committed = self.consumer.committed(votes_tp)
@@ -245,6 +250,13 @@ class GatherRole:
                     self._halt(Stop(tp.topic, tp.partition, rec.offset, str(exc)))
                     break
                 target.add_record(Pending(rec.offset, env, rec.timestamp, len(rec.value)))
+
+    def _read_votes_again(self) -> None:
+        """Seek back to votes dropped over their budget, once the records caught up."""
+        for p, join in self.owned.items():
+            at = join.rewind()
+            if at is not None:
+                self.consumer.seek(TopicPartition(self.settings.cluster.votes, p), at)
 
     def _decide(self) -> Outcomes:
         w = self.settings.worker
