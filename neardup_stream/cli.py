@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import Counter
@@ -23,18 +24,26 @@ from pathlib import Path
 from typing import IO, Any
 
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
+from neardup_stream import __version__
 from neardup_stream.config import DedupConfig
 from neardup_stream.mapping import DEFAULT_MAPPING, InputMapping
 from neardup_stream.models import Document, json_schemas
 from neardup_stream.options import (
     add_engine_flags,
     add_input_flags,
-    engine_config,
+    engine_flag_parser,
     engine_overrides,
 )
 from neardup_stream.parsing import ParseError, parse_document
 from neardup_stream.settings import EngineSettings
+from neardup_stream.settings_errors import (
+    format_problems,
+    given_flags,
+    problems,
+    unknown_variables,
+)
 
 BATCH = 512
 PLUGIN_GROUP = "neardup_stream.commands"
@@ -115,15 +124,42 @@ def run_dedup(
     return counts
 
 
-def _read_text(arg: str) -> str:
+class UsageError(Exception):
+    """A problem with how the command was called: reported on stderr, exit status 2."""
+
+
+def engine_settings(args: argparse.Namespace) -> EngineSettings:
+    """`NEARDUP_*` with the flags in `args` on top; invalid settings raise a `UsageError`
+    naming each setting, its source and what it accepts. Warns on stderr about `NEARDUP_*`
+    variables that set nothing (the worker's sections are left to the worker)."""
+    for problem in unknown_variables(EngineSettings, os.environ, other_sections=True):
+        sys.stderr.write(f"warning: {problem}\n")
+    try:
+        return EngineSettings().with_overrides(engine_overrides(args))
+    except ValidationError as exc:
+        flags = given_flags(engine_flag_parser(), engine_overrides, args)
+        found = problems(exc, EngineSettings, flags, os.environ)
+        raise UsageError(format_problems(found)) from None
+    except SettingsError as exc:  # e.g. a section given as invalid JSON
+        raise UsageError(f"invalid settings: {exc}") from None
+
+
+def _read_text(arg: str, literal: bool) -> str:
+    if literal:
+        return arg
+    if arg == "-":
+        return sys.stdin.read()
     try:
         return Path(arg).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return arg
+    except OSError as exc:
+        raise UsageError(
+            f"cannot read {arg!r}: {exc.strerror or exc}"
+            " (A and B are files; give --text to compare them as literal strings)"
+        ) from None
 
 
 def _cmd_dedup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    settings = EngineSettings().with_overrides(engine_overrides(args))
+    settings = engine_settings(args)
     if settings.input.id_source == "key":
         parser.error("offline input has no message keys: give ids with --id-field")
     try:
@@ -145,7 +181,10 @@ def _cmd_dedup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
 def _cmd_compare(args: argparse.Namespace) -> int:
     from neardup_stream.compare import compare  # the compiled kernels load here
 
-    report = compare(_read_text(args.a), _read_text(args.b), engine_config(args))
+    config = engine_settings(args).dedup
+    if args.a == "-" and args.b == "-" and not args.text:
+        raise UsageError("only one of A and B can be standard input (-)")
+    report = compare(_read_text(args.a, args.text), _read_text(args.b, args.text), config)
     if args.json:
         print(json.dumps(report.as_dict()))
         return 0
@@ -179,6 +218,7 @@ def _cmd_schemas(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="neardup-stream", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("dedup", help="deduplicate a JSONL file of documents")
     p.add_argument("--input", "-i", default="-", help="JSONL input (default stdin)")
@@ -186,9 +226,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-bytes", type=int, default=8 * 1024 * 1024, help="largest line accepted")
     add_engine_flags(p)
     add_input_flags(p)
-    p = sub.add_parser("compare", help="explain the similarity of two texts (files or strings)")
-    p.add_argument("a")
-    p.add_argument("b")
+    p = sub.add_parser(
+        "compare", help="explain the similarity of two files (or, with --text, strings)"
+    )
+    p.add_argument("a", help="a file (- for stdin), or with --text the text itself")
+    p.add_argument("b", help="a file (- for stdin), or with --text the text itself")
+    p.add_argument("--text", action="store_true", help="A and B are literal texts, not file names")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_engine_flags(p, retention=False)
     p = sub.add_parser("schemas", help="print or write the JSON Schemas of the message formats")
@@ -224,8 +267,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "compare":
             return _cmd_compare(args)
         return _cmd_schemas(args)
-    except ValidationError as exc:
-        parser.error(str(exc.errors()[0]["msg"]))
+    except UsageError as exc:
+        sys.stderr.write(f"neardup-stream {args.command}: error: {exc}\n")
     return 2
 
 

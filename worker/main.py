@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -17,8 +18,16 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
+from neardup_stream import __version__
 from neardup_stream.options import add_engine_flags, add_input_flags, engine_overrides
+from neardup_stream.settings_errors import (
+    format_problems,
+    given_flags,
+    problems,
+    unknown_variables,
+)
 from worker.cluster.replica import Replica
 from worker.loop import Worker
 from worker.metrics import MetricsServer, build_metrics
@@ -29,6 +38,7 @@ log = logging.getLogger("worker")
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="neardup-stream worker", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"neardup-stream {__version__}")
     p.add_argument("--bootstrap-servers", help="Kafka bootstrap servers (default localhost:9092)")
     p.add_argument("--input-topic", help="documents to deduplicate (default documents)")
     p.add_argument("--unique-topic", help="unique documents (default documents.unique)")
@@ -67,9 +77,8 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -> Settings:
-    """Environment settings with the given flags applied on top."""
-    base = base or Settings()
+def flag_overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """The `with_overrides` sections the flags in `args` set (None: not given)."""
     overrides: dict[str, dict[str, Any]] = {
         "kafka": {"bootstrap_servers": args.bootstrap_servers},
         "topics": {
@@ -96,7 +105,13 @@ def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -
     overrides["input"].update(
         domain_header=args.domain_header, domain_key_separator=args.domain_key_separator
     )
-    settings = base.with_overrides(overrides)
+    return overrides
+
+
+def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -> Settings:
+    """Environment settings with the given flags applied on top."""
+    base = base or Settings()
+    settings = base.with_overrides(flag_overrides(args))
     if args.log_level:
         settings = settings.model_copy(update={"log_level": args.log_level})
     return settings
@@ -105,10 +120,18 @@ def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    for problem in unknown_variables(Settings, os.environ):
+        sys.stderr.write(f"{parser.prog}: warning: {problem}\n")
     try:
         settings = settings_from_args(args)
     except ValidationError as exc:
-        parser.error(f"invalid settings: {exc}")
+        flags = given_flags(parser, flag_overrides, args)
+        found = format_problems(problems(exc, Settings, flags, os.environ))
+        sys.stderr.write(f"{parser.prog}: error: {found}\n")
+        return 2
+    except SettingsError as exc:  # e.g. a section given as invalid JSON
+        sys.stderr.write(f"{parser.prog}: error: invalid settings: {exc}\n")
+        return 2
     logging.basicConfig(
         level=settings.log_level,
         stream=sys.stderr,

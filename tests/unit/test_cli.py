@@ -7,9 +7,15 @@ from pathlib import Path
 from tests.unit.conftest import mutate, random_text
 
 
-def _run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+def _run(
+    *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
     return subprocess.run(
-        [sys.executable, "-m", "neardup_stream.cli", *args], input=stdin, capture_output=True
+        [sys.executable, "-m", "neardup_stream.cli", *args],
+        input=stdin,
+        capture_output=True,
+        env={**clean, **(env or {})},
     )
 
 
@@ -70,13 +76,65 @@ def test_usage_errors_exit_non_zero(tmp_path: Path) -> None:
 def test_compare_explains_a_pair(tmp_path: Path) -> None:
     a = random_text(7)
     (tmp_path / "a.txt").write_text(a)
-    proc = _run("compare", str(tmp_path / "a.txt"), mutate(a, 0.01, 1), "--json")
+    (tmp_path / "b.txt").write_text(mutate(a, 0.01, 1))
+    proc = _run("compare", str(tmp_path / "a.txt"), str(tmp_path / "b.txt"), "--json")
     report = json.loads(proc.stdout)
     assert report["decision"] == "duplicate" and report["exact_jaccard"] > 0.8
     assert abs(report["estimated_jaccard"] - report["exact_jaccard"]) < 0.1
     assert 0 < report["tfidf_cosine"] <= 1
-    human = _run("compare", "abc def", "xyz uvw").stdout.decode()
+    human = _run("compare", "--text", "abc def", "xyz uvw").stdout.decode()
     assert "TF-IDF cosine" in human and "unique" in human
+    same = json.loads(_run("compare", "--text", a, a, "--json").stdout)
+    assert same["exact_duplicate"] is True
+
+
+def test_compare_refuses_a_missing_file_instead_of_comparing_its_name(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text(random_text(8))
+    proc = _run("compare", str(tmp_path / "a.txt"), str(tmp_path / "missing.txt"))
+    assert proc.returncode == 2 and proc.stdout == b""
+    err = proc.stderr.decode()
+    assert "missing.txt" in err and "No such file" in err and "--text" in err
+
+
+def test_compare_reads_one_side_from_stdin(tmp_path: Path) -> None:
+    text = random_text(9)
+    (tmp_path / "a.txt").write_text(text)
+    proc = _run("compare", str(tmp_path / "a.txt"), "-", "--json", stdin=text.encode())
+    assert json.loads(proc.stdout)["exact_duplicate"] is True
+
+
+def test_version() -> None:
+    from neardup_stream import __version__
+
+    proc = _run("--version")
+    assert proc.returncode == 0 and proc.stdout.decode().strip() == f"neardup-stream {__version__}"
+
+
+def test_a_bad_flag_names_the_flag_and_the_accepted_range() -> None:
+    proc = _run("dedup", "--shingle-size", "0", stdin=b"")
+    assert proc.returncode == 2
+    err = proc.stderr.decode()
+    assert "dedup.shingle_size (flag --shingle-size)" in err
+    assert "an integer from 1 to 32" in err and "got 0" in err
+
+
+def test_a_misspelt_variable_is_refused_with_the_nearest_name() -> None:
+    proc = _run("dedup", stdin=b"", env={"NEARDUP_DEDUP__TRESHOLD": "0.5"})
+    assert proc.returncode == 2
+    err = proc.stderr.decode()
+    assert "environment variable NEARDUP_DEDUP__TRESHOLD" in err
+    assert "did you mean NEARDUP_DEDUP__THRESHOLD?" in err
+
+
+def test_a_variable_that_sets_nothing_is_warned_about_and_the_run_goes_on() -> None:
+    doc = json.dumps({"id": "a", "text": "some text here"}).encode() + b"\n"
+    env = {"NEARDUP_DEDUP_THRESHOLD": "0.5", "NEARDUP_KAFKA__BOOTSTRAP_SERVERS": "x:1"}
+    proc = _run("dedup", stdin=doc, env=env)
+    assert proc.returncode == 0 and b'"unique"' in proc.stdout
+    err = proc.stderr.decode()
+    assert "NEARDUP_DEDUP_THRESHOLD: matches no setting" in err
+    assert "did you mean NEARDUP_DEDUP__THRESHOLD?" in err
+    assert "KAFKA" not in err  # the worker's section: not this command's business
 
 
 def test_schemas_written(tmp_path: Path) -> None:
