@@ -31,6 +31,7 @@ from neardup_stream.settings_errors import (
 from worker.cluster.replica import Replica
 from worker.loop import Worker
 from worker.metrics import MetricsServer, build_metrics
+from worker.reachability import announce_unreachable, throttle_kafka_connection_logs
 from worker.settings import Settings
 
 log = logging.getLogger("worker")
@@ -143,6 +144,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # kafka-python 3 warns whenever one of its I/O tasks runs > 100 ms, which a busy machine
     # does all the time; the worker's own metrics report slowness instead.
     logging.getLogger("kafka.net.selector").setLevel(logging.ERROR)
+    throttle_kafka_connection_logs()
     log.info("effective settings: %s", json.dumps(settings.redacted(), sort_keys=True))
     registry = CollectorRegistry()
     metrics = build_metrics(registry)
@@ -163,6 +165,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)
+    announce_unreachable(settings.kafka.bootstrap_servers)
     try:
         worker.run()
     finally:
