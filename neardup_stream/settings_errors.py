@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Union, get_args, get_origin
 
 import annotated_types
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, SecretStr, ValidationError
 
 PREFIX = "NEARDUP_"
 # Variables read outside the settings models (start-up, tests): never reported as unknown.
@@ -113,7 +113,13 @@ def _kind(annotation: Any) -> tuple[str, bool]:
         return word, True
     if origin is Literal:
         return "one of " + ", ".join(str(v) for v in get_args(annotation)), False
-    words = {int: "an integer", float: "a number", bool: "true or false", str: "text"}
+    words = {
+        int: "an integer",
+        float: "a number",
+        bool: "true or false",
+        str: "text",
+        SecretStr: "text (a secret)",
+    }
     if origin is tuple:
         return "comma-separated names", False
     return words.get(annotation, getattr(annotation, "__name__", "a value")), False
