@@ -89,3 +89,17 @@ def test_settings_reference_names_every_setting_and_flag() -> None:
         for flag in action.option_strings:
             if flag.startswith("--") and flag not in {"--help", "--version"}:
                 assert f"`{flag}`" in text, flag
+
+
+def test_metrics_page_lists_exactly_the_exported_metrics() -> None:
+    from prometheus_client import CollectorRegistry
+
+    from worker.metrics import build_metrics
+
+    registry = CollectorRegistry()
+    build_metrics(registry)
+    exported = {f.name + ("_total" if f.type == "counter" else "") for f in registry.collect()}
+    page = (ROOT / "docs" / "metrics.md").read_text()
+    documented = set(re.findall(r"`(neardup_[a-z_]+)", page))
+    assert exported - documented == set(), "exported but not in docs/metrics.md"
+    assert documented - exported == set(), "in docs/metrics.md but not exported"
