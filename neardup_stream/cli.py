@@ -43,6 +43,7 @@ from neardup_stream.settings_errors import (
     given_flags,
     problems,
     unknown_variables,
+    unparsable,
 )
 
 BATCH = 512
@@ -141,7 +142,7 @@ def engine_settings(args: argparse.Namespace) -> EngineSettings:
         found = problems(exc, EngineSettings, flags, os.environ)
         raise UsageError(format_problems(found)) from None
     except SettingsError as exc:  # e.g. a section given as invalid JSON
-        raise UsageError(f"invalid settings: {exc}") from None
+        raise UsageError(format_problems([unparsable(exc, os.environ)])) from None
 
 
 def _read_text(arg: str, literal: bool) -> str:

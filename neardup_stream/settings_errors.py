@@ -290,6 +290,25 @@ def _nearest_variable(name: str, known: Mapping[str, tuple[str, ...]]) -> str | 
     return None
 
 
+def unparsable(exc: Exception, environ: Mapping[str, str]) -> SettingsProblem:
+    """A pydantic-settings `SettingsError` (a variable it could not parse, e.g. a section
+    given as invalid JSON: `NEARDUP_DEDUP={...`) as a problem naming the variables."""
+    match = re.search(r'field "([^"]+)"', str(exc))
+    field = match.group(1) if match else ""
+    names = [
+        key
+        for key in sorted(environ)
+        if field and re.fullmatch(rf"{PREFIX}{field}(__\w+)?", key, re.IGNORECASE)
+    ]
+    cause = f" ({exc.__cause__})" if exc.__cause__ is not None else ""
+    return SettingsProblem(
+        field or "settings",
+        "environment variable " + ", ".join(names) if names else "environment",
+        f"cannot be parsed{cause}",
+        "a JSON object of the section's fields" if names == [env_name((field,))] else None,
+    )
+
+
 def format_problems(found: list[SettingsProblem], heading: str = "invalid settings") -> str:
     """One line per problem under a heading."""
     return f"{heading}:\n" + "\n".join(f"  - {p}" for p in found)

@@ -73,6 +73,7 @@ ACCEPTS = {
     "dedup.sketch_bits": "a power of two from 64 to 65536, at least `num_perm`",
     "dedup.bands": "an integer >= 1 (or unset); with `rows`, bands * rows <= `num_perm`",
     "dedup.precise": "true or false; true needs `home_shards` = 1",
+    "input.text_fields": "comma-separated names (`title,body`) or a JSON list of them",
     "kafka.sasl_mechanism": "one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 (or unset); "
     "required with a SASL protocol, and needs `sasl_username` and `sasl_password`",
 }

@@ -27,6 +27,7 @@ from neardup_stream.settings_errors import (
     given_flags,
     problems,
     unknown_variables,
+    unparsable,
 )
 from worker.cluster.replica import Replica
 from worker.loop import Worker
@@ -131,7 +132,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"{parser.prog}: error: {found}\n")
         return 2
     except SettingsError as exc:  # e.g. a section given as invalid JSON
-        sys.stderr.write(f"{parser.prog}: error: invalid settings: {exc}\n")
+        sys.stderr.write(
+            f"{parser.prog}: error: {format_problems([unparsable(exc, os.environ)])}\n"
+        )
         return 2
     logging.basicConfig(
         level=settings.log_level,

@@ -14,6 +14,7 @@ from neardup_stream.settings_errors import (
     given_flags,
     problems,
     unknown_variables,
+    unparsable,
 )
 
 
@@ -100,3 +101,28 @@ def test_problems_read_only_what_they_are_given() -> None:
         EngineSettings.model_validate({"dedup": {"shingle_size": 0}})
     found = problems(caught.value, EngineSettings, {}, {})
     assert [(p.setting, p.source) for p in found] == [("dedup.shingle_size", "default")]
+
+
+def test_an_unparsable_section_names_its_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pydantic_settings import SettingsError
+
+    monkeypatch.setenv("NEARDUP_DEDUP", "{bad")
+    with pytest.raises(SettingsError) as caught:
+        EngineSettings()
+    problem = unparsable(caught.value, {"NEARDUP_DEDUP": "{bad", "HOME": "/"})
+    assert problem.source == "environment variable NEARDUP_DEDUP"
+    assert "cannot be parsed" in problem.problem and "JSON object" in str(problem)
+
+
+@pytest.mark.parametrize("value", ["title,body", "title, body", '["title", "body"]'])
+def test_text_fields_from_the_environment_as_documented(
+    value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NEARDUP_INPUT__TEXT_FIELDS", value)
+    assert EngineSettings().input.text_fields == ("title", "body")
+
+
+def test_text_fields_as_broken_json_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = _fail({"NEARDUP_INPUT__TEXT_FIELDS": '["title"'}, [], monkeypatch)
+    assert "input.text_fields (environment variable NEARDUP_INPUT__TEXT_FIELDS)" in text
+    assert "JSON list" in text
