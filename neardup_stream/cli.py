@@ -40,11 +40,11 @@ from neardup_stream.parsing import ParseError, parse_document
 from neardup_stream.settings import EngineSettings
 from neardup_stream.settings_errors import (
     format_problems,
-    given_flags,
     problems,
     unknown_variables,
     unparsable,
 )
+from neardup_stream.settings_fields import given_flags
 
 BATCH = 512
 PLUGIN_GROUP = "neardup_stream.commands"

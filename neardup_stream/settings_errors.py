@@ -6,26 +6,27 @@ variable, or the default), what is accepted, and for an unknown name the nearest
 It also finds `NEARDUP_*` variables that match no setting at all (pydantic-settings ignores
 them silently, e.g. `NEARDUP_DEDUP_THRESHOLD` with one underscore), so the caller can warn.
 
-Names: a setting `section.field` is the variable `NEARDUP_SECTION__FIELD` (case-insensitive,
-as pydantic-settings reads it) and, where a flag sets it, that flag.
+Names and accepted values come from `settings_fields`.
 """
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import re
-import types
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Union, get_args, get_origin
 
-import annotated_types
-from pydantic import BaseModel, SecretStr, ValidationError
+from pydantic import BaseModel, ValidationError
 
-PREFIX = "NEARDUP_"
-# Variables read outside the settings models (start-up, tests): never reported as unknown.
-OTHER_VARIABLES = frozenset({"NEARDUP_FAILPOINTS", "NEARDUP_JIT_CACHE_SEED", "NEARDUP_CACHE_DIR"})
+from neardup_stream.settings_fields import (
+    OTHER_VARIABLES,
+    PREFIX,
+    accepted,
+    env_name,
+    field_info,
+    known_variables,
+    submodel,
+)
 
 
 @dataclass(frozen=True)
@@ -46,108 +47,6 @@ class SettingsProblem:
         if self.suggestion:
             text += f"; did you mean {self.suggestion}?"
         return text
-
-
-def env_name(path: tuple[str, ...]) -> str:
-    """`('dedup', 'threshold')` -> `NEARDUP_DEDUP__THRESHOLD`."""
-    return PREFIX + "__".join(part.upper() for part in path)
-
-
-def flag_names(
-    parser: argparse.ArgumentParser, overrides: Callable[[argparse.Namespace], Any]
-) -> dict[str, str]:
-    """Setting path -> flag, found by running `overrides` (args -> `with_overrides` sections)
-    on a namespace whose every value is its own flag."""
-    names = argparse.Namespace()
-    for action in parser._actions:
-        long = [s for s in action.option_strings if s.startswith("--")]
-        if long and action.dest != "help":
-            setattr(names, action.dest, long[0])
-    found = {}
-    for section, values in overrides(names).items():
-        for field, flag in values.items():
-            if isinstance(flag, str) and flag.startswith("--"):
-                found[f"{section}.{field}"] = flag
-    return found
-
-
-def given_flags(
-    parser: argparse.ArgumentParser,
-    overrides: Callable[[argparse.Namespace], Any],
-    args: argparse.Namespace,
-) -> dict[str, str]:
-    """Setting path -> flag, for the flags present in `args`."""
-    names = flag_names(parser, overrides)
-    given = {
-        f"{section}.{field}"
-        for section, values in overrides(args).items()
-        for field, value in values.items()
-        if value is not None
-    }
-    return {path: flag for path, flag in names.items() if path in given}
-
-
-def _field(model: type[BaseModel], path: tuple[str, ...]) -> Any:
-    """The pydantic FieldInfo at `path`, or None."""
-    info = None
-    for part in path:
-        if model is None or part not in model.model_fields:
-            return None
-        info = model.model_fields[part]
-        model = _submodel(info.annotation)  # type: ignore[assignment]
-    return info
-
-
-def _submodel(annotation: Any) -> type[BaseModel] | None:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-        return annotation
-    return None
-
-
-def _kind(annotation: Any) -> tuple[str, bool]:
-    """Words for a type, and whether it may be unset."""
-    origin = get_origin(annotation)
-    if origin in (Union, types.UnionType):
-        options = [a for a in get_args(annotation) if a is not type(None)]
-        word, _ = _kind(options[0]) if len(options) == 1 else ("a value", False)
-        return word, True
-    if origin is Literal:
-        return "one of " + ", ".join(str(v) for v in get_args(annotation)), False
-    words = {
-        int: "an integer",
-        float: "a number",
-        bool: "true or false",
-        str: "text",
-        SecretStr: "text (a secret)",
-    }
-    if origin is tuple:
-        return "comma-separated names", False
-    return words.get(annotation, getattr(annotation, "__name__", "a value")), False
-
-
-def accepted(model: type[BaseModel], path: tuple[str, ...]) -> str | None:
-    """What the field at `path` accepts, e.g. "an integer from 1 to 32"."""
-    info = _field(model, path)
-    if info is None or _submodel(info.annotation) is not None:
-        return None
-    word, optional = _kind(info.annotation)
-    bounds: dict[str, Any] = {}
-    for item in info.metadata:
-        for name in ("ge", "gt", "le", "lt", "min_length"):
-            if isinstance(item, annotated_types.BaseMetadata) and hasattr(item, name):
-                bounds[name] = getattr(item, name)
-    low = ("ge", bounds["ge"]) if "ge" in bounds else ("gt", bounds.get("gt"))
-    high = ("le", bounds["le"]) if "le" in bounds else ("lt", bounds.get("lt"))
-    if low[1] is not None and high[1] is not None and low[0] == "ge" and high[0] == "le":
-        word += f" from {low[1]} to {high[1]}"
-    else:
-        signs = {"ge": ">=", "gt": ">", "le": "<=", "lt": "<"}
-        parts = [f"{signs[k]} {v}" for k, v in (low, high) if v is not None]
-        if parts:
-            word += " " + " and ".join(parts)
-    if bounds.get("min_length"):
-        word = "non-empty " + word
-    return word + (" (or unset)" if optional else "")
 
 
 def _env_lookup(environ: Mapping[str, str]) -> dict[str, str]:
@@ -184,8 +83,8 @@ def problems(
         if error["type"] == "extra_forbidden":
             found.append(_unknown(model, path, flags, environ))
             continue
-        info = _field(model, path)
-        sub = _submodel(info.annotation) if info is not None else model if not path else None
+        info = field_info(model, path)
+        sub = submodel(info.annotation) if info is not None else model if not path else None
         if sub is not None:  # a check across fields: name the fields its message mentions
             found.extend(_across(sub, path, _strip(error["msg"]), flags, environ))
             continue
@@ -222,8 +121,8 @@ def _unknown(
     flags: Mapping[str, str],
     environ: Mapping[str, str],
 ) -> SettingsProblem:
-    parent = _field(model, path[:-1]) if len(path) > 1 else None
-    sub = _submodel(parent.annotation) if parent is not None else model
+    parent = field_info(model, path[:-1]) if len(path) > 1 else None
+    sub = submodel(parent.annotation) if parent is not None else model
     known = list(sub.model_fields) if sub is not None else []
     near = difflib.get_close_matches(path[-1], known, n=1, cutoff=0.6)
     source = source_of(path, flags, environ)
@@ -232,17 +131,6 @@ def _unknown(
         better = (*path[:-1], near[0])
         suggestion = env_name(better) if source.startswith("environment") else ".".join(better)
     return SettingsProblem(".".join(path), source, "no such setting", None, suggestion)
-
-
-def known_variables(model: type[BaseModel]) -> dict[str, tuple[str, ...]]:
-    """Every environment variable `model` reads -> its setting path."""
-    names: dict[str, tuple[str, ...]] = {}
-    for name, info in model.model_fields.items():
-        names[env_name((name,))] = (name,)
-        sub = _submodel(info.annotation)
-        for field in sub.model_fields if sub is not None else ():
-            names[env_name((name, field))] = (name, field)
-    return names
 
 
 def unknown_variables(

@@ -23,7 +23,7 @@ from pydantic_core import PydanticUndefined
 
 from neardup_stream.cli import build_parser as cli_parser
 from neardup_stream.options import engine_overrides
-from neardup_stream.settings_errors import OTHER_VARIABLES, accepted, env_name, flag_names
+from neardup_stream.settings_fields import OTHER_VARIABLES, accepted, env_name, flag_names
 from worker.main import build_parser as worker_parser
 from worker.main import flag_overrides
 from worker.settings import Settings

@@ -24,11 +24,11 @@ from neardup_stream import __version__
 from neardup_stream.options import add_engine_flags, add_input_flags, engine_overrides
 from neardup_stream.settings_errors import (
     format_problems,
-    given_flags,
     problems,
     unknown_variables,
     unparsable,
 )
+from neardup_stream.settings_fields import given_flags
 from worker.cluster.replica import Replica
 from worker.loop import Worker
 from worker.metrics import MetricsServer, build_metrics

@@ -76,7 +76,7 @@ def test_settings_reference_is_current() -> None:
 
 
 def test_settings_reference_names_every_setting_and_flag() -> None:
-    from neardup_stream.settings_errors import known_variables
+    from neardup_stream.settings_fields import known_variables
     from tools.settings_reference import render
     from worker.main import build_parser
     from worker.settings import Settings
