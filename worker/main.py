@@ -22,6 +22,7 @@ from neardup_stream.options import add_engine_flags, add_input_flags, engine_ove
 from worker.cluster.replica import Replica
 from worker.loop import Worker
 from worker.metrics import MetricsServer, build_metrics
+from worker.security_errors import EXIT_CONFIG, SecurityFailure
 from worker.settings import Settings
 
 log = logging.getLogger("worker")
@@ -142,6 +143,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         signal.signal(sig, on_signal)
     try:
         worker.run()
+    except SecurityFailure as exc:  # a configuration error: said once, no traceback
+        log.error("%s", exc)
+        return EXIT_CONFIG
     finally:
         if server is not None:
             server.stop()
