@@ -122,6 +122,17 @@ def test_decides_every_document_exactly_once_over_sasl_ssl(
         assert worker.stop() == 0, worker.log()
 
 
+def exit_log(worker: WorkerProcess) -> str:
+    """Start `worker`; its whole log once it exited, as it must, with EXIT_CONFIG."""
+    worker.start()
+    try:
+        assert worker.wait_exit(120) == EXIT_CONFIG, worker.log()
+    finally:
+        if worker.alive():  # it kept retrying: the failure above says so
+            worker.kill()
+    return worker.log_path.read_text()
+
+
 def untrusted_ca(directory: Path) -> Path:
     """A CA that did not sign the broker's certificate."""
     ca = directory / "other-ca.pem"
@@ -148,9 +159,8 @@ def test_wrong_credentials_end_start_up_with_one_clear_error(
         cluster,
         NEARDUP_KAFKA__SASL_PASSWORD=wrong,
         NEARDUP_KAFKA__REQUEST_TIMEOUT_MS="10000",
-    ).start()
-    assert worker.wait_exit(120) == EXIT_CONFIG, worker.log()
-    log = worker.log_path.read_text()
+    )
+    log = exit_log(worker)
     user = sasl_ssl_kafka["NEARDUP_KAFKA__SASL_USERNAME"]
     errors = [line for line in log.splitlines() if "SASL authentication failed" in line]
     assert len(errors) == 1, log
@@ -173,9 +183,8 @@ def test_an_untrusted_certificate_ends_start_up_with_one_clear_error(
         cluster,
         NEARDUP_KAFKA__SSL_CAFILE=str(ca),
         NEARDUP_KAFKA__REQUEST_TIMEOUT_MS="10000",
-    ).start()
-    assert worker.wait_exit(120) == EXIT_CONFIG, worker.log()
-    log = worker.log_path.read_text()
+    )
+    log = exit_log(worker)
     errors = [
         line
         for line in log.splitlines()
