@@ -348,10 +348,12 @@ port_owner() { # $1 = port; describes the local kafka.Kafka process listening th
         [[ -r "$props" ]] || continue
         grep -Eq "^listeners=.*:$1(,|\$)" "$props" || continue
         dir="$(dirname "$(dirname "$props")")"
-        if [[ -f "$dir/$LIB_OWNER_FILE_NAME" ]]; then
-            owner="the checkout $(<"$dir/$LIB_OWNER_FILE_NAME")"
-        else
+        if [[ ! -f "$dir/$LIB_OWNER_FILE_NAME" ]]; then
             owner="an older kafka.sh (no checkout recorded)"
+        elif [[ "$(<"$dir/$LIB_OWNER_FILE_NAME")" == "$LIB_REPO_ROOT" ]]; then
+            owner="this checkout, started with another KAFKA_DATA_DIR"
+        else
+            owner="the checkout $(<"$dir/$LIB_OWNER_FILE_NAME"), not this one ($LIB_REPO_ROOT)"
         fi
         printf 'a Kafka broker (pid %s, data dir %s) of %s\n' "${p#/proc/}" "$dir" "$owner"
         return 0
@@ -364,9 +366,9 @@ refuse_taken_ports() {
     for p in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
         port_open "$KAFKA_HOST" "$p" || continue
         if who="$(port_owner "$p")"; then
-            die "port $KAFKA_HOST:$p is served by $who; it is not this checkout's" \
-                "($LIB_REPO_ROOT) and is left alone: use it with KAFKA_BOOTSTRAP_SERVERS," \
-                "stop it from its checkout, or set another KAFKA_PORT"
+            die "port $KAFKA_HOST:$p is served by $who; it is left alone (not reused, not" \
+                "stopped): use it with KAFKA_BOOTSTRAP_SERVERS, stop it from its checkout with" \
+                "its KAFKA_DATA_DIR, or set another KAFKA_PORT"
         fi
         die "port $KAFKA_HOST:$p is already in use by another process (set KAFKA_PORT / KAFKA_CONTROLLER_PORT)"
     done
