@@ -20,7 +20,7 @@ from typing import TypeVar
 
 from kafka import TopicPartition
 
-from worker import clients, retry, snapshots, topics
+from worker import clients, retry, security_errors, snapshots, topics
 from worker.decide import BatchOutput, InputRecord, Source, Unrecordable, decide
 from worker.indexes import PartitionIndexes
 from worker.metrics import Metrics, account, index_gauges
@@ -181,7 +181,8 @@ class Worker:
         return retry.backoff_s(self.settings.worker.retry_backoff_max_s, attempt)
 
     def _until_stopped(self, action: Callable[[], T]) -> T | None:
-        return retry.until_stopped(self._stop, self._backoff, action)
+        checked = security_errors.checked(self.settings.kafka, action)
+        return retry.until_stopped(self._stop, self._backoff, checked)
 
     def _retry(self, action: Callable[[], None]) -> None:
         attempt = 0

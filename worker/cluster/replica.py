@@ -9,7 +9,7 @@ from typing import Any
 
 from kafka import KafkaAdminClient
 
-from worker import clients, retry, topics
+from worker import clients, retry, security_errors, topics
 from worker.cluster.edge import EdgeRole
 from worker.cluster.gather import GatherRole
 from worker.cluster.shard import ShardRole
@@ -91,7 +91,8 @@ class Replica:
     def run(self) -> None:
         s = self.settings
         delay = functools.partial(retry.backoff_s, s.worker.retry_backoff_max_s)
-        layout = retry.until_stopped(self._stop, delay, lambda: _ensure_all_topics(s))
+        ensure = security_errors.checked(s.kafka, lambda: _ensure_all_topics(s))
+        layout = retry.until_stopped(self._stop, delay, ensure)
         if layout is None:
             return
         rules = layout.decide_rules(s)
