@@ -16,7 +16,6 @@ import os
 import re
 import subprocess
 import sys
-import tomllib
 import uuid
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from tests.integration.harness import REPO_ROOT
 
 pytestmark = pytest.mark.integration
 
-USER_SUITE = '''
+USER_SUITE = """
 import pytest
 
 TEXT = (
@@ -52,7 +51,7 @@ def test_NAME(neardup_worker, n):
     }
     copy = next(o for o in got if o.id == mine[1]).json()
     assert copy["duplicate_of"] == mine[0]
-'''
+"""
 
 
 def plugin_on_path(tmp_path: Path) -> dict[str, str]:
@@ -60,8 +59,13 @@ def plugin_on_path(tmp_path: Path) -> dict[str, str]:
     one, or else one declared as in pyproject.toml (an editable install made before the
     entry point existed does not list it)."""
     env = dict(os.environ)
-    declared = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
-    value = declared["project"]["entry-points"]["pytest11"]["neardup_stream"]
+    declared = re.search(
+        r'^\[project\.entry-points\.pytest11\]\s*^neardup_stream = "([^"]+)"',
+        (REPO_ROOT / "pyproject.toml").read_text(),
+        re.MULTILINE,
+    )
+    assert declared is not None, "pyproject.toml declares no pytest11 entry point"
+    value = declared.group(1)
     installed = {ep.value for ep in importlib.metadata.entry_points(group="pytest11")}
     if value not in installed:
         info = tmp_path / "site" / "neardup_kit_entry_point-0.dist-info"
@@ -83,8 +87,10 @@ def test_twenty_user_tests_share_one_broker_without_cross_talk(
     env = plugin_on_path(tmp_path)
     env.pop("KAFKA_BOOTSTRAP_SERVERS", None)  # the option below must be what is used
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", str(suite), "-q", "-p", "no:cacheprovider"]
-        + ["--neardup-bootstrap", kafka_bootstrap, "--rootdir", str(suite.parent)],
+        [
+            *(sys.executable, "-m", "pytest", str(suite), "-q", "-p", "no:cacheprovider"),
+            *("--neardup-bootstrap", kafka_bootstrap, "--rootdir", str(suite.parent)),
+        ],
         cwd=suite.parent,
         env=env,
         capture_output=True,

@@ -126,7 +126,8 @@ class BrokerWorker:
         """Produce documents as JSON, keyed by their `id`; returns how many were sent."""
         assert self._producer is not None
         n = 0
-        for n, doc in enumerate(docs, 1):
+        for doc in docs:
+            n += 1
             key = None if doc.get("id") is None else str(doc["id"]).encode()
             self._producer.send(self.settings.topics.input, value=json.dumps(doc).encode(), key=key)
         self._producer.flush()

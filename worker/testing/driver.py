@@ -9,18 +9,20 @@ handled as the loop does (rebuild the touched partitions from the changelog reco
 `worker.rejections.Rejections`). What the driver returns is what one transaction per batch
 would commit to the unique, duplicate and dead-letter topics, in send order.
 
-Order and determinism. Within one input partition the outputs follow the input's order, as
-in the worker. A `send_many` call is one poll of the worker (split at `worker.max_batch`):
-its records are decided partition by partition in order of first appearance, which is how
-the worker interleaves partitions within one poll; a real worker's polls can cut a stream
-elsewhere, so compare across input partitions per partition (or use one partition). Output
-partitions are left to the producer's partitioner (`OutputRecord.partition` is None), as
-in the worker; with one output partition (the default `topics.partitions=1`) a topic's order
-is the send order. The same inputs in the same order give the same outputs, except the dead
-letter's `at` (the wall clock when it was built), and, for inputs sent with
-`timestamp_ms=-1` (no record time) or with times ahead of the wall clock, event times taken
-from the wall clock. Inputs without a timestamp get the driver's clock (`clock_ms`, starting
-at `DEFAULT_START_MS`, moved by `advance`), as a producer stamps with its own clock.
+Order and determinism. The returned records are in the order the worker sends them: per
+batch and input partition, the dead letters of admission (unparsable, too large) first, then
+the decisions, each group in input order; so every output topic holds its records in input
+order. A `send_many` call is one poll of the worker (split at `worker.max_batch`): its input
+partitions are decided in order of first appearance, as the worker does within one poll; a
+real worker's polls can cut a stream elsewhere, so across input partitions compare per
+partition (or use one). Decisions depend only on each partition's input order, never on
+batch boundaries. Output partitions are left to the producer's partitioner
+(`OutputRecord.partition` is None), as in the worker; with one output partition (the default
+`topics.partitions=1`) a topic's order is the send order. The same inputs in the same order
+give the same outputs, except the dead letter's `at` (the wall clock when it was built), and
+event times taken from the wall clock for inputs sent with `timestamp_ms=-1` (no record
+time) or stamped ahead of it. Inputs without a timestamp get the driver's clock (`clock_ms`,
+starting at `DEFAULT_START_MS`, moved by `advance`), as a producer stamps with its own.
 
 Topic limits the worker reads from the broker (`max.message.bytes` of the unique and
 changelog topics) are those of topics the worker creates (`worker.output_max_message_bytes`)
