@@ -2,7 +2,10 @@
 
 The demo sample (460 news documents with near-duplicates, and the 2 malformed messages the
 demo produces: invalid JSON and a missing text) goes once through `worker.testing.Driver` and
-once through `python -m worker` on the real broker, with the same keys and record timestamps.
+once through `python -m worker` on the real broker, with the same keys and record timestamps;
+once as the single worker, once as a scale-out replica (`--cluster`, 6 home shards). Both
+bound the index to 30 documents, which the sharded index applies per shard: the two modes
+then decide differently (checked), so each comparison shows the driver took its mode's path.
 Every output topic is compared in order: key, value and headers. The one field that cannot be
 equal is a dead letter's `at` (the wall clock when the worker built it); it is checked to be
 an ISO time and blanked on both sides, everything else must be identical bytes.
@@ -42,18 +45,40 @@ def demo_messages() -> list[InputMessage]:
     return out
 
 
-def settings_for(topics: Topics) -> Settings:
-    return Settings().with_overrides(
-        {
-            "topics": {
-                "input": topics.input,
-                "unique": topics.unique,
-                "duplicate": topics.duplicate,
-                "dlq": topics.dlq,
-                "changelog": topics.changelog,
-            }
-        }
-    )
+SHARDS = 6
+MAX_DOCS = 30  # a bound the single and the sharded index apply differently (per shard)
+
+
+def cluster_env(topics: Topics) -> dict[str, str]:
+    """A scale-out worker's internal topics (fresh) and home shards, as its environment."""
+    return {
+        "NEARDUP_CLUSTER__FINGERPRINTS": f"{topics.input}.fingerprints",
+        "NEARDUP_CLUSTER__VOTES": f"{topics.input}.votes",
+        "NEARDUP_CLUSTER__SHARDS": f"{topics.input}.shards",
+        "NEARDUP_CLUSTER__SHARD_CHANGELOG": f"{topics.input}.shard-changelog",
+        "NEARDUP_CLUSTER__GATHER_CHANGELOG": f"{topics.input}.gather-changelog",
+        "NEARDUP_DEDUP__HOME_SHARDS": str(SHARDS),
+    }
+
+
+def settings_for(topics: Topics, cluster: bool) -> Settings:
+    overrides: dict[str, dict[str, object]] = {
+        "topics": {
+            "input": topics.input,
+            "unique": topics.unique,
+            "duplicate": topics.duplicate,
+            "dlq": topics.dlq,
+            "changelog": topics.changelog,
+        },
+        "dedup": {"max_docs": MAX_DOCS},
+    }
+    if cluster:  # the driver needs no internal topics; the same settings as the worker's
+        env = cluster_env(topics)
+        overrides["cluster"] = {"enabled": True}
+        for name in ("fingerprints", "votes", "shards", "shard_changelog", "gather_changelog"):
+            overrides["cluster"][name] = env[f"NEARDUP_CLUSTER__{name.upper()}"]
+        overrides["dedup"]["home_shards"] = SHARDS
+    return Settings().with_overrides(overrides)
 
 
 def comparable(topic: str, key: bytes | None, value: bytes, headers: object) -> tuple:
@@ -66,11 +91,12 @@ def comparable(topic: str, key: bytes | None, value: bytes, headers: object) -> 
     return topic, key, value, [(k, bytes(v)) for k, v in headers]  # type: ignore[attr-defined]
 
 
+@pytest.mark.parametrize("cluster", [False, True], ids=["single", "cluster"])
 def test_driver_matches_a_real_worker_byte_for_byte(
-    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path, cluster: bool
 ) -> None:
     messages = demo_messages()
-    driver = Driver(settings_for(topics))
+    driver = Driver(settings_for(topics, cluster))
     predicted = driver.send_many(messages)
     assert len(predicted) == len(messages)  # one outcome each
     by_topic: dict[str, list[OutputRecord]] = {}
@@ -78,8 +104,21 @@ def test_driver_matches_a_real_worker_byte_for_byte(
         by_topic.setdefault(r.topic, []).append(r)
     assert set(by_topic) == {topics.unique, topics.duplicate, topics.dlq}
     assert len(by_topic[topics.dlq]) == 2  # the demo's malformed messages
+    other_mode = Driver(settings_for(topics, not cluster)).send_many(messages)
+    differ = sum(
+        (a.topic, a.headers) != (b.topic, b.headers)
+        for a, b in zip(predicted, other_mode, strict=True)
+    )
+    assert differ > 0, "both modes decide alike here: the comparison would not tell them apart"
 
-    worker = WorkerProcess(kafka_bootstrap, topics, "g-" + topics.input, tmp_path / "w.log")
+    worker = WorkerProcess(
+        kafka_bootstrap,
+        topics,
+        "g-" + topics.input,
+        tmp_path / "w.log",
+        extra=["--cluster"] if cluster else [],
+        env={"NEARDUP_DEDUP__MAX_DOCS": str(MAX_DOCS), **(cluster_env(topics) if cluster else {})},
+    )
     worker.start()
     try:
         worker.wait_ready()

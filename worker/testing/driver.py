@@ -27,13 +27,15 @@ starting at `DEFAULT_START_MS`, moved by `advance`), as a producer stamps with i
 Topic limits the worker reads from the broker (`max.message.bytes` of the unique and
 changelog topics) are those of topics the worker creates (`worker.output_max_message_bytes`)
 unless `topic_limits` names others. Broker-side failures (a rejected send, an outage) do not
-exist here. `--cluster` settings are refused (see docs/testing.md).
+exist here. With `cluster.enabled` the scale-out roles' steps run instead of the loop's
+(`worker.testing.cluster`): decisions are those of offline `dedup --home-shards`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.records import FingerprintRecord
@@ -48,6 +50,9 @@ from worker.decide import (
 )
 from worker.rejections import Rejections
 from worker.settings import Settings
+
+if TYPE_CHECKING:
+    from worker.testing.cluster import ClusterPipeline
 
 DEFAULT_START_MS = 1_704_067_200_000  # 2024-01-01T00:00:00Z
 Headers = tuple[tuple[str, bytes | None], ...]
@@ -86,13 +91,13 @@ class Driver:
         topic_limits: Mapping[str, int] | None = None,
         start_ms: int = DEFAULT_START_MS,
     ) -> None:
-        if settings.cluster.enabled:
-            raise ValueError(
-                "cluster.enabled: the driver models the single worker; scale-out decisions "
-                "(dedup.home_shards) are not driven here yet"
-            )
         self.settings = settings
         self.rules = driver_rules(settings, topic_limits or {})
+        self.cluster: ClusterPipeline | None = None
+        if settings.cluster.enabled:
+            from worker.testing.cluster import ClusterPipeline
+
+            self.cluster = ClusterPipeline(settings, self.rules)
         self.clock_ms = start_ms
         self.indexes: dict[int, Deduplicator] = {}
         self.rejected = Rejections(settings.topics.dlq)
@@ -148,6 +153,13 @@ class Driver:
 
     def _batch(self, records: list[InputRecord]) -> list[OutputRecord]:
         """Decide like the loop: a batch the engine fails on is bisected and replayed."""
+        if self.cluster is not None:
+            out = [
+                OutputRecord(m.topic, m.key, m.value, tuple(m.headers), m.partition, source)
+                for m, source in self.cluster.batch(records)
+            ]
+            self.published += out
+            return out
         published: list[OutputRecord] = []
         failures, pending = 0, records
         while pending:

@@ -6,15 +6,20 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
+from neardup_stream.models import Document
+from neardup_stream.parsing import parse_document
 from neardup_stream.records import FingerprintRecord
+from neardup_stream.sharded.deduplicator import ShardedDeduplicator
 from worker import changelog
 from worker.decide import Source
 from worker.settings import Settings
 from worker.testing import DEFAULT_START_MS, Driver, InputMessage
 
+SAMPLE = Path(__file__).resolve().parents[4] / "deploy" / "local" / "demo" / "sample.jsonl"
 TEXT = "the quick brown fox jumps over the lazy dog near the river bank " * 4
 OTHER = "an entirely different sentence about harbours, ships and container terminals " * 4
 AT = re.compile(rb'"at":"[^"]*"')
@@ -142,10 +147,31 @@ def test_an_unrecordable_input_is_dead_lettered_and_left_out_of_the_index() -> N
     assert len(driver.indexes[0]) == 2
 
 
+def test_cluster_settings_decide_like_offline_sharded_dedup() -> None:
+    """`cluster.enabled`: the edge, shard and gather steps, i.e. `dedup --home-shards`. The
+    index bound applies per shard there, so on the demo sample the modes decide differently."""
+    engine = {"home_shards": 6, "max_docs": 30}
+    s = settings(cluster={"enabled": True}, dedup=engine)
+    lines = [line for line in SAMPLE.read_bytes().splitlines() if line.strip()]
+    messages = [InputMessage(line, f"k{i}".encode()) for i, line in enumerate(lines)]
+    out = Driver(s).send_many(messages)
+    dead = [o for o in out if o.topic == s.topics.dlq]
+    assert out[: len(dead)] == dead and len(dead) == 2  # the edge publishes them first
+    got = [(o.key, dict(o.headers).get("neardup.duplicate_of")) for o in out[2:]]
+
+    parsed = [parse_document(line) for line in lines]
+    docs = [d for d in parsed if isinstance(d, Document)]
+    times = [DEFAULT_START_MS / 1000] * len(docs)
+    offline = ShardedDeduplicator(s.dedup).process(docs, times=times)
+    assert got == [(d.id.encode(), d.duplicate_of and d.duplicate_of.encode()) for d in offline]
+
+    single = Driver(settings(dedup={"max_docs": 30})).send_many(messages)
+    assert [o.headers for o in single[2:]] != [o.headers for o in out[2:]]
+
+
 @pytest.mark.parametrize(
     ("driver_settings", "message", "named"),
     [
-        (settings(cluster={"enabled": True}), None, "cluster.enabled"),
         (settings(), InputMessage(b"{}", topic="elsewhere"), "topics.input"),
         (settings(), InputMessage(b"{}", partition=1), "topics.partitions"),
     ],
