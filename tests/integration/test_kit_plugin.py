@@ -6,7 +6,8 @@ does. Every one of its 20 tests sends the same texts under its own ids through t
 `neardup_worker` fixture and asserts that exactly its own outcomes arrive, decided against
 an index of its own only: the first text is unique in every test (with a shared index or
 shared topics it would be a duplicate of another test's document, or foreign ids would
-arrive). Afterwards no topic of the suite is left on the broker.
+arrive). The example test of docs/testing.md runs in the same session. Afterwards no topic
+of the suite is left on the broker.
 """
 
 from __future__ import annotations
@@ -54,6 +55,14 @@ def test_NAME(neardup_worker, n):
 """
 
 
+def docs_example() -> str:
+    """The complete example test of docs/testing.md."""
+    text = (REPO_ROOT / "docs" / "testing.md").read_text()
+    found = re.search(r"```python\n(# tests/test_dedup_stage\.py\n.*?)```", text, re.DOTALL)
+    assert found is not None, "docs/testing.md lost its example test"
+    return found.group(1)
+
+
 def plugin_on_path(tmp_path: Path) -> dict[str, str]:
     """The environment of a pytest that finds the plugin by its entry point: the installed
     one, or else one declared as in pyproject.toml (an editable install made before the
@@ -84,11 +93,15 @@ def test_twenty_user_tests_share_one_broker_without_cross_talk(
     suite = tmp_path / "users" / f"test_{name}.py"
     suite.parent.mkdir()
     suite.write_text(USER_SUITE.replace("NAME", name))
+    example = docs_example()
+    (suite.parent / f"test_{name}_docs_example.py").write_text(example)
+    expected = 20 + example.count("\ndef test_")
     env = plugin_on_path(tmp_path)
+    before = topics_on(kafka_bootstrap)
     env.pop("KAFKA_BOOTSTRAP_SERVERS", None)  # the option below must be what is used
     run = subprocess.run(
         [
-            *(sys.executable, "-m", "pytest", str(suite), "-q", "-p", "no:cacheprovider"),
+            *(sys.executable, "-m", "pytest", str(suite.parent), "-q", "-p", "no:cacheprovider"),
             *("--neardup-bootstrap", kafka_bootstrap, "--rootdir", str(suite.parent)),
         ],
         cwd=suite.parent,
@@ -100,11 +113,16 @@ def test_twenty_user_tests_share_one_broker_without_cross_talk(
     )
     report = run.stdout[-6000:] + run.stderr[-3000:]
     assert run.returncode == 0, report
-    assert re.search(r"\b20 passed\b", run.stdout), report
+    assert re.search(rf"\b{expected} passed\b", run.stdout), report
 
-    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    ours = (f"nd-test_{name}", *(f"nd-{t}-" for t in re.findall(r"def (test_\w+)", example)))
+    left = sorted(t for t in topics_on(kafka_bootstrap) - before if t.startswith(ours))
+    assert left == [], "the fixture's teardown left topics behind"
+
+
+def topics_on(bootstrap: str) -> set[str]:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
-        left = [t for t in admin.list_topics() if name in t]
+        return set(admin.list_topics())
     finally:
         admin.close()
-    assert left == [], "the fixture's teardown left topics behind"

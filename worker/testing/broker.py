@@ -113,12 +113,17 @@ class BrokerWorker:
         key: bytes | None = None,
         headers: Sequence[tuple[str, bytes]] = (),
         timestamp_ms: int | None = None,
+        partition: int | None = None,
     ) -> None:
         """Produce one message to the worker's input topic (sent before this returns)."""
         assert self._producer is not None
-        topic = self.settings.topics.input
         self._producer.send(
-            topic, value=value, key=key, headers=list(headers), timestamp_ms=timestamp_ms
+            self.settings.topics.input,
+            value=value,
+            key=key,
+            headers=list(headers),
+            timestamp_ms=timestamp_ms,
+            partition=partition,
         )
         self._producer.flush()
 

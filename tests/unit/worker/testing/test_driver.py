@@ -198,3 +198,10 @@ def test_the_kit_imports_no_kafka_client_until_a_broker_fixture_is_used() -> Non
     code = "import sys, worker.testing, worker.testing.plugin; print('kafka' in sys.modules)"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert run.stdout.strip() == "False"
+
+
+def test_the_driver_example_of_the_docs_runs() -> None:
+    text = (SAMPLE.parents[3] / "docs" / "testing.md").read_text()
+    block = re.search(r"## The driver.*?```python\n(.*?)```", text, re.DOTALL)
+    assert block is not None, "docs/testing.md lost its driver example"
+    exec(compile(block.group(1), "docs/testing.md", "exec"), {})
