@@ -6,9 +6,23 @@
 * the pytest plugin (`worker.testing.plugin`, registered as a `pytest11` entry point):
   `neardup_driver`, and `neardup_worker` against the broker of the user's session.
 
-Importing this package never imports the Kafka client; only the broker fixtures do.
+Importing this package never imports the Kafka client; only the broker fixtures do. Its
+names load on first use, so pytest loading the plugin in every session costs nothing until
+a fixture is used.
 """
 
-from worker.testing.driver import DEFAULT_START_MS, Driver, InputMessage, OutputRecord
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from worker.testing.driver import DEFAULT_START_MS, Driver, InputMessage, OutputRecord
 
 __all__ = ["DEFAULT_START_MS", "Driver", "InputMessage", "OutputRecord"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        return getattr(importlib.import_module("worker.testing.driver"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

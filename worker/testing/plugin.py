@@ -13,7 +13,8 @@ Fixtures (see docs/testing.md for a complete example):
   on topics and a group of its own for this test, ready when the test starts; teardown stops
   it cleanly and deletes its topics and group.
 
-The Kafka client is imported only when `neardup_worker` is used.
+This module imports only pytest: the engine is imported when `neardup_settings` or
+`neardup_driver` is used, the Kafka client only when `neardup_worker` is.
 """
 
 from __future__ import annotations
@@ -24,11 +25,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from worker.settings import Settings
-from worker.testing.driver import Driver
-
 if TYPE_CHECKING:
+    from worker.settings import Settings
     from worker.testing.broker import BrokerWorker
+    from worker.testing.driver import Driver
 
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
 
@@ -51,12 +51,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture
 def neardup_settings() -> Settings:
     """The settings the kit's fixtures start from; override to configure the engine."""
+    from worker.settings import Settings
+
     return Settings()
 
 
 @pytest.fixture
 def neardup_driver(neardup_settings: Settings) -> Callable[..., Driver]:
     """Factory of broker-free drivers: `neardup_driver(settings=None, **driver_args)`."""
+    from worker.testing.driver import Driver
 
     def make(settings: Settings | None = None, **driver_args: Any) -> Driver:
         return Driver(neardup_settings if settings is None else settings, **driver_args)
