@@ -12,6 +12,7 @@ import urllib.request
 from collections.abc import Callable
 
 import pytest
+from kafka import KafkaAdminClient
 
 from worker.embedded import EmbeddedWorker
 from worker.settings import Settings
@@ -92,3 +93,25 @@ def test_two_embedded_workers_in_one_process(kafka_bootstrap: str) -> None:
             one.close()
         if two is not None:
             two.close()
+
+
+def test_a_scale_out_worker_gets_its_own_internal_topics_and_leaves_none(
+    kafka_bootstrap: str,
+) -> None:
+    base = Settings().with_overrides({"cluster": {"enabled": True}, "dedup": {"home_shards": 3}})
+    settings = fresh_settings(base, kafka_bootstrap, "embedded-cluster")
+    internal = {settings.cluster.fingerprints, settings.cluster.votes, settings.cluster.shards}
+    assert all(name.startswith(settings.topics.input) for name in internal)
+    worker = BrokerWorker.start(settings)
+    try:
+        worker.send_documents(docs("c", 3))
+        got = worker.wait_for(3, timeout=120)
+        assert sorted(o.kind for o in got) == ["duplicate", "duplicate", "unique"]
+    finally:
+        worker.close()
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    try:
+        left = [t for t in admin.list_topics() if t.startswith(settings.topics.input)]
+    finally:
+        admin.close()
+    assert left == []

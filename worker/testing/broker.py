@@ -27,6 +27,9 @@ from worker.embedded import EmbeddedWorker
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
+# The scale-out roles' internal topics (`ClusterSettings`) and consumer-group suffixes.
+CLUSTER_TOPICS = ("fingerprints", "votes", "shards", "shard_changelog", "gather_changelog")
+CLUSTER_ROLES = ("edge", "shards", "gather")
 
 
 class Outcome(NamedTuple):
@@ -65,6 +68,7 @@ def fresh_settings(base: Settings, bootstrap: str, name: str) -> Settings:
                 "changelog": f"{prefix}.changelog",
             },
             "worker": {"group_id": f"{prefix}-group", "instance_id": "kit"},
+            "cluster": {name: f"{prefix}.{name}" for name in CLUSTER_TOPICS},
             "metrics": {"port": 0},
         }
     )
@@ -170,17 +174,23 @@ class BrokerWorker:
 
 
 def delete_everything(settings: Settings) -> None:
-    """Delete the topics and the consumer group of `settings` (those that exist)."""
-    t = settings.topics
+    """Delete the topics and consumer groups of `settings` (those that exist), the scale-out
+    roles' too when `cluster.enabled`."""
+    t, group = settings.topics, settings.worker.group_id
+    names = {t.input, t.unique, t.duplicate, t.dlq, t.changelog}
+    groups = [group]
+    if settings.cluster.enabled:
+        names |= {getattr(settings.cluster, name) for name in CLUSTER_TOPICS}
+        groups += [f"{group}-{role}" for role in CLUSTER_ROLES]
     admin = KafkaAdminClient(**common_config(settings.kafka))
     try:
-        names = {t.input, t.unique, t.duplicate, t.dlq, t.changelog}
         existing = names & set(admin.list_topics())
         if existing:
             admin.delete_topics(sorted(existing))
-        try:
-            admin.delete_consumer_groups([settings.worker.group_id])
-        except Exception as exc:  # e.g. the group never formed; nothing to clean up
-            log.info("consumer group %s not deleted: %r", settings.worker.group_id, exc)
+        for g in groups:
+            try:
+                admin.delete_consumer_groups([g])
+            except Exception as exc:  # e.g. the group never formed; nothing to clean up
+                log.info("consumer group %s not deleted: %r", g, exc)
     finally:
         admin.close()
