@@ -1,7 +1,8 @@
 """The broker-free driver: Kafka-shaped input in, exactly what the worker would publish out.
 
-`Driver(settings)` runs the single worker's own pure steps, not a copy of them: input
-messages become `worker.decide.InputRecord`s as the loop builds them, batches go through
+`Driver(settings)` runs the worker's own pure steps, not a copy of them: input messages
+become `worker.decide.InputRecord`s as the edge role builds them (headers kept; the single
+worker's decide step does not read them, the edge's domain lookup does), batches go through
 `worker.decide.decide` (admission, parsing, dead letters, `codec` formats) against one
 `Deduplicator(settings.dedup)` per input partition, and a batch the engine fails on is
 handled as the loop does (rebuild the touched partitions from the changelog records already
