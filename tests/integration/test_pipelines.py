@@ -5,7 +5,9 @@ decides a copy of a document of the first pipeline as unique; (b) pipeline B, wi
 input, outputs and group and default changelog settings, decides copies of pipeline A's
 1,000 documents exactly like offline dedup over B's input alone; (c) two pipelines configured
 with one changelog: the second refuses it (error, unready, metric) and writes nothing, and
-the first still decides correctly after a restart.
+the first still decides correctly after a restart. Also: a group whose changelog is new
+after it decided input is warned about, and records of earlier versions (no pipeline named)
+restore as the reading pipeline's own.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from kafka import KafkaAdminClient
+from kafka import KafkaAdminClient, KafkaProducer
 
+from neardup_stream import Deduplicator, Document
 from tests.integration.harness import (
     Topics,
     WorkerProcess,
@@ -181,3 +184,60 @@ def test_a_second_pipeline_on_the_same_changelog_refuses_it_and_the_first_stays_
         assert "refusing" not in worker_a.log()
     finally:
         assert worker_a.stop() == 0, worker_a.log()
+
+
+def test_a_new_changelog_for_a_group_that_decided_input_is_warned_about(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+) -> None:
+    docs = stream(10, seed=53)
+    group = "g-" + topics.input
+    worker = WorkerProcess(kafka_bootstrap, topics, group, tmp_path / "w1.log").start()
+    try:
+        worker.wait_ready()
+        produce_docs(kafka_bootstrap, topics.input, docs)
+        assert len(decisions(kafka_bootstrap, topics, len(docs))) == len(docs), worker.log()
+    finally:
+        assert worker.stop() == 0, worker.log()
+    moved = dataclasses.replace(topics, changelog=topics.changelog + ".renamed")
+    worker = WorkerProcess(kafka_bootstrap, moved, group, tmp_path / "w2.log").start()
+    try:
+        worker.wait_ready()
+        log = worker.log()
+        assert f"changelog topic {moved.changelog} holds no records for partitions [0]" in log
+        assert "committed input offsets {0: 10}" in log
+        assert "--changelog-topic / NEARDUP_TOPICS__CHANGELOG" in log
+    finally:
+        assert worker.stop() == 0, worker.log()
+
+
+def test_records_written_before_pipelines_were_named_restore_as_the_pipelines_own(
+    kafka_bootstrap: str, kafka_admin: KafkaAdminClient, topics: Topics, tmp_path: Path
+) -> None:
+    docs = stream(12, seed=59)
+    outcomes = Deduplicator().process([Document.model_validate(d) for d in docs], records=True)
+    stored = [o.record.encode() for o in outcomes if o.record is not None]
+    spec = {"num_partitions": 1, "replication_factor": 1, "configs": {"cleanup.policy": "compact"}}
+    kafka_admin.create_topics({topics.changelog: spec})
+    legacy = [stored[0]]  # a bare record, as the first versions wrote
+    body = b"".join(len(r).to_bytes(4, "little") + r for r in stored[1:])
+    legacy.append(b"NP\x01" + len(stored[1:]).to_bytes(4, "little") + body)  # a version-1 pack
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all")
+    for i, value in enumerate(legacy):
+        producer.send(topics.changelog, key=f"0:{i}:0".encode(), value=value, partition=0)
+    producer.flush()
+    producer.close()
+    worker = WorkerProcess(kafka_bootstrap, topics, "g-" + topics.input, tmp_path / "w.log")
+    worker.start()
+    try:
+        worker.wait_ready()
+        assert f"{len(stored)} changelog records of {topics.changelog} name no pipeline" in (
+            worker.log()
+        )
+        again = copies(docs, "again-")
+        produce_docs(kafka_bootstrap, topics.input, again)
+        got = decided(decisions(kafka_bootstrap, topics, len(again)))
+        want = {k: v for k, v in expected(docs + again).items() if k.startswith("again-")}
+        assert got == want, worker.log()
+        assert all(d == "duplicate" for d, _ in got.values())
+    finally:
+        assert worker.stop() == 0, worker.log()
