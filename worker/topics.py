@@ -74,6 +74,8 @@ def ensure_topics(settings: Settings) -> TopicLayout:
         changelog_topic = changelog.topic_of(settings)
     except ValueError as exc:
         raise RuntimeError(str(exc)) from None
+    how = "named" if topics.changelog is not None else "derived from the group id"
+    log.info("index changelog %s (%s) of %s", changelog_topic, how, _pipeline(settings))
     admin = _admin(settings)
     try:
         existing = set(admin.list_topics())
@@ -100,7 +102,6 @@ def ensure_topics(settings: Settings) -> TopicLayout:
                 configs["retention.ms"] = str(topics.changelog_retention_ms)
             spec = {"num_partitions": partitions, "replication_factor": topics.replication_factor}
             create(admin, {changelog_topic: {**spec, "configs": configs}})
-            log.info("changelog topic %s created for %s", changelog_topic, _pipeline(settings))
         grow_changelog(admin, settings, partitions)
         outputs = (topics.unique, topics.duplicate, topics.dlq, changelog_topic)
         limits = _limits(admin, outputs)
