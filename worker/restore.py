@@ -104,12 +104,17 @@ def restore_partitions(
     for reason, count in skip.counts.items():
         log.error("%d changelog records skipped as %s", count, reason)
     if skip.legacy:
+        fresh = not any((committed or {}).get(p) for p in tps)
         log.warning(
             "%d changelog records of %s name no pipeline (written before pipelines were "
-            "named); replayed as this pipeline's, %s",
+            "named); replayed as this pipeline's, %s%s",
             skip.legacy,
             changelog,
             pipeline.describe(),
+            "; this group has committed no input offsets yet: if another pipeline wrote them, "
+            "give this one its own changelog (--changelog-topic / NEARDUP_TOPICS__CHANGELOG)"
+            if fresh
+            else "",
         )
     log.info(
         "restored partitions %s: %d records replayed in %.1f s",

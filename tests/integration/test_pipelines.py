@@ -233,6 +233,7 @@ def test_records_written_before_pipelines_were_named_restore_as_the_pipelines_ow
         assert f"{len(stored)} changelog records of {topics.changelog} name no pipeline" in (
             worker.log()
         )
+        assert "this group has committed no input offsets yet" in worker.log()
         again = copies(docs, "again-")
         produce_docs(kafka_bootstrap, topics.input, again)
         got = decided(decisions(kafka_bootstrap, topics, len(again)))
