@@ -70,6 +70,18 @@ class TopicSettings(_Section):
         None, ge=1, description="time-based cleanup of the changelog besides compaction"
     )
 
+    @model_validator(mode="after")
+    def _changelog_apart(self) -> TopicSettings:
+        others = {"input": self.input, "unique": self.unique, "duplicate": self.duplicate}
+        others["dlq"] = self.dlq
+        for setting, name in others.items():
+            if self.changelog == name:
+                raise ValueError(
+                    f"changelog topic {name!r} is also the {setting} topic; the index changelog "
+                    "needs a topic of its own (topics.changelog)"
+                )
+        return self
+
     def changelog_for(self, group_id: str) -> str:
         """The changelog topic of the pipeline consuming as `group_id`."""
         return self.changelog if self.changelog is not None else f"{group_id}.changelog"

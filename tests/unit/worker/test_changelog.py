@@ -97,3 +97,10 @@ def test_flags_changing_the_group_rederive_the_default_changelog() -> None:
     assert changelog.topic_of(settings_from_args(args, Settings())) == "typo.changelog"
     args = build_parser().parse_args(["--group-id", "typo", "--changelog-topic", "shared"])
     assert changelog.topic_of(settings_from_args(args, Settings())) == "shared"
+
+
+def test_a_changelog_named_like_an_input_or_output_topic_is_refused() -> None:
+    with pytest.raises(ValueError, match="also the input topic"):
+        TopicSettings(changelog="documents")
+    with pytest.raises(ValueError, match="also the dlq topic"):
+        TopicSettings(changelog="documents.dlq")
