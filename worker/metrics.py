@@ -109,7 +109,8 @@ def build_metrics(registry: CollectorRegistry) -> Metrics:
         ),
         restore_skipped=Counter(
             "neardup_restore_skipped_records",
-            "Changelog records skipped during restore: corrupt, or other fingerprint settings",
+            "Changelog records not applied during restore: corrupt, other fingerprint settings, "
+            "or another pipeline's (refused: the worker then decides nothing)",
             ["reason"],
             registry=registry,
         ),

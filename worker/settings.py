@@ -48,19 +48,43 @@ class KafkaSettings(_Section):
 
 
 class TopicSettings(_Section):
-    """Topic names, and how to create them when they are missing."""
+    """Topic names, and how to create them when they are missing.
+
+    The changelog holds one pipeline's index (`worker.changelog`); unless named, it is
+    `<group id>.changelog` (`changelog_for`), so pipelines of different groups never share
+    one by default; with the default group `neardup` that is `neardup.changelog`, the name
+    earlier versions used for every group.
+    """
 
     input: str = "documents"
     unique: str = "documents.unique"
     duplicate: str = "documents.duplicate"
     dlq: str = "documents.dlq"
-    changelog: str = "neardup.changelog"
+    changelog: str | None = Field(
+        None, min_length=1, description="the index changelog; default <group id>.changelog"
+    )
     create: bool = True
     partitions: int = Field(1, ge=1)
     replication_factor: int = Field(1, ge=1)
     changelog_retention_ms: int | None = Field(
         None, ge=1, description="time-based cleanup of the changelog besides compaction"
     )
+
+    @model_validator(mode="after")
+    def _changelog_apart(self) -> TopicSettings:
+        others = {"input": self.input, "unique": self.unique, "duplicate": self.duplicate}
+        others["dlq"] = self.dlq
+        for setting, name in others.items():
+            if self.changelog == name:
+                raise ValueError(
+                    f"changelog topic {name!r} is also the {setting} topic; the index changelog "
+                    "needs a topic of its own (topics.changelog)"
+                )
+        return self
+
+    def changelog_for(self, group_id: str) -> str:
+        """The changelog topic of the pipeline consuming as `group_id`."""
+        return self.changelog if self.changelog is not None else f"{group_id}.changelog"
 
 
 class WorkerSettings(_Section):

@@ -26,6 +26,7 @@ def rules(**kw: object) -> DecideRules:
         "max_message_bytes": 1 << 20,
         "dlq_payload_bytes": 64,
         "unique_limit": 1 << 21,
+        "pipeline": changelog.Pipeline("in", "g"),
     }
     base.update(kw)
     return DecideRules(**base)  # type: ignore[arg-type]
@@ -54,7 +55,9 @@ def test_every_input_gets_exactly_one_output_in_its_topic() -> None:
     assert out.decided == [("unique", "none"), ("duplicate", "exact")]
     assert out.offsets == {("in", 0): 4}
     (pack,) = out.changelog  # both stored documents, packed in one message
-    assert pack.partition == 0 and len(changelog.unpack(pack.value)) == 2
+    assert pack.partition == 0 and len(changelog.unpack(pack.value).records) == 2
+    assert changelog.unpack(pack.value).pipeline == changelog.Pipeline("in", "g")
+    assert pack.key == changelog.key(changelog.Pipeline("in", "g"), 0, 0, 0)
 
 
 def test_dead_letters_keep_a_bounded_prefix_with_length_and_digest() -> None:
