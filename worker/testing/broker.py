@@ -22,6 +22,7 @@ from typing import Any, NamedTuple
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 
+from worker import changelog
 from worker.clients import common_config
 from worker.embedded import EmbeddedWorker
 from worker.settings import Settings
@@ -177,7 +178,7 @@ def delete_everything(settings: Settings) -> None:
     """Delete the topics and consumer groups of `settings` (those that exist), the scale-out
     roles' too when `cluster.enabled`."""
     t, group = settings.topics, settings.worker.group_id
-    names = {t.input, t.unique, t.duplicate, t.dlq, t.changelog}
+    names = {t.input, t.unique, t.duplicate, t.dlq, changelog.topic_of(settings)}
     groups = [group]
     if settings.cluster.enabled:
         names |= {getattr(settings.cluster, name) for name in CLUSTER_TOPICS}

@@ -200,7 +200,7 @@ class Driver:
         records = [
             FingerprintRecord.decode(raw)
             for value in self._committed.get(partition, [])
-            for raw in changelog.unpack(value)
+            for raw in changelog.unpack(value).records
         ]
         dedup.apply_records(records)
         return dedup
@@ -218,5 +218,6 @@ def driver_rules(settings: Settings, topic_limits: Mapping[str, int]) -> DecideR
         s.worker.max_message_bytes,
         s.worker.dlq_payload_bytes,
         topic_limits.get(s.topics.unique, default),
-        topic_limits.get(s.topics.changelog, default),
+        topic_limits.get(changelog.topic_of(s), default),
+        changelog.pipeline_of(s),
     )

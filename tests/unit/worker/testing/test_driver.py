@@ -130,7 +130,7 @@ def test_an_unrecordable_input_is_dead_lettered_and_left_out_of_the_index() -> N
     """As in the loop: the batch fails, the partition is rebuilt from what was committed,
     the input becomes an `unpublishable` dead letter on the replay."""
     s = settings(dedup={"precise": True})
-    driver = Driver(s, topic_limits={s.topics.changelog: 1024 + 700})
+    driver = Driver(s, topic_limits={changelog.topic_of(s): 1024 + 700})
     short = "a short note on ships"
     [kept] = driver.send(doc("kept", short))
     assert kept.topic == s.topics.unique
@@ -141,7 +141,7 @@ def test_an_unrecordable_input_is_dead_lettered_and_left_out_of_the_index() -> N
     stored = [
         FingerprintRecord.decode(raw).doc_id
         for value in driver._committed[0]
-        for raw in changelog.unpack(value)
+        for raw in changelog.unpack(value).records
     ]
     assert stored == ["kept", "again"]  # never "long": its batch was rebuilt without it
     assert len(driver.indexes[0]) == 2
@@ -188,9 +188,9 @@ def test_the_rules_are_the_worker_s_for_topics_it_creates() -> None:
 
     s = settings()
     limit = s.worker.output_max_message_bytes
-    layout = TopicLayout(1, {s.topics.unique: limit, s.topics.changelog: limit})
+    layout = TopicLayout(1, {s.topics.unique: limit, changelog.topic_of(s): limit})
     assert Driver(s).rules == layout.decide_rules(s)
-    limits = {s.topics.unique: 5000, s.topics.changelog: 7000}
+    limits = {s.topics.unique: 5000, changelog.topic_of(s): 7000}
     assert Driver(s, topic_limits=limits).rules == TopicLayout(1, limits).decide_rules(s)
 
 
