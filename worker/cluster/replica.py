@@ -1,15 +1,21 @@
-"""One scale-out replica: the edge, shard and gather roles in threads of one process."""
+"""One scale-out replica: the edge, shard and gather roles in threads of one process.
+
+Before any role joins a group, the replica agrees with its cluster on the settings
+(`agreement`) and checks the internal topics against them (`layout`). A replica that
+differs never starts its roles: it logs one error naming every difference, sets
+`neardup_settings_mismatch` to 1 and stays unready (`/healthz` 503) until stopped.
+"""
 
 from __future__ import annotations
 
 import functools
 import logging
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
-from kafka import KafkaAdminClient
-
-from worker import clients, retry, topics
+from worker import retry, topics
+from worker.cluster import agreement as agreement_
+from worker.cluster import layout as layout_
 from worker.cluster.edge import EdgeRole
 from worker.cluster.gather import GatherRole
 from worker.cluster.shard import ShardRole
@@ -17,62 +23,25 @@ from worker.metrics import Metrics
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
-RETENTION_ALLOWANCE_MS = 3_600_000
 
 
-def internal_retention_ms(settings: Settings) -> int:
-    """The internal topics keep the dedup window plus an hour; everything without a window."""
-    c, age = settings.cluster, settings.dedup.max_age_seconds
-    if c.retention_ms is not None:
-        return c.retention_ms
-    return -1 if age is None else int(age * 1000) + RETENTION_ALLOWANCE_MS
+class Refusal(NamedTuple):
+    """Why this replica does not start its roles: one line per problem."""
+
+    problems: list[str]
 
 
-def ensure_internal_topics(settings: Settings) -> None:
-    """Create the fingerprints, votes, shards and changelog topics when missing.
+def _prepare(settings: Settings) -> topics.TopicLayout | Refusal:
+    """The pipeline's topics, the cluster's settings, then the internal topics.
 
-    All but the shards topic (which holds no records, only offsets) delete by time: the dedup
-    window plus an allowance, so a restore never reads more than the window's history.
+    Nothing internal is created unless this replica agrees with its cluster.
     """
-    c, t = settings.cluster, settings.topics
-    configs = {
-        "max.message.bytes": str(settings.worker.output_max_message_bytes),
-        "retention.ms": str(internal_retention_ms(settings)),
-    }
-    rf = t.replication_factor
-    wanted: dict[str, dict[str, Any]] = {
-        c.fingerprints: {
-            "num_partitions": c.log_partitions,
-            "replication_factor": rf,
-            "configs": configs,
-        },
-        c.votes: {"num_partitions": c.log_partitions, "replication_factor": rf, "configs": configs},
-        c.shards: {"num_partitions": settings.dedup.home_shards, "replication_factor": rf},
-        c.shard_changelog: {
-            "num_partitions": settings.dedup.home_shards,
-            "replication_factor": rf,
-            "configs": configs,
-        },
-        c.gather_changelog: {
-            "num_partitions": c.log_partitions,
-            "replication_factor": rf,
-            "configs": configs,
-        },
-    }
-    admin = KafkaAdminClient(**clients.common_config(settings.kafka))
-    try:
-        existing = set(admin.list_topics())
-        missing = {name: spec for name, spec in wanted.items() if name not in existing}
-        if missing:
-            topics.create(admin, missing)
-    finally:
-        admin.close()
-
-
-def _ensure_all_topics(settings: Settings) -> topics.TopicLayout:
     layout = topics.ensure_topics(settings)
-    ensure_internal_topics(settings)
-    return layout
+    agreement = agreement_.agree(settings)
+    if not agreement.verdict.ok:
+        return Refusal([agreement.explain(settings.cluster.control)])
+    problems = layout_.ensure_internal_topics(settings)
+    return Refusal(problems) if problems else layout
 
 
 class Replica:
@@ -91,8 +60,11 @@ class Replica:
     def run(self) -> None:
         s = self.settings
         delay = functools.partial(retry.backoff_s, s.worker.retry_backoff_max_s)
-        layout = retry.until_stopped(self._stop, delay, lambda: _ensure_all_topics(s))
+        layout = retry.until_stopped(self._stop, delay, lambda: _prepare(s))
         if layout is None:
+            return
+        if isinstance(layout, Refusal):
+            self._refuse(layout)
             return
         rules = layout.decide_rules(s)
         roles: list[Any] = [
@@ -115,6 +87,16 @@ class Replica:
                 log.exception("closing %s failed", type(r).__name__)
         if self._failed:
             raise RuntimeError(f"scale-out role(s) failed: {', '.join(self._failed)}")
+
+    def _refuse(self, refusal: Refusal) -> None:
+        """Log the refusal once, export it, stay unready until stopped (a rollout halts)."""
+        log.error(
+            "settings mismatch, this replica does not start its roles: %s",
+            " | ".join(refusal.problems),
+        )
+        self.metrics.settings_mismatch.set(1)
+        self.consuming = True  # a signal now stops it the ordinary way
+        self._stop.wait()
 
     def _guard(self, role: Any) -> None:
         """A role that dies takes the replica down (the orchestrator restarts it)."""
