@@ -160,7 +160,7 @@ def explain(v: Verdict, cluster: SettingsRecord, mine: SettingsRecord, control: 
     )
     return (
         f"settings differ from the cluster's (control topic {control!r}, first written by "
-        f"instance {v.cluster_instance!r}): {listed}. This replica does not start its roles "
-        "and stays unready. Start it with the cluster's settings; to change the settings of "
-        f"the whole cluster, start a new generation ({SETTINGS_CHANGE_DOC})"
+        f"instance {v.cluster_instance!r}): {listed}. Start it with the cluster's settings; to "
+        f"change the settings of the whole cluster, start a new generation "
+        f"({SETTINGS_CHANGE_DOC})"
     )

@@ -74,8 +74,8 @@ def mismatches(specs: list[TopicSpec], actual: dict[str, TopicState]) -> list[st
             continue
         if have.partitions != spec.partitions:
             problems.append(
-                f"topic {spec.name}: {have.partitions} partitions, but {spec.partitions_setting}"
-                f" = {spec.partitions} needs {spec.partitions}"
+                f"topic {spec.name}: {have.partitions} partitions, expected {spec.partitions} "
+                f"from {spec.partitions_setting} = {spec.partitions}"
             )
         for key, want in spec.configs.items():
             got = have.configs.get(key)
@@ -101,7 +101,7 @@ def describe(admin: KafkaAdminClient, names: list[str]) -> dict[str, TopicState]
     if not names:
         return {}
     counts = {
-        m["topic"]: len(m["partitions"])
+        m["name"]: len(m["partitions"])
         for m in admin.describe_topics(names)
         if m.get("error_code", 0) == 0
     }

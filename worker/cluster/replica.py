@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 from worker import retry, topics
 from worker.cluster import agreement as agreement_
+from worker.cluster import control
 from worker.cluster import layout as layout_
 from worker.cluster.edge import EdgeRole
 from worker.cluster.gather import GatherRole
@@ -41,7 +42,13 @@ def _prepare(settings: Settings) -> topics.TopicLayout | Refusal:
     if not agreement.verdict.ok:
         return Refusal([agreement.explain(settings.cluster.control)])
     problems = layout_.ensure_internal_topics(settings)
-    return Refusal(problems) if problems else layout
+    if problems:
+        hint = (
+            "the internal topics are laid out for other settings: run with the settings they "
+            f"were made for, or start a new generation ({control.SETTINGS_CHANGE_DOC})"
+        )
+        return Refusal([*problems, hint])
+    return layout
 
 
 class Replica:

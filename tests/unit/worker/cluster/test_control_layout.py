@@ -37,8 +37,8 @@ def test_partition_counts_follow_log_partitions_and_home_shards() -> None:
 def test_home_shards_changed_between_restarts_names_topic_setting_and_both_values() -> None:
     problems = mismatches(internal_specs(settings(12)), as_created(settings(6)))
     assert problems == [
-        "topic neardup.shards: 6 partitions, but dedup.home_shards = 12 needs 12",
-        "topic neardup.shard-changelog: 6 partitions, but dedup.home_shards = 12 needs 12",
+        "topic neardup.shards: 6 partitions, expected 12 from dedup.home_shards = 12",
+        "topic neardup.shard-changelog: 6 partitions, expected 12 from dedup.home_shards = 12",
     ]
 
 
