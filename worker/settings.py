@@ -142,6 +142,12 @@ class ClusterSettings(_Section):
         "clamp + a margin of 1 h); an explicit value may not be smaller than that",
     )
     max_records: int = Field(100, ge=1, description="fingerprint records per shard transaction")
+    handover_from: str | None = Field(
+        None,
+        min_length=1,
+        description="group id of this pipeline's previous, stopped generation: index its "
+        "retained inputs again without publishing what it decided (settings change)",
+    )
 
 
 # Field of `ClusterSettings` -> suffix of its default name, `<group>.<suffix>`.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -13,9 +14,10 @@ from kafka.admin import NewTopic
 from neardup_stream import Document
 from neardup_stream.config import DedupConfig
 from neardup_stream.sharded.deduplicator import ShardedDeduplicator
-from tests.integration.harness import Topics, WorkerProcess, decisions
+from tests.integration.harness import Topics, WorkerProcess, decisions, produce, read_all
 from tests.integration.test_scale_out import SHARDS, offline, produce_to, replicas, wait_assigned
 from tests.integration.test_worker import stream
+from tests.unit.conftest import mutate
 
 pytestmark = pytest.mark.integration
 REFUSAL = "settings mismatch, this replica does not start its roles"
@@ -203,3 +205,56 @@ def test_two_pipelines_on_one_broker_with_default_internal_topics_do_not_cross_t
         want = {d.id: d.decision for d in dedup.process([Document.model_validate(x) for x in docs])}
         assert sum(len(v) for v in got.values()) == len(docs), "not exactly once"
         assert {k: v[0][0] for k, v in got.items()} == want
+
+
+def test_a_new_generation_with_other_settings_reindexes_the_window_and_publishes_only_new_inputs(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+) -> None:
+    """docs/operations/settings-change.md: stop generation 1, hand over to generation 2."""
+    first = stream(150, seed=111)
+    copies = [
+        {"id": f"copy-{d['id']}", "text": mutate(str(d["text"]), 0.01, i)}
+        for i, d in enumerate(first[:40])
+    ]
+    second = copies + stream(60, seed=112)
+    env = {
+        "NEARDUP_DEDUP__HOME_SHARDS": str(SHARDS),
+        "NEARDUP_WORKER__TRANSACTION_TIMEOUT_MS": "10000",
+    }
+    flags = ["--cluster", "--max-batch", "50"]
+    g1, g2 = "g1-" + topics.input, "g2-" + topics.input
+    old = WorkerProcess(kafka_bootstrap, topics, g1, tmp_path / "g1.log", "a0", flags, env)
+    new = WorkerProcess(
+        kafka_bootstrap,
+        topics,
+        g2,
+        tmp_path / "g2.log",
+        "b0",
+        flags,
+        {**env, "NEARDUP_DEDUP__THRESHOLD": "0.7", "NEARDUP_CLUSTER__HANDOVER_FROM": g1},
+    )
+    try:
+        old.start().wait_ready()
+        produce(kafka_bootstrap, topics.input, [*(json.dumps(d).encode() for d in first), b"{"])
+        assert sum(map(len, decisions(kafka_bootstrap, topics, len(first)).values())) == 150
+        old.stop()
+        new.start().wait_ready(timeout=180)
+        produce(kafka_bootstrap, topics.input, [*(json.dumps(d).encode() for d in second), b"["])
+        got = decisions(kafka_bootstrap, topics, len(first) + len(second), timeout=240)
+        dead = read_all(kafka_bootstrap, topics.dlq, 2, timeout=30)
+    finally:
+        for w in (old, new):
+            if w.alive():
+                w.stop()
+    assert all(len(v) == 1 for v in got.values()), "an input was published twice"
+    assert set(got) == {str(d["id"]) for d in first + second}
+    assert len(dead) == 2, "a dead letter was published again (or lost)"
+    parsed = [Document.model_validate(d) for d in first + second]
+    old_config, new_config = (DedupConfig(home_shards=SHARDS, threshold=t) for t in (0.8, 0.7))
+    want_old = {d.id: d.decision for d in ShardedDeduplicator(old_config).process(parsed[:150])}
+    want_new = {d.id: d.decision for d in ShardedDeduplicator(new_config).process(parsed)}
+    assert {k: got[k][0][0] for k in want_old} == want_old
+    assert {str(d["id"]): got[str(d["id"])][0][0] for d in second} == {
+        str(d["id"]): want_new[str(d["id"])] for d in second
+    }
+    assert all(got[str(c["id"])][0][0] == "duplicate" for c in copies)  # the window re-indexed

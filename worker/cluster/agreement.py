@@ -19,7 +19,9 @@ from kafka.errors import KafkaTimeoutError
 
 from worker import clients, topics
 from worker.cluster import control
+from worker.cluster import handover as handover_
 from worker.cluster.control import SettingsRecord, Verdict
+from worker.cluster.handover import Handover
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -32,6 +34,13 @@ class Agreement(NamedTuple):
     cluster: SettingsRecord
     mine: SettingsRecord
     verdict: Verdict
+
+    @property
+    def handover(self) -> Handover:
+        """What the cluster's previous generation decided (nothing: publish everything).
+
+        The winner's: replicas started later need not set `cluster.handover_from`."""
+        return Handover.from_json(self.cluster.handover)
 
     def explain(self, control_topic: str) -> str:
         return control.explain(self.verdict, self.cluster, self.mine, control_topic)
@@ -95,10 +104,12 @@ def agree(settings: Settings) -> Agreement:
     ensure_control_topic(settings)
     cluster = control.winner(read_values(settings))
     if cluster is None:
+        if settings.cluster.handover_from is not None:
+            mine = mine._replace(handover=handover_.compute(settings).to_json())
         append(settings, mine)
         cluster = control.winner(read_values(settings))
         if cluster is None:
             raise RuntimeError(f"control topic {settings.cluster.control!r} lost our record")
-        if cluster == mine:
+        if cluster.instance == mine.instance:
             log.info("wrote the cluster's settings to %s", settings.cluster.control)
     return Agreement(cluster, mine, control.verdict(cluster, mine))

@@ -50,6 +50,7 @@ class SettingsRecord(NamedTuple):
     identity: dict[str, Any]
     settings: dict[str, Any]
     instance: str
+    handover: dict[str, Any] | None = None  # `handover.Handover.to_json()`, when handing over
 
 
 class Difference(NamedTuple):
@@ -99,6 +100,8 @@ def encode(record: SettingsRecord) -> tuple[bytes, bytes]:
     digest = mmh3.hash128(canonical.encode(), 0, signed=False)
     key = f"{KEY_PREFIX}:v{RECORD_FORMAT}:{digest:032x}".encode()
     value = {"format": RECORD_FORMAT, **body, "instance": record.instance}
+    if record.handover is not None:
+        value["handover"] = record.handover
     return key, json.dumps(value, sort_keys=True).encode()
 
 
@@ -115,7 +118,10 @@ def decode(value: bytes | None) -> SettingsRecord:
     identity, flat = data.get("identity"), data.get("settings")
     if not isinstance(identity, dict) or not isinstance(flat, dict):
         raise Undecodable("identity or settings missing")
-    return SettingsRecord(identity, flat, str(data.get("instance", "?")))
+    handover = data.get("handover")
+    if handover is not None and not isinstance(handover, dict):
+        raise Undecodable("handover is not a JSON object")
+    return SettingsRecord(identity, flat, str(data.get("instance", "?")), handover)
 
 
 def winner(values: Iterable[bytes | None]) -> SettingsRecord | None:

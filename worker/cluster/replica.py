@@ -19,6 +19,7 @@ from worker.cluster import control
 from worker.cluster import layout as layout_
 from worker.cluster.edge import EdgeRole
 from worker.cluster.gather import GatherRole
+from worker.cluster.handover import Handover
 from worker.cluster.shard import ShardRole
 from worker.metrics import Metrics
 from worker.settings import Settings
@@ -32,7 +33,14 @@ class Refusal(NamedTuple):
     problems: list[str]
 
 
-def _prepare(settings: Settings) -> topics.TopicLayout | Refusal:
+class Prepared(NamedTuple):
+    """What the roles start with: the topics' layout and the previous generation's outcomes."""
+
+    layout: topics.TopicLayout
+    handover: Handover
+
+
+def _prepare(settings: Settings) -> Prepared | Refusal:
     """The pipeline's topics, the cluster's settings, then the internal topics.
 
     Nothing internal is created unless this replica agrees with its cluster.
@@ -48,7 +56,7 @@ def _prepare(settings: Settings) -> topics.TopicLayout | Refusal:
             f"were made for, or start a new generation ({control.SETTINGS_CHANGE_DOC})"
         )
         return Refusal([*problems, hint])
-    return layout
+    return Prepared(layout, agreement.handover)
 
 
 class Replica:
@@ -67,17 +75,17 @@ class Replica:
     def run(self) -> None:
         s = self.settings
         delay = functools.partial(retry.backoff_s, s.worker.retry_backoff_max_s)
-        layout = retry.until_stopped(self._stop, delay, lambda: _prepare(s))
-        if layout is None:
+        prepared = retry.until_stopped(self._stop, delay, lambda: _prepare(s))
+        if prepared is None:
             return
-        if isinstance(layout, Refusal):
-            self._refuse(layout)
+        if isinstance(prepared, Refusal):
+            self._refuse(prepared)
             return
-        rules = layout.decide_rules(s)
+        rules = prepared.layout.decide_rules(s)
         roles: list[Any] = [
-            EdgeRole(s, self.metrics, self._stop, rules),
+            EdgeRole(s, self.metrics, self._stop, rules, prepared.handover),
             ShardRole(s, self.metrics, self._stop),
-            GatherRole(s, self.metrics, self._stop),
+            GatherRole(s, self.metrics, self._stop, prepared.handover),
         ]
         threads = [threading.Thread(target=self._guard, args=(r,), daemon=True) for r in roles]
         self.consuming = True
