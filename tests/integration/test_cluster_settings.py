@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from kafka import KafkaAdminClient
-from kafka.admin import NewTopic
+from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
 from neardup_stream import Document
 from neardup_stream.config import DedupConfig
@@ -258,3 +258,59 @@ def test_a_new_generation_with_other_settings_reindexes_the_window_and_publishes
         str(d["id"]): want_new[str(d["id"])] for d in second
     }
     assert all(got[str(c["id"])][0][0] == "duplicate" for c in copies)  # the window re-indexed
+
+
+def test_replicas_starting_together_with_different_settings_agree_on_one_winner(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+) -> None:
+    group = "g-" + topics.input
+    flags = ["--cluster", "--home-shards", str(SHARDS)]
+    workers = [
+        WorkerProcess(
+            kafka_bootstrap,
+            topics,
+            group,
+            tmp_path / f"r{i}.log",
+            f"r{i}",
+            flags,
+            {"NEARDUP_DEDUP__THRESHOLD": threshold},
+        )
+        for i, threshold in enumerate(("0.8", "0.7"))
+    ]
+    try:
+        for w in workers:
+            w.start()
+        deadline = time.monotonic() + 120
+        states: list[tuple[float, float]] = []
+        while time.monotonic() < deadline:
+            states = [
+                (gauge(w, "neardup_ready") or 0.0, gauge(w, "neardup_settings_mismatch") or 0.0)
+                for w in workers
+            ]
+            if sorted(states) == [(0, 1), (1, 0)]:
+                break
+            time.sleep(0.3)
+        assert sorted(states) == [(0, 1), (1, 0)], states  # one winner, one refused
+        loser = workers[[s[1] for s in states].index(1)]
+        winner_threshold = "0.7" if loser is workers[0] else "0.8"
+        assert_refused(loser, f"dedup.threshold: cluster {winner_threshold}")
+    finally:
+        for w in workers:
+            w.stop()
+
+
+def test_an_internal_topic_with_too_short_retention_is_raised_not_refused(
+    kafka_bootstrap: str, kafka_admin: KafkaAdminClient, topics: Topics, tmp_path: Path
+) -> None:
+    votes = f"{topics.input}.votes"
+    configs = {"retention.ms": "60000", "max.message.bytes": str(16 * 1024 * 1024)}
+    kafka_admin.create_topics([NewTopic(votes, 1, 1, topic_configs=configs)])
+    [worker] = replicas(kafka_bootstrap, topics, tmp_path, 1, extra=["--max-age", "3600"])
+    try:
+        worker.wait_ready()
+    finally:
+        worker.stop()
+    resource = ConfigResource(ConfigResourceType.TOPIC, votes, {"retention.ms": None})
+    described = kafka_admin.describe_configs([resource], config_filter="all")["topic"][votes]
+    assert described["retention.ms"]["value"] == str((3600 + 3600) * 1000 + 3_600_000)
+    assert "raised retention.ms from 60000" in worker.log_path.read_text()

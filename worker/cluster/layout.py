@@ -4,11 +4,14 @@
 `max.message.bytes` from the settings (and names the setting each comes from). Missing
 topics are created so; existing ones are checked at start-up (`check_internal_topics`), and
 every difference becomes one refusal line: a `HOME_SHARDS` changed between restarts meets a
-shards topic with the old partition count and is refused, never run against it.
+shards topic with the old partition count and is refused, never run against it. A retention
+shorter than needed (topics made before the margin over the future-skew clamp existed) is
+raised instead when topic creation is on; longer retention or larger messages are fine.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any, NamedTuple
 
 from kafka import KafkaAdminClient
@@ -17,6 +20,7 @@ from kafka.admin import ConfigResource, ConfigResourceType
 from worker import clients, topics
 from worker.settings import Settings
 
+log = logging.getLogger(__name__)
 RETENTION_MS = "retention.ms"
 MAX_MESSAGE_BYTES = "max.message.bytes"
 
@@ -117,8 +121,44 @@ def describe(admin: KafkaAdminClient, names: list[str]) -> dict[str, TopicState]
     }
 
 
+def short_retention(specs: list[TopicSpec], actual: dict[str, TopicState]) -> dict[str, str]:
+    """Existing topics whose retention is below what the settings need -> the retention."""
+    short = {}
+    for spec in specs:
+        have, want = actual.get(spec.name), spec.configs.get(RETENTION_MS)
+        got = None if have is None else have.configs.get(RETENTION_MS)
+        if want is not None and got is not None and _smaller(got, want, forever=True):
+            short[spec.name] = want
+    return short
+
+
+def _raise_retention(
+    admin: KafkaAdminClient, specs: list[TopicSpec], actual: dict[str, TopicState]
+) -> bool:
+    """Raise a too short retention (e.g. made before the margin existed) rather than refuse:
+    a longer retention only makes restores read more. Returns whether anything changed."""
+    short = short_retention(specs, actual)
+    if not short:
+        return False
+    resources = [
+        ConfigResource(ConfigResourceType.TOPIC, name, {RETENTION_MS: value})
+        for name, value in short.items()
+    ]
+    admin.alter_configs(resources, incremental=True)
+    for name, value in short.items():
+        log.warning(
+            "topic %s: raised %s from %s to %s (dedup window + future-skew clamp + margin)",
+            name,
+            RETENTION_MS,
+            actual[name].configs.get(RETENTION_MS),
+            value,
+        )
+    return True
+
+
 def ensure_internal_topics(settings: Settings) -> list[str]:
-    """Create the missing internal topics, then check all of them: the refusal lines."""
+    """Create the missing internal topics, raise short retentions (when topic creation is
+    on), then check all of them: the refusal lines."""
     specs = internal_specs(settings)
     rf = settings.topics.replication_factor
     admin = KafkaAdminClient(**clients.common_config(settings.kafka))
@@ -131,6 +171,10 @@ def ensure_internal_topics(settings: Settings) -> list[str]:
         }
         if missing:
             topics.create(admin, missing)
-        return mismatches(specs, describe(admin, [s.name for s in specs]))
+        names = [s.name for s in specs]
+        actual = describe(admin, names)
+        if settings.topics.create and _raise_retention(admin, specs, actual):
+            actual = describe(admin, names)
+        return mismatches(specs, actual)
     finally:
         admin.close()

@@ -52,8 +52,9 @@ def _prepare(settings: Settings) -> Prepared | Refusal:
     problems = layout_.ensure_internal_topics(settings)
     if problems:
         hint = (
-            "the internal topics are laid out for other settings: run with the settings they "
-            f"were made for, or start a new generation ({control.SETTINGS_CHANGE_DOC})"
+            "the internal topics do not fit these settings: change the topic as named, run "
+            "with the settings the topics were made for, or start a new generation "
+            f"({control.SETTINGS_CHANGE_DOC})"
         )
         return Refusal([*problems, hint])
     return Prepared(layout, agreement.handover)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from worker.cluster.layout import TopicState, internal_specs, mismatches
+from worker.cluster.layout import TopicState, internal_specs, mismatches, short_retention
 from worker.settings import Settings
 
 
@@ -60,3 +60,12 @@ def test_a_missing_topic_is_a_problem() -> None:
     actual = as_created(settings())
     del actual["neardup.votes"]
     assert mismatches(internal_specs(settings()), actual) == ["topic neardup.votes: missing"]
+
+
+def test_short_retention_names_only_topics_below_the_floor() -> None:
+    specs = internal_specs(settings())
+    actual = as_created(settings())
+    assert short_retention(specs, actual) == {}
+    actual["neardup.votes"] = TopicState(3, {"retention.ms": "7200000"})
+    actual["neardup.fingerprints"] = TopicState(3, {"retention.ms": "-1"})
+    assert short_retention(specs, actual) == {"neardup.votes": "10800000"}

@@ -76,3 +76,8 @@ def test_an_explicit_retention_below_window_skew_and_margin_is_refused(
         from_flags("--cluster", "--max-age", "3600")
     monkeypatch.setenv("NEARDUP_CLUSTER__RETENTION_MS", str(3 * 3_600_000))
     assert from_flags("--cluster", "--max-age", "3600").internal_retention_ms == 10_800_000
+
+
+def test_handover_from_is_a_flag() -> None:
+    assert from_flags("--cluster", "--handover-from", "old").cluster.handover_from == "old"
+    assert from_flags("--cluster").cluster.handover_from is None
