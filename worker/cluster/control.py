@@ -14,7 +14,6 @@ JSON encoding and its compaction key, the winner choice, and the diff with its m
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
@@ -22,7 +21,6 @@ import mmh3
 
 from worker.settings import Settings
 
-log = logging.getLogger(__name__)
 RECORD_FORMAT = 1
 KEY_PREFIX = "settings"
 SETTINGS_CHANGE_DOC = "docs/operations/settings-change.md"
@@ -125,12 +123,14 @@ def decode(value: bytes | None) -> SettingsRecord:
 
 
 def winner(values: Iterable[bytes | None]) -> SettingsRecord | None:
-    """The cluster's record: the first readable one in log order (None: no record yet)."""
-    for offset, value in enumerate(values):
-        try:
-            return decode(value)
-        except Undecodable as exc:
-            log.warning("control record #%d is not a settings record (%s); skipped", offset, exc)
+    """The cluster's record: the first in log order (None: no record yet).
+
+    A first record this version cannot read (a newer format, or garbage) raises
+    `Undecodable`: skipping it could make replicas of different versions follow
+    different records, so the replica refuses instead.
+    """
+    for value in values:
+        return decode(value)
     return None
 
 

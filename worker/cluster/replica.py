@@ -46,7 +46,16 @@ def _prepare(settings: Settings) -> Prepared | Refusal:
     Nothing internal is created unless this replica agrees with its cluster.
     """
     layout = topics.ensure_topics(settings)
-    agreement = agreement_.agree(settings)
+    try:
+        agreement = agreement_.agree(settings)
+    except control.Undecodable as exc:
+        return Refusal(
+            [
+                f"control topic {settings.cluster.control!r}: its first record is not a "
+                f"settings record this version reads ({exc}); run the version that wrote it, "
+                f"or start a new generation ({control.SETTINGS_CHANGE_DOC})"
+            ]
+        )
     if not agreement.verdict.ok:
         return Refusal([agreement.explain(settings.cluster.control)])
     problems = layout_.ensure_internal_topics(settings)

@@ -64,13 +64,18 @@ def test_undecodable_records_are_refused_by_decode(value: bytes | None) -> None:
         control.decode(value)
 
 
-def test_the_first_readable_record_in_log_order_wins() -> None:
+def test_the_first_record_in_log_order_wins() -> None:
     first, second = record(threshold=0.8), record(threshold=0.7)
-    values = [b"garbage", control.encode(first)[1], control.encode(second)[1]]
-    assert control.winner(values) == first
+    assert control.winner([control.encode(first)[1], control.encode(second)[1]]) == first
     assert control.winner([control.encode(second)[1], control.encode(first)[1]]) == second
     assert control.winner([]) is None
-    assert control.winner([b"garbage"]) is None
+
+
+def test_an_unreadable_first_record_is_refused_not_skipped() -> None:
+    """Skipping it could let replicas of two versions follow different records."""
+    newer = b'{"format": 2, "identity": {}, "settings": {}}'
+    with pytest.raises(Undecodable, match="format 2"):
+        control.winner([newer, control.encode(record())[1]])
 
 
 def test_a_different_threshold_is_named_with_both_values() -> None:
