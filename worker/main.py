@@ -70,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="scale-out: replicas share one index sharded over --home-shards (see README)",
     )
     p.add_argument("--log-partitions", type=int, help="fingerprint-log partitions (scale-out)")
+    p.add_argument(
+        "--handover-from",
+        help="group id of the stopped previous generation (scale-out settings change, "
+        "docs/operations/settings-change.md)",
+    )
     p.add_argument("--domain-header", help="message header naming the dedup domain")
     p.add_argument("--domain-key-separator", help="the domain is the key up to this separator")
     p.add_argument("--metrics-host", help="metrics listener address (default 127.0.0.1)")
@@ -101,7 +106,11 @@ def flag_overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
             "snapshot_dir": args.snapshot_dir,
             "exactly_once": False if args.at_least_once else None,
         },
-        "cluster": {"enabled": args.cluster, "log_partitions": args.log_partitions},
+        "cluster": {
+            "enabled": args.cluster,
+            "log_partitions": args.log_partitions,
+            "handover_from": args.handover_from,
+        },
         "metrics": {"host": args.metrics_host, "port": args.metrics_port},
         **engine_overrides(args),
     }

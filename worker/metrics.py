@@ -53,6 +53,7 @@ class Metrics:
     role_partitions: Gauge
     role_transactions: Counter
     role_failures: Counter
+    settings_mismatch: Gauge
 
 
 def build_metrics(registry: CollectorRegistry) -> Metrics:
@@ -150,6 +151,12 @@ def build_metrics(registry: CollectorRegistry) -> Metrics:
             "neardup_role_failures",
             "Failed transactions of each scale-out role; the role rebuilds and retries",
             ["role"],
+            registry=registry,
+        ),
+        settings_mismatch=Gauge(
+            "neardup_settings_mismatch",
+            "1 while this scale-out replica refuses to start: its settings or internal topics "
+            "differ from its cluster's (the log names each difference)",
             registry=registry,
         ),
     )

@@ -25,6 +25,7 @@ from neardup_stream.sharded.votes import Votes
 from worker import clients, codec
 from worker.cluster import checkpoint
 from worker.cluster.envelope import Envelope
+from worker.cluster.handover import Handover
 from worker.cluster.replay import replay
 from worker.cluster.txn import RoleTransactions, role_settings
 from worker.codec import OutMessage
@@ -49,8 +50,16 @@ class LogPartition:
 class GatherRole:
     """Decisions of the log partitions this replica owns (see the module docstring)."""
 
-    def __init__(self, settings: Settings, metrics: Metrics, stop: threading.Event) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        metrics: Metrics,
+        stop: threading.Event,
+        handover: Handover | None = None,
+    ) -> None:
         self.settings, self.metrics, self._stop = settings, metrics, stop
+        # Inputs a previous generation decided: decided and indexed again, not published.
+        self.handover = handover or Handover("", {})
         self.role = role_settings(settings, "gather")
         self.consumer = clients.make_consumer(self.role)
         self.reader = clients.make_reader(settings)
@@ -168,6 +177,8 @@ class GatherRole:
                         env.fingerprints, list(votes.values())
                     )
                     for d, passage in zip(decisions, env.passages, strict=True):
+                        if not self.handover.publishes(passage.source):
+                            continue
                         m = (
                             codec.duplicate_message(t.duplicate, d)
                             if d.is_duplicate

@@ -29,7 +29,14 @@ from worker.settings import Settings
 
 log = logging.getLogger(__name__)
 # The scale-out roles' internal topics (`ClusterSettings`) and consumer-group suffixes.
-CLUSTER_TOPICS = ("fingerprints", "votes", "shards", "shard_changelog", "gather_changelog")
+CLUSTER_TOPICS = (
+    "fingerprints",
+    "votes",
+    "shards",
+    "shard_changelog",
+    "gather_changelog",
+    "control",
+)
 CLUSTER_ROLES = ("edge", "shards", "gather")
 
 
