@@ -3,9 +3,10 @@
 A document is a near-duplicate when its Jaccard similarity (over shingles) with ANY earlier
 live document reaches the threshold, duplicates included, so drifting chains are caught.
 Per batch: fingerprints (one compiled pass) -> id registry (idempotency) -> one compiled
-pass that, document by document, evicts what retention excludes, probes the sharded index
+pass that, document by document, evicts what age retention excludes, probes the sharded index
 (LSH band keys + SimHash pigeonhole block keys), verifies candidates against the document
-store (exact hash, 1-bit MinHash sketch estimate), stores and indexes -> decisions. Precise
+store (exact hash, 1-bit MinHash sketch estimate), then makes room (`max_docs`), stores and
+indexes -> decisions. So a document is compared with the `max_docs` most recent stored ones. Precise
 mode verifies candidates near the threshold by exact Jaccard in Python instead.
 Pure Python + numpy + numba: no I/O, no Kafka.
 """
@@ -187,7 +188,7 @@ class Deduplicator:
         cfg, st, out = self.config, self.store, batch.decisions
         feats: dict[int, np.ndarray] = {}
         for i in batch.stored():
-            kernels.advance(st.window, st.arrays(), batch.docs.ts[i], self._limits, True)
+            kernels.advance(st.window, st.arrays(), batch.docs.ts[i], self._limits, False)
             feats[i] = self.fingerprinter.features(texts[i])
             cands = kernels.probe_verify(
                 i,

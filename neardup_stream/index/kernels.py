@@ -190,7 +190,8 @@ def advance(window, store, ts, limits, room):
 
     Evicts the documents older than watermark - `max_age` (`store.ts` is kept whenever
     `max_age` is set) and, when `room` is asked for one more document, the oldest beyond
-    `max_docs` - 1.
+    `max_docs` - 1. Room is made only right before a document is stored, after its lookup,
+    so a document is compared with the `max_docs` most recent stored documents.
     """
     window[WATERMARK] = max(window[WATERMARK], ts)
     cap = store.simhash.size
@@ -335,7 +336,7 @@ def decide_batch(begin, end, docs, out, t, store, window, limits, rules):
             continue
         if not _has_room(i, docs, t):
             return i
-        advance(window, store, docs.ts[i], limits, not docs.probe_only[i])
+        advance(window, store, docs.ts[i], limits, False)  # count makes room only to store
         cands = probe_verify(i, docs, t, store, window, rules.threshold, rules.compact_max)
         match, sim, method = -1, 0.0, UNIQUE
         for c in range(cands.refs.size):
@@ -349,6 +350,7 @@ def decide_batch(begin, end, docs, out, t, store, window, limits, rules):
             out.ref[i], out.match[i], out.similarity[i] = -1, match, sim
             out.method[i], out.indexed[i] = method, False
             continue
+        advance(window, store, docs.ts[i], limits, True)  # after the lookup: it saw max_docs
         ref = _append(i, docs, store, window, sim, method)
         late = expired(window, docs.ts[i], limits)
         indexed = is_indexed(method, late, rules.index_duplicates, rules.retention)

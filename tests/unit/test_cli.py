@@ -121,3 +121,16 @@ def test_dedup_reads_the_worker_mapping_and_retention_from_flags_and_environment
 def test_dedup_refuses_key_ids_offline(tmp_path: Path) -> None:
     proc = _run("dedup", "--id-from-key", stdin=b"")
     assert proc.returncode == 2 and b"message keys" in proc.stderr
+
+
+def test_dedup_max_docs_1_compares_with_the_previous_document() -> None:
+    text = random_text(4)
+    lines = [json.dumps({"id": f"s{i}", "text": text}) for i in range(3)]
+    proc = _run("dedup", "--max-docs", "1", stdin="\n".join(lines).encode())
+    decided = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+    assert [(d["decision"], d["duplicate_of"]) for d in decided] == [
+        ("unique", None),
+        ("duplicate", "s0"),
+        ("duplicate", "s1"),
+    ], proc.stderr.decode()
+
