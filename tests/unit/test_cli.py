@@ -134,3 +134,16 @@ def test_dedup_max_docs_1_compares_with_the_previous_document() -> None:
         ("duplicate", "s1"),
     ], proc.stderr.decode()
 
+
+def test_dedup_reports_empty_texts_as_bad_lines() -> None:
+    lines = [
+        json.dumps({"id": "e1", "text": ""}),
+        json.dumps({"id": "t", "text": random_text(5)}),
+        json.dumps({"id": "e2", "text": " \t "}),
+    ]
+    proc = _run("dedup", stdin="\n".join(lines).encode())
+    decided = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+    assert [(d["id"], d["decision"]) for d in decided] == [("t", "unique")]
+    err = proc.stderr.decode()
+    assert "line 1: empty_text:" in err and "line 3: empty_text:" in err
+    assert "2 bad lines" in err

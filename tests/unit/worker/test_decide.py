@@ -122,6 +122,7 @@ def test_text_values_take_their_id_from_the_key() -> None:
         (b'{"id": "a", "text": "bad \\udc00 text"}', "invalid_field"),
         (b"[" * 100_000 + b"]" * 100_000, "invalid_json"),
         (json.dumps({"id": "x" * 600, "text": "t"}).encode(), "invalid_id"),
+        (json.dumps({"id": "blank", "text": " \n "}).encode(), "empty_text"),
     ],
 )
 def test_hostile_values_are_dead_letters_not_crashes(value: bytes, reason: str) -> None:
@@ -138,3 +139,14 @@ def test_an_index_record_beyond_the_changelog_limit_names_its_input() -> None:
     with pytest.raises(Unrecordable) as raised:
         decide(records, idx, rules(changelog_limit=4096), {})
     assert raised.value.source == Source("in", 0, 1) and "changelog" in str(raised.value)
+
+
+def test_empty_texts_are_dead_letters_not_duplicates_of_each_other() -> None:
+    records = [rec(0, doc("e1", "")), rec(1, doc("e2", "   ")), rec(2, doc("a"))]
+    idx = indexes(0)
+    out = decide(records, idx, rules(), {})
+    assert out.dead == ["empty_text", "empty_text"]
+    assert [m.topic for m in out.messages] == ["q", "q", "u"]
+    dead = json.loads(out.messages[1].value)
+    assert dead["reason"] == "empty_text" and dead["source"]["offset"] == 1
+    assert len(idx[0]) == 1  # only "a" was indexed
