@@ -66,10 +66,12 @@ def run_dedup(
     mapping: InputMapping = DEFAULT_MAPPING,
 ) -> Counter[str]:
     """Stream JSONL documents from `source` to decisions on `sink`; returns counters."""
+    from neardup_stream.caches import announce_compilation
     from neardup_stream.deduplicator import Deduplicator  # the compiled kernels load here
     from neardup_stream.mapping import domain_of
     from neardup_stream.sharded.deduplicator import ShardedDeduplicator
 
+    announce_compilation(err)
     sharded = config.home_shards > 1 or mapping.domain_field is not None
     dedup = ShardedDeduplicator(config) if sharded else Deduplicator(config)
     counts: Counter[str] = Counter()
@@ -143,7 +145,10 @@ def _cmd_dedup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
+    from neardup_stream.caches import announce_compilation
     from neardup_stream.compare import compare  # the compiled kernels load here
+
+    announce_compilation(sys.stderr)
 
     report = compare(_read_text(args.a), _read_text(args.b), engine_config(args))
     if args.json:

@@ -147,3 +147,23 @@ def test_dedup_reports_empty_texts_as_bad_lines() -> None:
     err = proc.stderr.decode()
     assert "line 1: empty_text:" in err and "line 3: empty_text:" in err
     assert "2 bad lines" in err
+
+
+def test_a_cold_kernel_cache_is_announced_once_and_a_warm_one_not(tmp_path: Path) -> None:
+    from neardup_stream.caches import COMPILE_NOTICE
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    stdin = json.dumps({"id": "a", "text": random_text(6)}).encode()
+    runs = [
+        subprocess.run(
+            [sys.executable, "-m", "neardup_stream.cli", "dedup"],
+            input=stdin,
+            capture_output=True,
+            env=env,
+        )
+        for _ in range(2)
+    ]
+    cold, warm = (r.stderr.decode() for r in runs)
+    assert cold.count(COMPILE_NOTICE) == 1 and "python -m neardup_stream.warmup" in cold
+    assert COMPILE_NOTICE not in warm and "summary: 1 documents" in warm
+    assert runs[0].stdout == runs[1].stdout
