@@ -38,7 +38,15 @@ from neardup_stream.settings import EngineSettings
 
 BATCH = 512
 PLUGIN_GROUP = "neardup_stream.commands"
-DECISION_FIELDS = ("id", "decision", "duplicate_of", "representative", "similarity", "method")
+DECISION_FIELDS = (
+    "id",
+    "decision",
+    "duplicate_of",
+    "representative",
+    "similarity",
+    "method",
+    "update",
+)
 
 
 def _lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
@@ -88,6 +96,8 @@ def run_dedup(
             counts[d.decision] += 1
             if d.method:
                 counts[f"method:{d.method}"] += 1
+            if d.update:
+                counts["update"] += 1
             sink.write(json.dumps(d.model_dump(include=set(DECISION_FIELDS))) + "\n")
         batch.clear()
 
@@ -111,7 +121,8 @@ def run_dedup(
     err.write(
         f"summary: {docs} documents, {counts['unique']} unique, {counts['duplicate']} duplicate "
         f"(exact {counts['method:exact']}, simhash {counts['method:simhash']}, "
-        f"minhash {counts['method:minhash']}), {counts['errors']} bad lines, "
+        f"minhash {counts['method:minhash']}), {counts['update']} updates, "
+        f"{counts['errors']} bad lines, "
         f"{docs / elapsed if elapsed > 0 else 0:.0f} docs/s\n"
     )
     return counts

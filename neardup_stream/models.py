@@ -71,6 +71,13 @@ class Decision(BaseModel):
     representative: str | None = Field(None, description="first document of that cluster")
     similarity: float | None = Field(None, ge=0, le=1, description="Jaccard (estimated or exact)")
     method: Method | None = Field(None, description="which index matched")
+    update: bool = Field(
+        False,
+        description=(
+            "the id was seen before with other content: this new version was decided afresh "
+            "against the other documents (never its own earlier version), which it replaces"
+        ),
+    )
 
     @property
     def is_duplicate(self) -> bool:

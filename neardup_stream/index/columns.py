@@ -35,6 +35,8 @@ class BatchColumns(NamedTuple):
     ts: np.ndarray  # int64[n]: document time (seconds), already clamped
     feats: np.ndarray  # uint64[...]: sorted feature hashes of the small documents (CSR values)
     feat_offsets: np.ndarray  # int64[n + 1]: document i's are feats[off[i]:off[i + 1]]
+    prior: np.ndarray  # int64[n]: stored ref of the id's earlier version (an update), or -1
+    prior_row: np.ndarray  # int64[n]: row of the id's earlier version in this batch, or -1
 
 
 class Decisions(NamedTuple):
@@ -45,6 +47,7 @@ class Decisions(NamedTuple):
     similarity: np.ndarray  # float64[n]
     method: np.ndarray  # int64[n]: UNIQUE, EXACT, SIMHASH or MINHASH
     indexed: np.ndarray  # bool[n]: whether its keys went into the tables (`is_indexed`)
+    update: np.ndarray  # bool[n]: a new version of a stored id (set before the kernels run)
 
 
 class TableArrays(NamedTuple):
@@ -67,6 +70,8 @@ class StoreColumns(NamedTuple):
     ts: np.ndarray  # uint32[cap], or uint32[1] when no retention by age needs it
     similarity: np.ndarray  # float32[cap]
     method: np.ndarray  # uint8[cap]
+    update: np.ndarray  # bool[cap]: its decision was an update (a new version of its id)
+    superseded: np.ndarray  # bool[cap]: a later version of its id is stored: never a match
 
 
 class Limits(NamedTuple):
@@ -83,7 +88,6 @@ class Rules(NamedTuple):
     threshold: float
     simhash_k: int
     index_duplicates: bool
-    retention: bool
     compact_max: int  # stored sketches of documents with at most this many features are sets
 
 
@@ -96,6 +100,11 @@ class Candidates(NamedTuple):
     exact: np.ndarray  # bool[m]: same 128-bit exact hash
 
 
+def no_prior(n: int) -> np.ndarray:
+    """`BatchColumns.prior` / `prior_row` of n documents that are no updates."""
+    return np.full(n, -1, dtype=np.int64)
+
+
 def new_decisions(n: int) -> Decisions:
     """Empty decisions for n documents: unique, unmatched, indexed."""
     return Decisions(
@@ -104,4 +113,5 @@ def new_decisions(n: int) -> Decisions:
         similarity=np.zeros(n, dtype=np.float64),
         method=np.zeros(n, dtype=np.int64),
         indexed=np.ones(n, dtype=np.bool_),
+        update=np.zeros(n, dtype=np.bool_),
     )

@@ -6,8 +6,10 @@ is a ring and every table entry of an evicted document is recognisable as dead b
 check, without a per-document flag. Per document it keeps: the 128-bit exact hash, the
 SimHash, the 1-bit MinHash sketch, its shingle-set size (for the exact size filter
 J <= min/max; saturating at 65535), a timestamp (seconds, only when
-retention by age needs it), and the original decision (similarity, method, and the ids it
-named, as length-prefixed records in a FIFO byte blob addressed by 32-bit offsets). The
+retention by age needs it), the original decision (similarity, method, whether it was an
+update, and the ids it named, as length-prefixed records in a FIFO byte blob addressed by
+32-bit offsets), and whether a later version of its id superseded it (an update; a
+superseded document stays in the ring until evicted, but is nobody's match). The
 compiled kernels append and evict; this class owns the arrays, the id blob and growth
 (in steps of 1/8 of the capacity, so little is allocated but unused).
 """
@@ -36,12 +38,25 @@ class StoredDecision:
     representative: str | None
     similarity: float
     method: int
+    update: bool  # it was a new version of an id stored before
 
 
 class DocStore:
     """Ring of per-document columns indexed by ref (sequence number)."""
 
-    COLUMNS = ("exact", "simhash", "sketch", "nfeat", "ts", "similarity", "method", "offset")
+    COLUMNS = (
+        "exact",
+        "simhash",
+        "sketch",
+        "nfeat",
+        "ts",
+        "similarity",
+        "method",
+        "update",
+        "superseded",
+        "offset",
+    )
+    FLAGS = ("update", "superseded")  # absent from snapshots made before updates: all False
 
     def __init__(self, sketch_words: int, keep_time: bool, capacity: int = _MIN_CAPACITY) -> None:
         self.sketch_words = sketch_words
@@ -59,6 +74,8 @@ class DocStore:
         self.ts = np.zeros(capacity if self.keep_time else 1, dtype=np.uint32)
         self.similarity = np.zeros(capacity, dtype=np.float32)
         self.method = np.zeros(capacity, dtype=np.uint8)
+        self.update = np.zeros(capacity, dtype=np.bool_)
+        self.superseded = np.zeros(capacity, dtype=np.bool_)
         self.offset = np.zeros(capacity, dtype=np.uint32)
 
     @property
@@ -96,7 +113,17 @@ class DocStore:
             self.ts,
             self.similarity,
             self.method,
+            self.update,
+            self.superseded,
         )
+
+    def exact_of(self, ref: int) -> tuple[int, int]:
+        """The 128-bit exact hash (content digest of the normalised text) of stored `ref`."""
+        row = self.exact[self.slot(ref)]
+        return int(row[0]), int(row[1])
+
+    def is_superseded(self, ref: int) -> bool:
+        return bool(self.superseded[self.slot(ref)])
 
     def alive(self, ref: int) -> bool:
         return ((ref - self.base) & REF_MASK) < self.count
@@ -159,7 +186,9 @@ class DocStore:
         p = self.slot(ref)
         dup = parts[1] if len(parts) > 1 else None
         rep = parts[2] if len(parts) > 2 else None
-        return StoredDecision(parts[0], dup, rep, float(self.similarity[p]), int(self.method[p]))
+        return StoredDecision(
+            parts[0], dup, rep, float(self.similarity[p]), int(self.method[p]), bool(self.update[p])
+        )
 
     def representative(self, ref: int) -> str:
         """First document of the cluster `ref` belongs to (itself if it was unique)."""
@@ -185,6 +214,8 @@ class DocStore:
         for c in store.columns:
             if f"store_{c}" in state:
                 getattr(store, c)[:count] = state[f"store_{c}"]
+            elif c in cls.FLAGS:  # a snapshot made before updates existed: none were made
+                getattr(store, c)[:count] = False
             else:  # a snapshot taken without timestamps: treat everything as current
                 getattr(store, c)[:count] = window[WATERMARK]
         store.window[:] = window

@@ -42,17 +42,17 @@ def _bucket(q, mask):
 
 
 @njit(cache=True)
-def is_indexed(method, expired, index_duplicates, retention):
+def is_indexed(method, expired, index_duplicates):
     """Whether a document decided with `method` goes into the tables (the only such rule).
 
-    Unique documents do. Near-duplicates do when `index_duplicates` (so drifting chains are
-    caught); exact copies add no keys of their own, unless retention may evict the original
-    while the copy lives on. A document that arrives already `expired` (older than the age
-    window) never does: it cannot be anyone's match.
+    Unique documents do. Duplicates (exact copies included) do when `index_duplicates`, so
+    drifting chains are caught and a copy stays findable once its original leaves (evicted,
+    or superseded by an update of its id). A document that arrives already `expired` (older
+    than the age window) never does: it cannot be anyone's match.
     """
     if expired:
         return False
-    return method == UNIQUE or (index_duplicates and (method != EXACT or retention))
+    return method == UNIQUE or index_duplicates
 
 
 @njit(cache=True)
@@ -205,6 +205,28 @@ def advance(window, store, ts, limits, room):
         window[EVICTED] += 1
 
 
+@njit(inline="always", cache=True)
+def _slot(ref, store, window):
+    """Physical row of live `ref` in the store's ring."""
+    d = (np.uint64(ref) - np.uint64(window[BASE])) & _U32
+    return (window[START] + np.int64(d)) % store.simhash.size
+
+
+@njit(cache=True, nogil=True)
+def supersede(i, docs, out, store, window):
+    """Mark the stored earlier version of document i's id superseded, if it is still in the
+    window: from now on it is nobody's match, the update's own lookup included. Returns
+    whether it was (whether document i is an update, decided at its own place in the order,
+    so however the stream is cut into batches)."""
+    prior = docs.prior[i]
+    if docs.prior_row[i] >= 0:
+        prior = out.ref[docs.prior_row[i]]  # stored earlier in this batch (-1 if not here)
+    if prior < 0 or not _alive(prior, window[BASE], window[COUNT]):
+        return False
+    store.superseded[_slot(prior, store, window)] = True
+    return True
+
+
 @njit(cache=True, nogil=True)
 def _has_room(i, docs, t):
     """Whether every table row that document i's keys go to has room for all of them."""
@@ -216,7 +238,7 @@ def _has_room(i, docs, t):
 
 
 @njit(cache=True, nogil=True)
-def _append(i, docs, store, window, sim, method):
+def _append(i, docs, store, window, sim, method, update):
     """Store document i at the end of the ring; returns its ref."""
     cap = store.simhash.size
     p = (window[START] + window[COUNT]) % cap
@@ -228,6 +250,8 @@ def _append(i, docs, store, window, sim, method):
         store.ts[p] = docs.ts[i]
     store.similarity[p] = sim
     store.method[p] = method
+    store.update[p] = update
+    store.superseded[p] = False
     ref = (window[BASE] + window[COUNT]) & 0xFFFFFFFF
     window[COUNT] += 1
     return ref
@@ -244,7 +268,7 @@ def _index(i, ref, docs, t, window, cap):
 def append_batch(begin, end, docs, out, t, store, window, limits):
     """Store and index documents begin..end whose decisions are known (replay, precise mode).
 
-    Reads `out.similarity`, `out.method` and `out.indexed`; writes `out.ref`.
+    Reads `out.similarity`, `out.method`, `out.indexed` and `out.update`; writes `out.ref`.
     """
     for i in range(begin, end):
         if docs.skip[i]:
@@ -252,7 +276,8 @@ def append_batch(begin, end, docs, out, t, store, window, limits):
         if not _has_room(i, docs, t):
             return i
         advance(window, store, docs.ts[i], limits, True)
-        ref = _append(i, docs, store, window, out.similarity[i], out.method[i])
+        supersede(i, docs, out, store, window)  # (the record says whether it was an update)
+        ref = _append(i, docs, store, window, out.similarity[i], out.method[i], out.update[i])
         out.ref[i] = ref
         if out.indexed[i]:
             _index(i, ref, docs, t, window, limits.bucket_cap)
@@ -285,7 +310,6 @@ def probe_verify(i, docs, t, store, window, min_sim, compact_max):
         buf = np.empty(n, dtype=np.uint32)
         tables_probe(t, docs.keys[i, :width], window[BASE], window[COUNT], buf)
     cands = np.sort(buf[:n])
-    cap = store.simhash.size
     refs = np.empty(n, dtype=np.int64)
     sims = np.empty(n, dtype=np.float64)
     hams = np.empty(n, dtype=np.int64)
@@ -297,8 +321,9 @@ def probe_verify(i, docs, t, store, window, min_sim, compact_max):
         if ref == last:
             continue
         last = ref
-        d = (np.uint64(ref) - np.uint64(window[BASE])) & _U32
-        p = (window[START] + np.int64(d)) % cap
+        p = _slot(ref, store, window)
+        if store.superseded[p]:  # an earlier version of an updated id
+            continue
         exact = store.exact[p, 0] == docs.exact[i, 0] and store.exact[p, 1] == docs.exact[i, 1]
         if exact:
             sim = 1.0
@@ -330,13 +355,15 @@ def probe_verify(i, docs, t, store, window, min_sim, compact_max):
 @njit(cache=True, nogil=True)
 def decide_batch(begin, end, docs, out, t, store, window, limits, rules):
     """Decide, store and index documents begin..end in order (each sees all earlier ones);
-    `probe_only` documents are decided against the store but not stored."""
+    `probe_only` documents are decided against the store but not stored. An update (a new
+    version of a stored id) supersedes its earlier version before its own lookup."""
     for i in range(begin, end):
         if docs.skip[i]:
             continue
         if not _has_room(i, docs, t):
             return i
         advance(window, store, docs.ts[i], limits, False)  # count makes room only to store
+        update = supersede(i, docs, out, store, window)
         cands = probe_verify(i, docs, t, store, window, rules.threshold, rules.compact_max)
         match, sim, method = -1, 0.0, UNIQUE
         for c in range(cands.refs.size):
@@ -351,9 +378,10 @@ def decide_batch(begin, end, docs, out, t, store, window, limits, rules):
             out.method[i], out.indexed[i] = method, False
             continue
         advance(window, store, docs.ts[i], limits, True)  # after the lookup: it saw max_docs
-        ref = _append(i, docs, store, window, sim, method)
+        out.update[i] = update
+        ref = _append(i, docs, store, window, sim, method, update)
         late = expired(window, docs.ts[i], limits)
-        indexed = is_indexed(method, late, rules.index_duplicates, rules.retention)
+        indexed = is_indexed(method, late, rules.index_duplicates)
         out.ref[i], out.match[i], out.similarity[i] = ref, match, sim
         out.method[i], out.indexed[i] = method, indexed
         if indexed:

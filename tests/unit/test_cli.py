@@ -38,6 +38,7 @@ def test_dedup_file_reports_bad_lines_and_keeps_order(tmp_path: Path) -> None:
         "representative",
         "similarity",
         "method",
+        "update",
     }
     err = proc.stderr.decode()
     assert "line 2: invalid_json" in err and "line 4: invalid_utf8" in err
@@ -167,3 +168,12 @@ def test_a_cold_kernel_cache_is_announced_once_and_a_warm_one_not(tmp_path: Path
     assert cold.count(COMPILE_NOTICE) == 1 and "python -m neardup_stream.warmup" in cold
     assert COMPILE_NOTICE not in warm and "summary: 1 documents" in warm
     assert runs[0].stdout == runs[1].stdout
+
+
+def test_dedup_marks_a_changed_document_as_an_update() -> None:
+    a, b = random_text(8), random_text(9)
+    lines = [json.dumps({"id": i, "text": t}) for i, t in [("p", a), ("p", a), ("p", b)]]
+    proc = _run("dedup", stdin="\n".join(lines).encode())
+    decided = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+    assert [d["update"] for d in decided] == [False, False, True]
+    assert "1 updates" in proc.stderr.decode()

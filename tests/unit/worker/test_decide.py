@@ -11,6 +11,7 @@ import pytest
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.mapping import InputMapping
+from neardup_stream.records import FingerprintRecord
 from worker import changelog
 from worker.decide import DecideRules, InputRecord, Rejection, Source, Unrecordable, decide
 
@@ -150,3 +151,26 @@ def test_empty_texts_are_dead_letters_not_duplicates_of_each_other() -> None:
     dead = json.loads(out.messages[1].value)
     assert dead["reason"] == "empty_text" and dead["source"]["offset"] == 1
     assert len(idx[0]) == 1  # only "a" was indexed
+
+
+def test_an_update_is_published_afresh_and_says_so() -> None:
+    other = "a completely different body of text about something else " * 4
+    records = [
+        rec(0, doc("a")),
+        rec(1, doc("b", other)),
+        rec(2, doc("a", other)),
+        rec(3, doc("a", other)),
+    ]
+    out = decide(records, indexes(0), rules(), {})
+    assert [m.topic for m in out.messages] == ["u", "u", "d", "d"]
+    assert ("neardup.update", b"true") not in out.messages[0].headers
+    update = json.loads(out.messages[2].value)
+    assert update["update"] is True and update["duplicate_of"] == "b"
+    assert ("neardup.update", b"true") in out.messages[2].headers
+    assert out.messages[3].value == out.messages[2].value  # its replay: the same decision
+    (pack,) = out.changelog
+    assert [r.update for r in map(FingerprintRecord.decode, changelog.unpack(pack.value))] == [
+        False,
+        False,
+        True,
+    ]
