@@ -34,7 +34,7 @@ from neardup_stream.config import DedupConfig
 from neardup_stream.event_time import event_times
 from neardup_stream.fingerprint.fingerprinter import Fingerprinter
 from neardup_stream.index import kernels
-from neardup_stream.index.columns import EVICTED, UNIQUE, WATERMARK, Limits, Rules
+from neardup_stream.index.columns import UNIQUE, Limits, Rules
 from neardup_stream.index.doc_store import DocStore, StoredDecision
 from neardup_stream.index.registry import IdRegistry
 from neardup_stream.index.shards import ShardedIndex
@@ -96,7 +96,7 @@ class Deduplicator:
     @property
     def watermark(self) -> int:
         """Latest document time seen (seconds); retention by age counts back from it."""
-        return int(self.store.window[WATERMARK])
+        return int(self.store.window["watermark"][0])
 
     def check(self, doc: Document, now: float | None = None) -> Decision:
         """Decide one document (and index it)."""
@@ -282,10 +282,10 @@ class Deduplicator:
         )
         st = self.store
         st.trim_blob()
-        if st.window[EVICTED] > max(4096, st.count):
+        if st.window["evicted"][0] > max(4096, st.count):
             self.index.compact(st.base, st.count)
             self.registry.compact(st.base, st.count)
-            st.window[EVICTED] = 0
+            st.window["evicted"][0] = 0
 
     def apply_records(self, records: Iterable[FingerprintRecord]) -> int:
         """Replay changelog records in order (no verification); returns how many were stored.

@@ -4,8 +4,9 @@ Every kernel argument that bundles arrays is one of these NamedTuples, so both s
 fields by name (`docs.sketch`, `store.ts`) and numba compiles one specialisation per kernel
 whatever the shard count (shard tables are rows of 2-D arrays, not tuples of arrays).
 
-The store's live window is a small int64 array updated in place by the kernels, addressed by
-the named positions BASE, COUNT, START, WATERMARK and EVICTED.
+The store's live window is a one-record array of `WINDOW` (fields base, count, start,
+watermark, evicted), updated in place by the kernels (`window[0].count`) and read by name in
+Python (`window["count"][0]`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,32 @@ from typing import NamedTuple
 
 import numpy as np
 
-BASE, COUNT, START, WATERMARK, EVICTED = 0, 1, 2, 3, 4
-WINDOW_FIELDS = 5
+WINDOW = np.dtype(
+    [
+        ("base", np.int64),  # ref of the oldest live document
+        ("count", np.int64),  # live documents
+        ("start", np.int64),  # ring row of the oldest live document
+        ("watermark", np.int64),  # latest document time seen (seconds)
+        ("evicted", np.int64),  # evictions since the tables were last compacted
+    ]
+)
+
+
+def new_window() -> np.ndarray:
+    """An empty store window (see the module docstring)."""
+    return np.zeros(1, dtype=WINDOW)
+
+
+def window_from(values: np.ndarray) -> np.ndarray:
+    """A store window from a saved one: a `WINDOW` record, or (snapshot format 2) the five
+    int64 values base, count, start, watermark, evicted in that order."""
+    if values.dtype.names is not None:
+        return values.astype(WINDOW).reshape(1)
+    window = new_window()
+    for name, value in zip(WINDOW.names or (), values.astype(np.int64).tolist(), strict=True):
+        window[name][0] = value
+    return window
+
 
 # How a document was decided (stored per document as a uint8).
 UNIQUE, EXACT, SIMHASH, MINHASH = 0, 1, 2, 3

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neardup_stream.index.columns import BASE, COUNT, START, WATERMARK, WINDOW_FIELDS, StoreColumns
+from neardup_stream.index.columns import StoreColumns, new_window, window_from
 
 REF_MASK = 0xFFFFFFFF
 _MIN_CAPACITY = 1024
@@ -61,7 +61,7 @@ class DocStore:
     def __init__(self, sketch_words: int, keep_time: bool, capacity: int = _MIN_CAPACITY) -> None:
         self.sketch_words = sketch_words
         self.keep_time = keep_time
-        self.window = np.zeros(WINDOW_FIELDS, dtype=np.int64)  # see `columns`
+        self.window = new_window()  # see `columns`
         self.blob = bytearray()
         self.blob_base = 0
         self._allocate(max(_MIN_CAPACITY, capacity))
@@ -84,11 +84,11 @@ class DocStore:
 
     @property
     def base(self) -> int:
-        return int(self.window[BASE])
+        return int(self.window["base"][0])
 
     @property
     def count(self) -> int:
-        return int(self.window[COUNT])
+        return int(self.window["count"][0])
 
     @property
     def capacity(self) -> int:
@@ -131,18 +131,18 @@ class DocStore:
     def slot(self, ref: int) -> int:
         """Physical row of `ref`; also valid for refs evicted since the last `reserve`."""
         delta = ((ref - self.base + 2**31) & REF_MASK) - 2**31
-        return (int(self.window[START]) + delta) % self.capacity
+        return (int(self.window["start"][0]) + delta) % self.capacity
 
     def reserve(self, extra: int) -> None:
         """Make room for `extra` appends without overwriting any row in use."""
         if self.count + extra <= self.capacity:
             return
-        order = (int(self.window[START]) + np.arange(self.count)) % self.capacity
+        order = (int(self.window["start"][0]) + np.arange(self.count)) % self.capacity
         old = {c: getattr(self, c) for c in self.columns}
         self._allocate(max(self.count + extra, self.capacity + self.capacity // 8))
         for c, arr in old.items():
             getattr(self, c)[: self.count] = arr[order]
-        self.window[START] = 0
+        self.window["start"][0] = 0
 
     def record(self, ref: int, doc_id: str, duplicate_of: str | None, rep: str | None) -> None:
         """Append the ids of a just-stored document to the blob (in ref order).
@@ -167,7 +167,7 @@ class DocStore:
             self.blob_base += len(self.blob)
             self.blob = bytearray()
             return
-        dead = self._rel(self.offset[int(self.window[START])])
+        dead = self._rel(self.offset[int(self.window["start"][0])])
         if dead > (1 << 20) and dead * 2 > len(self.blob):
             del self.blob[:dead]
             self.blob_base += dead
@@ -197,7 +197,7 @@ class DocStore:
 
     def state(self) -> dict[str, np.ndarray]:
         """Live columns in ref order plus the blob, for snapshots."""
-        order = (int(self.window[START]) + np.arange(self.count)) % self.capacity
+        order = (int(self.window["start"][0]) + np.arange(self.count)) % self.capacity
         out = {f"store_{c}": getattr(self, c)[order] for c in self.columns}
         out["store_offset"] = out["store_offset"] - np.uint32(self.blob_base & REF_MASK)
         out["store_blob"] = np.frombuffer(bytes(self.blob), dtype=np.uint8)
@@ -208,8 +208,8 @@ class DocStore:
     def from_state(
         cls, sketch_words: int, keep_time: bool, state: dict[str, np.ndarray]
     ) -> DocStore:
-        window = state["store_window"].astype(np.int64)
-        count = int(window[COUNT])
+        window = window_from(state["store_window"])
+        count = int(window["count"][0])
         store = cls(sketch_words, keep_time, count)
         for c in store.columns:
             if f"store_{c}" in state:
@@ -217,8 +217,8 @@ class DocStore:
             elif c in cls.FLAGS:  # a snapshot made before updates existed: none were made
                 getattr(store, c)[:count] = False
             else:  # a snapshot taken without timestamps: treat everything as current
-                getattr(store, c)[:count] = window[WATERMARK]
+                getattr(store, c)[:count] = window["watermark"][0]
         store.window[:] = window
-        store.window[START] = 0
+        store.window["start"][0] = 0
         store.blob = bytearray(state["store_blob"].tobytes())
         return store

@@ -4,7 +4,8 @@ Refs are 32-bit sequence numbers; a ref is live while (ref - base) mod 2**32 < c
 entries of evicted documents are recognised without flags (see `doc_store`). Arguments are
 the NamedTuples of `columns`: `TableArrays` (R rows of chained multimaps, key k in row
 k % R), `BatchColumns`, `StoreColumns`, `Decisions`, `Limits`, `Rules`, and the store's
-`window` array, updated in place. A batch kernel returns early (with the index of the next
+`window` (a one-record array of `columns.WINDOW`, read and updated in place as
+`window[0].count` and so on). A batch kernel returns early (with the index of the next
 document) when a table row needs to grow, which the Python side does before calling again.
 """
 
@@ -16,15 +17,10 @@ from numba import njit
 from neardup_stream.fingerprint.compact_set import estimate
 from neardup_stream.fingerprint.kernels import oph_sketch, popcount64  # (seeds the JIT cache first)
 from neardup_stream.index.columns import (
-    BASE,
-    COUNT,
-    EVICTED,
     EXACT,
     MINHASH,
     SIMHASH,
-    START,
     UNIQUE,
-    WATERMARK,
     Candidates,
 )
 
@@ -58,7 +54,7 @@ def is_indexed(method, expired, index_duplicates):
 @njit(cache=True)
 def expired(window, ts, limits):
     """Whether time `ts` is already outside the age window ending at the watermark."""
-    return limits.max_age > 0 and ts < window[WATERMARK] - limits.max_age
+    return limits.max_age > 0 and ts < window[0].watermark - limits.max_age
 
 
 @njit(inline="always", cache=True)
@@ -193,23 +189,23 @@ def advance(window, store, ts, limits, room):
     `max_docs` - 1. Room is made only right before a document is stored, after its lookup,
     so a document is compared with the `max_docs` most recent stored documents.
     """
-    window[WATERMARK] = max(window[WATERMARK], ts)
+    window[0].watermark = max(window[0].watermark, ts)
     cap = store.simhash.size
-    while window[COUNT] > 0 and (
-        (room and limits.max_docs > 0 and window[COUNT] >= limits.max_docs)
-        or (limits.max_age > 0 and store.ts[window[START]] < window[WATERMARK] - limits.max_age)
+    while window[0].count > 0 and (
+        (room and limits.max_docs > 0 and window[0].count >= limits.max_docs)
+        or (limits.max_age > 0 and store.ts[window[0].start] < window[0].watermark - limits.max_age)
     ):
-        window[START] = (window[START] + 1) % cap
-        window[BASE] = (window[BASE] + 1) & 0xFFFFFFFF
-        window[COUNT] -= 1
-        window[EVICTED] += 1
+        window[0].start = (window[0].start + 1) % cap
+        window[0].base = (window[0].base + 1) & 0xFFFFFFFF
+        window[0].count -= 1
+        window[0].evicted += 1
 
 
 @njit(inline="always", cache=True)
 def _slot(ref, store, window):
     """Physical row of live `ref` in the store's ring."""
-    d = (np.uint64(ref) - np.uint64(window[BASE])) & _U32
-    return (window[START] + np.int64(d)) % store.simhash.size
+    d = (np.uint64(ref) - np.uint64(window[0].base)) & _U32
+    return (window[0].start + np.int64(d)) % store.simhash.size
 
 
 @njit(cache=True, nogil=True)
@@ -221,7 +217,7 @@ def supersede(i, docs, out, store, window):
     prior = docs.prior[i]
     if docs.prior_row[i] >= 0:
         prior = out.ref[docs.prior_row[i]]  # stored earlier in this batch (-1 if not here)
-    if prior < 0 or not _alive(prior, window[BASE], window[COUNT]):
+    if prior < 0 or not _alive(prior, window[0].base, window[0].count):
         return False
     store.superseded[_slot(prior, store, window)] = True
     return True
@@ -241,7 +237,7 @@ def _has_room(i, docs, t):
 def _append(i, docs, store, window, sim, method, update):
     """Store document i at the end of the ring; returns its ref."""
     cap = store.simhash.size
-    p = (window[START] + window[COUNT]) % cap
+    p = (window[0].start + window[0].count) % cap
     store.exact[p] = docs.exact[i]
     store.simhash[p] = docs.simhash[i]
     store.sketch[p] = docs.sketch[i]
@@ -252,8 +248,8 @@ def _append(i, docs, store, window, sim, method, update):
     store.method[p] = method
     store.update[p] = update
     store.superseded[p] = False
-    ref = (window[BASE] + window[COUNT]) & 0xFFFFFFFF
-    window[COUNT] += 1
+    ref = (window[0].base + window[0].count) & 0xFFFFFFFF
+    window[0].count += 1
     return ref
 
 
@@ -261,7 +257,7 @@ def _append(i, docs, store, window, sim, method, update):
 def _index(i, ref, docs, t, window, cap):
     """Insert ref under document i's keys, each in the row that owns it."""
     for j in range(docs.nkeys[i]):
-        _insert_one(t, docs.keys[i, j], np.uint32(ref), cap, window[BASE], window[COUNT])
+        _insert_one(t, docs.keys[i, j], np.uint32(ref), cap, window[0].base, window[0].count)
 
 
 @njit(cache=True, nogil=True)
@@ -305,10 +301,10 @@ def probe_verify(i, docs, t, store, window, min_sim, compact_max):
     query_oph = np.empty(0, dtype=np.uint64)
     width = docs.nkeys[i]
     buf = np.empty(width * 64 + 64, dtype=np.uint32)
-    n = tables_probe(t, docs.keys[i, :width], window[BASE], window[COUNT], buf)
+    n = tables_probe(t, docs.keys[i, :width], window[0].base, window[0].count, buf)
     if n > buf.size:
         buf = np.empty(n, dtype=np.uint32)
-        tables_probe(t, docs.keys[i, :width], window[BASE], window[COUNT], buf)
+        tables_probe(t, docs.keys[i, :width], window[0].base, window[0].count, buf)
     cands = np.sort(buf[:n])
     refs = np.empty(n, dtype=np.int64)
     sims = np.empty(n, dtype=np.float64)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from neardup_stream import DedupConfig, Deduplicator, Document, FingerprintRecord
+from neardup_stream.index.columns import WINDOW
 from neardup_stream.models import Decision
 from neardup_stream.sharded.changes import FirstDecisions
 from neardup_stream.sharded.deduplicator import ShardedDeduplicator
@@ -126,9 +127,12 @@ def test_a_snapshot_keeps_updates_and_one_of_format_2_loads(tmp_path: Path) -> N
     (path / "meta.json").write_text(json.dumps({**meta, "format_version": 2}))
     with np.load(path / "state.npz") as npz:
         arrays = {k: npz[k] for k in npz.files if k not in {"store_update", "store_superseded"}}
+    window = arrays["store_window"]  # format 2 kept the window as five int64 values
+    arrays["store_window"] = np.array([int(window[name][0]) for name in WINDOW.names or ()])
     np.savez(path / "state.npz", **arrays)  # type: ignore[arg-type]
     loaded = load_snapshot(path)
     assert loaded.lookup("x") == old.lookup("x") and loaded.lookup("x") is not None
+    assert loaded.store.window.tolist() == old.store.window.tolist()
     assert loaded.check(Document(id="x", text=V2), NOW).update
     (path / "meta.json").write_text(json.dumps({**meta, "format_version": 1}))
     with pytest.raises(ValueError, match="snapshot format 1 is not one this engine reads"):
