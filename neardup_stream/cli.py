@@ -48,7 +48,15 @@ from neardup_stream.settings_fields import given_flags
 
 BATCH = 512
 PLUGIN_GROUP = "neardup_stream.commands"
-DECISION_FIELDS = ("id", "decision", "duplicate_of", "representative", "similarity", "method")
+DECISION_FIELDS = (
+    "id",
+    "decision",
+    "duplicate_of",
+    "representative",
+    "similarity",
+    "method",
+    "update",
+)
 
 
 def _lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
@@ -76,10 +84,12 @@ def run_dedup(
     mapping: InputMapping = DEFAULT_MAPPING,
 ) -> Counter[str]:
     """Stream JSONL documents from `source` to decisions on `sink`; returns counters."""
+    from neardup_stream.caches import announce_compilation
     from neardup_stream.deduplicator import Deduplicator  # the compiled kernels load here
     from neardup_stream.mapping import domain_of
     from neardup_stream.sharded.deduplicator import ShardedDeduplicator
 
+    announce_compilation(err)
     sharded = config.home_shards > 1 or mapping.domain_field is not None
     dedup = ShardedDeduplicator(config) if sharded else Deduplicator(config)
     counts: Counter[str] = Counter()
@@ -96,6 +106,8 @@ def run_dedup(
             counts[d.decision] += 1
             if d.method:
                 counts[f"method:{d.method}"] += 1
+            if d.update:
+                counts["update"] += 1
             sink.write(json.dumps(d.model_dump(include=set(DECISION_FIELDS))) + "\n")
         batch.clear()
 
@@ -119,7 +131,8 @@ def run_dedup(
     err.write(
         f"summary: {docs} documents, {counts['unique']} unique, {counts['duplicate']} duplicate "
         f"(exact {counts['method:exact']}, simhash {counts['method:simhash']}, "
-        f"minhash {counts['method:minhash']}), {counts['errors']} bad lines, "
+        f"minhash {counts['method:minhash']}), {counts['update']} updates, "
+        f"{counts['errors']} bad lines, "
         f"{docs / elapsed if elapsed > 0 else 0:.0f} docs/s\n"
     )
     return counts
@@ -180,11 +193,13 @@ def _cmd_dedup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
+    from neardup_stream.caches import announce_compilation
     from neardup_stream.compare import compare  # the compiled kernels load here
 
     config = engine_settings(args).dedup
     if args.a == "-" and args.b == "-" and not args.text:
         raise UsageError("only one of A and B can be standard input (-)")
+    announce_compilation(sys.stderr)
     report = compare(_read_text(args.a, args.text), _read_text(args.b, args.text), config)
     if args.json:
         print(json.dumps(report.as_dict()))

@@ -44,6 +44,7 @@ def test_dedup_file_reports_bad_lines_and_keeps_order(tmp_path: Path) -> None:
         "representative",
         "similarity",
         "method",
+        "update",
     }
     err = proc.stderr.decode()
     assert "line 2: invalid_json" in err and "line 4: invalid_utf8" in err
@@ -179,3 +180,58 @@ def test_dedup_reads_the_worker_mapping_and_retention_from_flags_and_environment
 def test_dedup_refuses_key_ids_offline(tmp_path: Path) -> None:
     proc = _run("dedup", "--id-from-key", stdin=b"")
     assert proc.returncode == 2 and b"message keys" in proc.stderr
+
+
+def test_dedup_max_docs_1_compares_with_the_previous_document() -> None:
+    text = random_text(4)
+    lines = [json.dumps({"id": f"s{i}", "text": text}) for i in range(3)]
+    proc = _run("dedup", "--max-docs", "1", stdin="\n".join(lines).encode())
+    decided = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+    assert [(d["decision"], d["duplicate_of"]) for d in decided] == [
+        ("unique", None),
+        ("duplicate", "s0"),
+        ("duplicate", "s1"),
+    ], proc.stderr.decode()
+
+
+def test_dedup_reports_empty_texts_as_bad_lines() -> None:
+    lines = [
+        json.dumps({"id": "e1", "text": ""}),
+        json.dumps({"id": "t", "text": random_text(5)}),
+        json.dumps({"id": "e2", "text": " \t "}),
+    ]
+    proc = _run("dedup", stdin="\n".join(lines).encode())
+    decided = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+    assert [(d["id"], d["decision"]) for d in decided] == [("t", "unique")]
+    err = proc.stderr.decode()
+    assert "line 1: empty_text:" in err and "line 3: empty_text:" in err
+    assert "2 bad lines" in err
+
+
+def test_a_cold_kernel_cache_is_announced_once_and_a_warm_one_not(tmp_path: Path) -> None:
+    from neardup_stream.caches import COMPILE_NOTICE
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    stdin = json.dumps({"id": "a", "text": random_text(6)}).encode()
+    runs = [
+        subprocess.run(
+            [sys.executable, "-m", "neardup_stream.cli", "dedup"],
+            input=stdin,
+            capture_output=True,
+            env=env,
+        )
+        for _ in range(2)
+    ]
+    cold, warm = (r.stderr.decode() for r in runs)
+    assert cold.count(COMPILE_NOTICE) == 1 and "python -m neardup_stream.warmup" in cold
+    assert COMPILE_NOTICE not in warm and "summary: 1 documents" in warm
+    assert runs[0].stdout == runs[1].stdout
+
+
+def test_dedup_marks_a_changed_document_as_an_update() -> None:
+    a, b = random_text(8), random_text(9)
+    lines = [json.dumps({"id": i, "text": t}) for i, t in [("p", a), ("p", a), ("p", b)]]
+    proc = _run("dedup", stdin="\n".join(lines).encode())
+    decided = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+    assert [d["update"] for d in decided] == [False, False, True]
+    assert "1 updates" in proc.stderr.decode()
