@@ -172,7 +172,9 @@ def test_an_update_is_published_afresh_and_says_so() -> None:
     assert ("neardup.update", b"true") in out.messages[2].headers
     assert out.messages[3].value == out.messages[2].value  # its replay: the same decision
     (pack,) = out.changelog
-    assert [r.update for r in map(FingerprintRecord.decode, changelog.unpack(pack.value))] == [
+    assert [
+        r.update for r in map(FingerprintRecord.decode, changelog.unpack(pack.value).records)
+    ] == [
         False,
         False,
         True,
