@@ -25,8 +25,10 @@ test: install
 	KAFKA_BOOTSTRAP_SERVERS=$$bootstrap $(PY) -m pytest
 
 # The main job end to end: local broker, a worker, a bundled sample, a summary.
+# The demo's own flags go in ARGS, e.g. `make demo ARGS="--metrics-port 9200 --stop-broker"`.
+ARGS ?=
 demo: install
-	PYTHON=$(PY) bash deploy/local/demo/run.sh
+	PYTHON=$(PY) bash deploy/local/demo/run.sh $(ARGS)
 
 # Benchmarks (not part of the tests): quality/speed vs peers, memory, Kafka end to end.
 bench: install
@@ -41,11 +43,12 @@ unit: install
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy
 
+# The local broker on $KAFKA_PORT (default 9092), e.g. `make kafka-stop KAFKA_PORT=9192`.
 kafka-start:
-	deploy/local/kafka.sh start
+	$(if $(KAFKA_PORT),KAFKA_PORT=$(KAFKA_PORT) )deploy/local/kafka.sh start
 
 kafka-stop:
-	deploy/local/kafka.sh stop
+	$(if $(KAFKA_PORT),KAFKA_PORT=$(KAFKA_PORT) )deploy/local/kafka.sh stop
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache

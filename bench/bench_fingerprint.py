@@ -46,27 +46,15 @@ def main() -> None:
     fp = Fingerprinter(cfg)
     fp.batch(texts[:50])
     parts = [t.encode("utf-8", "surrogatepass") for t in texts]
-    index, pool = fold_table()
     mapped = np.ones(len(parts), dtype=np.bool_)
     offsets = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum([len(p) for p in parts], out=offsets[1:])
     data = np.frombuffer(b"".join(parts), dtype=np.uint8)
+    batch = _kernels.TextBatch(data, offsets, mapped)
+    table = _kernels.FoldTable(*fold_table())
 
     def kernel() -> None:
-        _kernels.fingerprint_batch(
-            data,
-            offsets,
-            mapped,
-            index,
-            pool,
-            0,
-            cfg.shingle_size,
-            cfg.seed,
-            cfg.sketch_bits,
-            cfg.num_perm,
-            fp.compact_max,
-            fp.keep_max,
-        )
+        _kernels.fingerprint_batch(batch, table, fp.shingling)
 
     rows = {
         "compiled kernel": chars / _best(kernel) / 1e6,

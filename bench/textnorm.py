@@ -32,8 +32,10 @@ def shingle_set(text: str, k: int = SHINGLE_K) -> set[str]:
 
 
 def jaccard(a: set[str], b: set[str]) -> float:
-    """Exact Jaccard similarity of two sets; two empty sets have similarity 0."""
-    if not a or not b:
-        return 0.0
+    """Exact Jaccard similarity of two sets; two empty sets are identical (1.0), as in the
+    engine (`fingerprint.shingles.jaccard`), where two texts that normalise to nothing are
+    exact copies of each other; an empty set and a non-empty one share nothing (0.0)."""
+    if not a and not b:
+        return 1.0
     inter = len(a & b)
     return inter / (len(a) + len(b) - inter)

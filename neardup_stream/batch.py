@@ -1,21 +1,35 @@
 """One batch on its way through the index kernels: its columns, its decisions, its known ids.
 
 A batch comes either from fresh fingerprints (`from_fingerprints`, to be decided) or from
-changelog records (`from_records`, decided already). Documents whose id is already stored, or
-repeated earlier in the same batch, are `skip`ped by the kernels: `known[i]` holds the stored
-ref of the first kind and `repeat_of[i]` the batch position of the second.
+changelog records (`from_records`, decided already).
+
+An id seen before is a *replay* when its content (the exact hash: the 128-bit MurmurHash3 of
+the normalised text) equals its latest version's, and an *update* otherwise. Replays are
+`skip`ped by the kernels: `known[i]` holds the stored ref of a replay of a stored document,
+`repeat_of[i]` the batch position of the version it repeats. An update is decided afresh as a
+new document; `docs.prior` (a stored ref) or `docs.prior_row` (a row of this batch) names the
+earlier version the kernels supersede (when it is still in the window at the update's turn:
+only then is it an update, `decisions.update`; else a new document).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
 from neardup_stream.fingerprint.fingerprinter import Fingerprints
-from neardup_stream.index.columns import BatchColumns, Decisions, new_decisions
+from neardup_stream.index.columns import BatchColumns, Decisions, new_decisions, no_prior
 from neardup_stream.records import FingerprintRecord
+
+
+class _Latest(NamedTuple):
+    """The latest version of an id met so far in `mark_known`."""
+
+    row: int  # its batch row
+    ref: int | None  # its stored ref when that row is a replay of a stored document
 
 
 @dataclass
@@ -53,6 +67,8 @@ class Batch:
             ts=np.asarray(ts, dtype=np.int64),
             feats=fps.feats,
             feat_offsets=fps.feat_offsets,
+            prior=no_prior(len(ids)),
+            prior_row=no_prior(len(ids)),
         )
         return cls(ids, docs, blocks)
 
@@ -75,26 +91,50 @@ class Batch:
             ts=np.array([r.ts for r in recs], dtype=np.int64),
             feats=np.empty(0, dtype=np.uint64),  # replay stores and indexes, never verifies
             feat_offsets=np.zeros(len(recs) + 1, dtype=np.int64),
+            prior=no_prior(len(recs)),
+            prior_row=no_prior(len(recs)),
         )
         batch = cls([r.doc_id for r in recs], docs, blocks)
         batch.decisions.similarity[:] = [r.similarity for r in recs]
         batch.decisions.method[:] = [r.method for r in recs]
         batch.decisions.indexed[:] = [r.indexed for r in recs]
+        batch.decisions.update[:] = [r.update for r in recs]
         return batch
 
-    def mark_known(self, stored: Sequence[int | None]) -> None:
-        """Skip ids already stored (their ref given) or repeated earlier in the batch."""
-        first: dict[str, int] = {}
+    def mark_known(
+        self, stored: Sequence[int | None], digest: Callable[[int], tuple[int, int]]
+    ) -> None:
+        """Tell replays from updates (see the module docstring).
+
+        Args:
+            stored: Per row, the stored ref of its id's latest version, if any (read for the
+                first row of each id only).
+            digest: The exact hash of a stored ref.
+        """
+        latest: dict[str, _Latest] = {}
+        docs = self.docs
         for i, doc_id in enumerate(self.ids):
-            if doc_id in first:
-                self.repeat_of[i] = first[doc_id]
-            else:
-                first[doc_id] = i
+            content = (int(docs.exact[i, 0]), int(docs.exact[i, 1]))
+            before = latest.get(doc_id)
+            if before is None:
                 ref = stored[i]
-                if ref is not None:
+                if ref is not None and digest(ref) == content:
                     self.known[i] = ref
+                    latest[doc_id] = _Latest(i, ref)
+                    continue
+                if ref is not None:
+                    docs.prior[i] = ref
+            elif (int(docs.exact[before.row, 0]), int(docs.exact[before.row, 1])) == content:
+                self.repeat_of[i] = before.row
+                continue
+            else:
+                if before.ref is not None:
+                    docs.prior[i] = before.ref
+                else:
+                    docs.prior_row[i] = before.row
+            latest[doc_id] = _Latest(i, None)
         for i in (*self.known, *self.repeat_of):
-            self.docs.skip[i] = True
+            docs.skip[i] = True
 
     def stored(self) -> list[int]:
         """Positions of the documents the kernels stored (not known, repeated or probe-only)."""

@@ -12,6 +12,8 @@ install or image-build time, so the first run starts warm.
 * numba needs a writable cache directory (`NUMBA_CACHE_DIR`). An image can carry a read-only,
   pre-filled copy and name it in `NEARDUP_JIT_CACHE_SEED`: `seed_jit_cache()` (called before
   any kernel module is imported) copies it into `NUMBA_CACHE_DIR` when that holds no cache index yet.
+* `announce_compilation` says once, on stderr, when the first use of the kernels is about to
+  compile them (the cache is cold), and how to do that ahead of time.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import IO, Any
 
 import numpy as np
 
@@ -124,3 +127,42 @@ def seed_jit_cache() -> None:
         return
     with contextlib.suppress(OSError):  # numba compiles what it cannot load: slower, not wrong
         shutil.copytree(seed, target, dirs_exist_ok=True)
+
+
+COMPILE_NOTICE = (
+    "neardup-stream: compiling the kernels (numba; once after an install or upgrade, about "
+    "30 s). Do it ahead of time with: python -m neardup_stream.warmup\n"
+)
+
+
+def jit_cache_cold() -> bool:
+    """Whether the first use of the kernels will compile them: numba's cache holds no machine
+    code for this source and this CPU for the fingerprint or the decide kernel.
+
+    Reads numba's cache index (an internal interface): whatever goes wrong there, the answer
+    is False, so at worst the notice is missing, never wrong. Compiles nothing.
+    """
+    from neardup_stream.fingerprint import kernels as fingerprint_kernels
+    from neardup_stream.index import kernels as index_kernels
+
+    try:
+        from numba.core.registry import cpu_target
+
+        machine = cpu_target.target_context.codegen().magic_tuple()
+        kernels: list[Any] = [fingerprint_kernels.fingerprint_batch, index_kernels.decide_batch]
+        for kernel in kernels:
+            index = kernel._cache._cache_file._load_index()
+            if not any(key[1] == machine for key in index):
+                return True
+    except Exception:  # numba's internals moved: stay silent rather than guess
+        return False
+    return False
+
+
+def announce_compilation(err: IO[str]) -> bool:
+    """Write `COMPILE_NOTICE` to `err` when the kernels are about to compile; True if so."""
+    if not jit_cache_cold():
+        return False
+    err.write(COMPILE_NOTICE)
+    err.flush()
+    return True

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from collections import Counter
@@ -23,22 +24,39 @@ from pathlib import Path
 from typing import IO, Any
 
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
+from neardup_stream import __version__
 from neardup_stream.config import DedupConfig
 from neardup_stream.mapping import DEFAULT_MAPPING, InputMapping
 from neardup_stream.models import Document, json_schemas
 from neardup_stream.options import (
     add_engine_flags,
     add_input_flags,
-    engine_config,
+    engine_flag_parser,
     engine_overrides,
 )
 from neardup_stream.parsing import ParseError, parse_document
 from neardup_stream.settings import EngineSettings
+from neardup_stream.settings_errors import (
+    format_problems,
+    problems,
+    unknown_variables,
+    unparsable,
+)
+from neardup_stream.settings_fields import given_flags
 
 BATCH = 512
 PLUGIN_GROUP = "neardup_stream.commands"
-DECISION_FIELDS = ("id", "decision", "duplicate_of", "representative", "similarity", "method")
+DECISION_FIELDS = (
+    "id",
+    "decision",
+    "duplicate_of",
+    "representative",
+    "similarity",
+    "method",
+    "update",
+)
 
 
 def _lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
@@ -66,10 +84,12 @@ def run_dedup(
     mapping: InputMapping = DEFAULT_MAPPING,
 ) -> Counter[str]:
     """Stream JSONL documents from `source` to decisions on `sink`; returns counters."""
+    from neardup_stream.caches import announce_compilation
     from neardup_stream.deduplicator import Deduplicator  # the compiled kernels load here
     from neardup_stream.mapping import domain_of
     from neardup_stream.sharded.deduplicator import ShardedDeduplicator
 
+    announce_compilation(err)
     sharded = config.home_shards > 1 or mapping.domain_field is not None
     dedup = ShardedDeduplicator(config) if sharded else Deduplicator(config)
     counts: Counter[str] = Counter()
@@ -86,6 +106,8 @@ def run_dedup(
             counts[d.decision] += 1
             if d.method:
                 counts[f"method:{d.method}"] += 1
+            if d.update:
+                counts["update"] += 1
             sink.write(json.dumps(d.model_dump(include=set(DECISION_FIELDS))) + "\n")
         batch.clear()
 
@@ -109,21 +131,49 @@ def run_dedup(
     err.write(
         f"summary: {docs} documents, {counts['unique']} unique, {counts['duplicate']} duplicate "
         f"(exact {counts['method:exact']}, simhash {counts['method:simhash']}, "
-        f"minhash {counts['method:minhash']}), {counts['errors']} bad lines, "
+        f"minhash {counts['method:minhash']}), {counts['update']} updates, "
+        f"{counts['errors']} bad lines, "
         f"{docs / elapsed if elapsed > 0 else 0:.0f} docs/s\n"
     )
     return counts
 
 
-def _read_text(arg: str) -> str:
+class UsageError(Exception):
+    """A problem with how the command was called: reported on stderr, exit status 2."""
+
+
+def engine_settings(args: argparse.Namespace) -> EngineSettings:
+    """`NEARDUP_*` with the flags in `args` on top; invalid settings raise a `UsageError`
+    naming each setting, its source and what it accepts. Warns on stderr about `NEARDUP_*`
+    variables that set nothing (the worker's sections are left to the worker)."""
+    for problem in unknown_variables(EngineSettings, os.environ, other_sections=True):
+        sys.stderr.write(f"warning: {problem}\n")
+    try:
+        return EngineSettings().with_overrides(engine_overrides(args))
+    except ValidationError as exc:
+        flags = given_flags(engine_flag_parser(), engine_overrides, args)
+        found = problems(exc, EngineSettings, flags, os.environ)
+        raise UsageError(format_problems(found)) from None
+    except SettingsError as exc:  # e.g. a section given as invalid JSON
+        raise UsageError(format_problems([unparsable(exc, os.environ)])) from None
+
+
+def _read_text(arg: str, literal: bool) -> str:
+    if literal:
+        return arg
+    if arg == "-":
+        return sys.stdin.read()
     try:
         return Path(arg).read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return arg
+    except OSError as exc:
+        raise UsageError(
+            f"cannot read {arg!r}: {exc.strerror or exc}"
+            " (A and B are files; give --text to compare them as literal strings)"
+        ) from None
 
 
 def _cmd_dedup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
-    settings = EngineSettings().with_overrides(engine_overrides(args))
+    settings = engine_settings(args)
     if settings.input.id_source == "key":
         parser.error("offline input has no message keys: give ids with --id-field")
     try:
@@ -143,9 +193,14 @@ def _cmd_dedup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int
 
 
 def _cmd_compare(args: argparse.Namespace) -> int:
+    from neardup_stream.caches import announce_compilation
     from neardup_stream.compare import compare  # the compiled kernels load here
 
-    report = compare(_read_text(args.a), _read_text(args.b), engine_config(args))
+    config = engine_settings(args).dedup
+    if args.a == "-" and args.b == "-" and not args.text:
+        raise UsageError("only one of A and B can be standard input (-)")
+    announce_compilation(sys.stderr)
+    report = compare(_read_text(args.a, args.text), _read_text(args.b, args.text), config)
     if args.json:
         print(json.dumps(report.as_dict()))
         return 0
@@ -179,6 +234,7 @@ def _cmd_schemas(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="neardup-stream", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     p = sub.add_parser("dedup", help="deduplicate a JSONL file of documents")
     p.add_argument("--input", "-i", default="-", help="JSONL input (default stdin)")
@@ -186,9 +242,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-bytes", type=int, default=8 * 1024 * 1024, help="largest line accepted")
     add_engine_flags(p)
     add_input_flags(p)
-    p = sub.add_parser("compare", help="explain the similarity of two texts (files or strings)")
-    p.add_argument("a")
-    p.add_argument("b")
+    p = sub.add_parser(
+        "compare", help="explain the similarity of two files (or, with --text, strings)"
+    )
+    p.add_argument("a", help="a file (- for stdin), or with --text the text itself")
+    p.add_argument("b", help="a file (- for stdin), or with --text the text itself")
+    p.add_argument("--text", action="store_true", help="A and B are literal texts, not file names")
     p.add_argument("--json", action="store_true", help="print one JSON object")
     add_engine_flags(p, retention=False)
     p = sub.add_parser("schemas", help="print or write the JSON Schemas of the message formats")
@@ -224,8 +283,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "compare":
             return _cmd_compare(args)
         return _cmd_schemas(args)
-    except ValidationError as exc:
-        parser.error(str(exc.errors()[0]["msg"]))
+    except UsageError as exc:
+        sys.stderr.write(f"neardup-stream {args.command}: error: {exc}\n")
     return 2
 
 

@@ -2,11 +2,21 @@
 
 A document is a near-duplicate when its Jaccard similarity (over shingles) with ANY earlier
 live document reaches the threshold, duplicates included, so drifting chains are caught.
-Per batch: fingerprints (one compiled pass) -> id registry (idempotency) -> one compiled
-pass that, document by document, evicts what retention excludes, probes the sharded index
+Per batch: fingerprints (one compiled pass) -> id registry (replays keep their first
+decision; an id seen before with other content is an update, see below) -> one compiled
+pass that, document by document, evicts what age retention excludes, probes the sharded index
 (LSH band keys + SimHash pigeonhole block keys), verifies candidates against the document
-store (exact hash, 1-bit MinHash sketch estimate), stores and indexes -> decisions. Precise
+store (exact hash, 1-bit MinHash sketch estimate), then makes room (`max_docs`), stores and
+indexes -> decisions. So a document is compared with the `max_docs` most recent stored ones. Precise
 mode verifies candidates near the threshold by exact Jaccard in Python instead.
+
+Ids and content: a document whose id is stored already is a *replay* when its content (the
+exact hash, a 128-bit MurmurHash3 of the normalised text) equals the id's latest version, and
+gets that version's decision again. Otherwise it is an *update* (say, a crawler re-fetched a
+changed page): it supersedes the earlier version, which from then on is nobody's match (it
+still occupies its place in the retention window until evicted), and is decided afresh
+against the other documents, with `Decision.update` set. Replays of the update keep the
+update's decision.
 Pure Python + numpy + numba: no I/O, no Kafka.
 """
 
@@ -24,7 +34,7 @@ from neardup_stream.config import DedupConfig
 from neardup_stream.event_time import event_times
 from neardup_stream.fingerprint.fingerprinter import Fingerprinter
 from neardup_stream.index import kernels
-from neardup_stream.index.columns import EVICTED, UNIQUE, WATERMARK, Limits, Rules
+from neardup_stream.index.columns import UNIQUE, Limits, Rules
 from neardup_stream.index.doc_store import DocStore, StoredDecision
 from neardup_stream.index.registry import IdRegistry
 from neardup_stream.index.shards import ShardedIndex
@@ -50,7 +60,7 @@ class Outcome:
 
 def _decision(stored: StoredDecision) -> Decision:
     if stored.method == UNIQUE:
-        return Decision(id=stored.doc_id, decision="unique")
+        return Decision(id=stored.doc_id, decision="unique", update=stored.update)
     return Decision(
         id=stored.doc_id,
         decision="duplicate",
@@ -58,6 +68,7 @@ def _decision(stored: StoredDecision) -> Decision:
         representative=stored.representative,
         similarity=round(stored.similarity, 6),
         method=METHODS[stored.method - 1],
+        update=stored.update,
     )
 
 
@@ -71,13 +82,11 @@ class Deduplicator:
         self.index = ShardedIndex(cfg.shards, cfg.bucket_cap)
         self.registry = IdRegistry()
         self.features = FeatureSets(cfg)
-        retention = cfg.max_docs is not None or cfg.max_age_seconds is not None
         self._limits = Limits(cfg.bucket_cap, cfg.max_docs or 0, float(cfg.max_age_seconds or 0))
         self._rules = Rules(
             cfg.threshold,
             cfg.simhash_k,
             cfg.index_duplicates,
-            retention,
             self.fingerprinter.compact_max,
         )
 
@@ -87,7 +96,7 @@ class Deduplicator:
     @property
     def watermark(self) -> int:
         """Latest document time seen (seconds); retention by age counts back from it."""
-        return int(self.store.window[WATERMARK])
+        return int(self.store.window["watermark"][0])
 
     def check(self, doc: Document, now: float | None = None) -> Decision:
         """Decide one document (and index it)."""
@@ -98,7 +107,7 @@ class Deduplicator:
         return [o.decision for o in self.process(docs, now=now)]
 
     def lookup(self, doc_id: str) -> Decision | None:
-        """The original decision for an id still in the window, if any."""
+        """The decision of the latest version of an id still in the window, if any."""
         ref = self.registry.find(doc_id, self.store)
         return None if ref is None else _decision(self.store.decision(ref))
 
@@ -122,7 +131,7 @@ class Deduplicator:
         real = time.time() if now is None else now
         ts = event_times(docs, real, self.config.max_future_skew_seconds, times)
         batch = Batch.from_fingerprints([d.id for d in docs], self.fingerprinter.batch(texts), ts)
-        batch.mark_known(self.registry.find_all(batch.ids, self.store))
+        batch.mark_known(self.registry.find_all(batch.ids, self.store), self.store.exact_of)
         self.store.reserve(len(batch))  # no row moves while the batch is decided
         feats: dict[int, np.ndarray] = {}
         if self.config.precise:
@@ -145,7 +154,7 @@ class Deduplicator:
             refs = self.registry.find_all([batch.ids[i] for i in home_rows], self.store)
             for i, ref in zip(home_rows.tolist(), refs, strict=True):
                 found[i] = ref
-        batch.mark_known(found)
+        batch.mark_known(found, self.store.exact_of)
         self.store.reserve(len(batch))
         self._run(batch, decide=True)
         out = batch.decisions
@@ -153,9 +162,9 @@ class Deduplicator:
         for i in batch.stored():  # first: later rows of the batch may match these
             self.store.record(int(out.ref[i]), batch.ids[i], None, None)
             if records:
-                made.append(
-                    self._record(batch, i, Decision(id=batch.ids[i], decision="unique"), None)
-                )
+                update = bool(out.update[i])
+                decision = Decision(id=batch.ids[i], decision="unique", update=update)
+                made.append(self._record(batch, i, decision, None))
         matches: list[str | None] = [None] * len(batch)
         for i in np.flatnonzero((out.match >= 0) & ~batch.docs.skip).tolist():
             matches[i] = self.store.doc_id(int(out.match[i]))
@@ -187,7 +196,8 @@ class Deduplicator:
         cfg, st, out = self.config, self.store, batch.decisions
         feats: dict[int, np.ndarray] = {}
         for i in batch.stored():
-            kernels.advance(st.window, st.arrays(), batch.docs.ts[i], self._limits, True)
+            kernels.advance(st.window, st.arrays(), batch.docs.ts[i], self._limits, False)
+            out.update[i] = kernels.supersede(i, batch.docs, out, st.arrays(), st.window)
             feats[i] = self.fingerprinter.features(texts[i])
             cands = kernels.probe_verify(
                 i,
@@ -203,9 +213,7 @@ class Deduplicator:
                 out.match[i], out.similarity[i], out.method[i] = chosen
             late = kernels.expired(st.window, batch.docs.ts[i], self._limits)
             rules = self._rules
-            out.indexed[i] = kernels.is_indexed(
-                out.method[i], late, rules.index_duplicates, rules.retention
-            )
+            out.indexed[i] = kernels.is_indexed(out.method[i], late, rules.index_duplicates)
             self._run(batch, decide=False, begin=i, end=i + 1)
             self.features.add(int(out.ref[i]), feats[i])
         self.features.forget(st.alive)
@@ -222,9 +230,10 @@ class Deduplicator:
                 outcomes.append(Outcome(_decision(st.decision(batch.known[i])), None))
                 continue
             ref, match, method = int(out.ref[i]), int(out.match[i]), int(out.method[i])
+            update = bool(out.update[i])
             dup = rep = None
             if match < 0:
-                decision = Decision(id=doc_id, decision="unique")
+                decision = Decision(id=doc_id, decision="unique", update=update)
             else:
                 dup, rep = st.doc_id(match), st.representative(match)
                 decision = Decision(
@@ -234,6 +243,7 @@ class Deduplicator:
                     representative=rep,
                     similarity=round(float(np.float32(out.similarity[i])), 6),
                     method=METHODS[method - 1],
+                    update=update,
                 )
             st.record(ref, doc_id, dup, rep)  # before later documents of the batch read it
             record = self._record(batch, i, decision, feats.get(i)) if records else None
@@ -261,6 +271,7 @@ class Deduplicator:
             sketch=docs.sketch[i],
             indexed=bool(out.indexed[i]),
             features=feats,
+            update=decision.update,
         )
 
     def _remember(self, batch: Batch) -> None:
@@ -271,13 +282,19 @@ class Deduplicator:
         )
         st = self.store
         st.trim_blob()
-        if st.window[EVICTED] > max(4096, st.count):
+        if st.window["evicted"][0] > max(4096, st.count):
             self.index.compact(st.base, st.count)
             self.registry.compact(st.base, st.count)
-            st.window[EVICTED] = 0
+            st.window["evicted"][0] = 0
 
     def apply_records(self, records: Iterable[FingerprintRecord]) -> int:
-        """Replay changelog records in order (no verification); returns how many were new."""
+        """Replay changelog records in order (no verification); returns how many were stored.
+
+        A record whose id's latest stored version has the same content is skipped (already
+        applied); one with other content is an update and supersedes that version, as it did
+        live. So records must be replayed once, in order (a restore replays the changelog
+        from where its snapshot ends): an older record replayed again would count as an update.
+        """
         recs = list(records)
         for rec in recs:
             if rec.config_id != self.config.fingerprint_id:
@@ -290,7 +307,7 @@ class Deduplicator:
         if not recs:
             return 0
         batch = Batch.from_records(recs, self.fingerprinter.bands)
-        batch.mark_known(self.registry.find_all(batch.ids, self.store))
+        batch.mark_known(self.registry.find_all(batch.ids, self.store), self.store.exact_of)
         self.store.reserve(len(batch))
         self._run(batch, decide=False)
         for i in batch.stored():
@@ -304,7 +321,7 @@ class Deduplicator:
         return len(batch.stored())
 
     def apply_record(self, rec: FingerprintRecord) -> bool:
-        """Replay one changelog record; False if its id is already known."""
+        """Replay one changelog record; False if its id is stored with the same content."""
         return self.apply_records([rec]) == 1
 
     def state(self) -> dict[str, np.ndarray]:

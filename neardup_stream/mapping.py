@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_settings import NoDecode
 
 from neardup_stream.models import Document
 
@@ -40,7 +41,8 @@ class InputMapping(BaseModel):
     id_from_key: bool = Field(
         False, description="take the id from the message key instead of a field"
     )
-    text_fields: tuple[str, ...] = Field(
+    # NoDecode: pydantic-settings would parse NEARDUP_INPUT__TEXT_FIELDS as JSON only.
+    text_fields: Annotated[tuple[str, ...], NoDecode] = Field(
         DEFAULT_TEXT_FIELDS, description="JSON fields joined into the compared text"
     )
     text_separator: str = Field("\n\n", description="placed between joined text fields")
@@ -61,6 +63,13 @@ class InputMapping(BaseModel):
     @field_validator("text_fields", mode="before")
     @classmethod
     def _split(cls, value: object) -> object:
+        if isinstance(value, str) and value.lstrip().startswith("["):  # a JSON list
+            try:
+                return json.loads(value)
+            except ValueError:
+                raise ValueError(
+                    "text_fields must be comma-separated names or a JSON list of them"
+                ) from None
         if isinstance(value, str):  # "title,body" from a flag or the environment
             return tuple(part.strip() for part in value.split(","))
         return value

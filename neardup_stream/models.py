@@ -22,12 +22,19 @@ METHODS: tuple[Method, ...] = ("exact", "simhash", "minhash")
 
 
 class Document(BaseModel):
-    """A document to deduplicate. Unknown fields are kept and passed through."""
+    """A document to deduplicate. Unknown fields are kept and passed through.
+
+    Its text must hold something other than whitespace (Python's `str.isspace`): an empty
+    text is rejected, as `empty_text` by `parsing.parse_document`, with a ValidationError here.
+    """
 
     model_config = ConfigDict(extra="allow", frozen=True, str_strip_whitespace=False)
 
     id: str = Field(min_length=1, max_length=MAX_ID_CHARS, description="stable, unique id")
-    text: str = Field(max_length=MAX_TEXT_CHARS, description="the content compared")
+    text: str = Field(
+        max_length=MAX_TEXT_CHARS,
+        description="the content compared; must hold something other than whitespace",
+    )
     title: str | None = None
     url: str | None = None
     lang: str | None = None
@@ -43,6 +50,15 @@ class Document(BaseModel):
             raise ValueError("id must not contain NUL characters")
         return v
 
+    @field_validator("text")
+    @classmethod
+    def _text_not_blank(cls, v: str) -> str:
+        # An empty text has nothing to compare: every one would be an exact copy of the
+        # first. It is refused (reason `empty_text` at the parse step), never decided.
+        if not v or v.isspace():
+            raise ValueError("text is empty or only whitespace: there is nothing to compare")
+        return v
+
 
 class Decision(BaseModel):
     """The verdict on one document."""
@@ -55,6 +71,13 @@ class Decision(BaseModel):
     representative: str | None = Field(None, description="first document of that cluster")
     similarity: float | None = Field(None, ge=0, le=1, description="Jaccard (estimated or exact)")
     method: Method | None = Field(None, description="which index matched")
+    update: bool = Field(
+        False,
+        description=(
+            "the id was seen before with other content: this new version was decided afresh "
+            "against the other documents (never its own earlier version), which it replaces"
+        ),
+    )
 
     @property
     def is_duplicate(self) -> bool:
@@ -71,7 +94,13 @@ class ErrorRecord(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    reason: str = Field(description="machine-readable cause, e.g. invalid_json, missing_id")
+    reason: str = Field(
+        description=(
+            "machine-readable cause: tombstone, too_large, invalid_utf8, invalid_json, "
+            "not_an_object, missing_id, missing_text, empty_text, invalid_id, invalid_field "
+            "(the parse step), unpublishable or internal_error (the worker)"
+        )
+    )
     message: str = Field(max_length=MAX_MESSAGE_CHARS, description="human-readable explanation")
     source: dict[str, Any] = Field(
         default_factory=dict, description="topic/partition/offset/timestamp, or line"

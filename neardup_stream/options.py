@@ -9,8 +9,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from neardup_stream.config import DedupConfig
-
 _ENGINE = (
     "threshold",
     "shingle",
@@ -92,7 +90,10 @@ def engine_overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     return {"dedup": dedup, "input": mapping}
 
 
-def engine_config(args: argparse.Namespace, base: DedupConfig | None = None) -> DedupConfig:
-    """`base` (defaults when omitted) with every engine flag the user gave applied."""
-    given = {k: v for k, v in engine_overrides(args)["dedup"].items() if v is not None}
-    return DedupConfig.model_validate({**(base or DedupConfig()).model_dump(), **given})
+def engine_flag_parser() -> argparse.ArgumentParser:
+    """A parser with just the engine and input flags: what `settings_errors.flag_names` reads
+    to name the flag behind a setting."""
+    p = argparse.ArgumentParser(add_help=False)
+    add_engine_flags(p)
+    add_input_flags(p)
+    return p

@@ -5,7 +5,12 @@ reject the same inputs with the same reason codes. Where the id, text and event 
 from is an `InputMapping`; `parse_document` never raises on bad input.
 
 Reasons: `tombstone`, `too_large`, `invalid_utf8`, `invalid_json`, `not_an_object`,
-`missing_id`, `missing_text`, `invalid_id`, `invalid_field`.
+`missing_id`, `missing_text`, `empty_text`, `invalid_id`, `invalid_field`.
+
+Policy for empty texts: a text that is empty or only whitespace (after joining the mapped
+text fields) is rejected as `empty_text`, never decided: it has nothing to compare, and every
+such document would otherwise be an exact duplicate of the first one. The worker dead-letters
+it; offline `dedup` reports it with its line number like any other bad line.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ REASONS = (
     "not_an_object",
     "missing_id",
     "missing_text",
+    "empty_text",
     "invalid_id",
     "invalid_field",
 )
@@ -46,6 +52,8 @@ def _field_reason(err: ValidationError, names: dict[str, str]) -> ParseError:
     shown = names.get(loc, loc)
     if first["type"] == "missing":
         return ParseError(f"missing_{loc}", f"field {shown!r} is required")
+    if loc == "text" and first["type"] == "value_error":
+        return ParseError("empty_text", f"{shown}: {first['msg']}")
     if first["type"] == "string_too_long" and loc != "id":
         return ParseError("too_large", f"{shown} is too long: {first['msg']}")
     if loc == "id" and first["type"] in {"string_too_short", "string_too_long", "value_error"}:

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 
 _MAGIC = b"ND"
-_VERSION = 3  # 3: sketches of small documents are compact sets (FINGERPRINT_FORMAT 2)
+_VERSION = 4  # 4: the update flag; 3: sketches of small documents are compact sets
+_READS = (3, 4)  # version 3 records are read as no updates (there were none)
+_INDEXED, _UPDATE, _METHOD = 0x80, 0x40, 0x3F  # bits of the method byte
 _HEAD = struct.Struct("<2sBIIBfqQQQHBHI")
 _NONE = 0xFFFF
 _NO_FEATURES = 0xFFFFFFFF
@@ -40,6 +42,7 @@ class FingerprintRecord:
     sketch: np.ndarray  # uint64[words]
     indexed: bool = True
     features: np.ndarray | None = None  # uint64[nfeat], sorted: precise mode only
+    update: bool = False  # its decision was an update (a new version of a stored id)
 
     def encode(self) -> bytes:
         """Serialise to the versioned binary format."""
@@ -48,7 +51,7 @@ class FingerprintRecord:
             _VERSION,
             self.config_id,
             self.ts,
-            self.method | (0x80 if self.indexed else 0),
+            self.method | (_INDEXED if self.indexed else 0) | (_UPDATE if self.update else 0),
             self.similarity,
             self.nfeat,
             self.exact[0],
@@ -82,10 +85,10 @@ class FingerprintRecord:
         """Parse bytes written by `encode`; raises ValueError on anything else."""
         if len(data) < 3 or data[:2] != _MAGIC:
             raise ValueError("not a fingerprint record")
-        if data[2] != _VERSION:
+        if data[2] not in _READS:
             raise ValueError(
-                f"fingerprint record format {data[2]} is not this engine's ({_VERSION}); "
-                "rebuild the changelog with this version"
+                f"fingerprint record format {data[2]} is not one this engine reads "
+                f"({', '.join(map(str, _READS))}); rebuild the changelog with this version"
             )
         if len(data) < _HEAD.size:
             raise ValueError("truncated fingerprint record")
@@ -122,7 +125,7 @@ class FingerprintRecord:
             duplicate_of=strings[1],
             representative=strings[2],
             ts=ts,
-            method=method & 0x7F,
+            method=method & _METHOD,
             similarity=sim,
             nfeat=nfeat,
             exact=(e0, e1),
@@ -130,6 +133,7 @@ class FingerprintRecord:
             lsh_keys=lsh,
             simhash_keys=sim_keys,
             sketch=sketch,
-            indexed=bool(method & 0x80),
+            indexed=bool(method & _INDEXED),
             features=features,
+            update=bool(method & _UPDATE),
         )

@@ -19,7 +19,8 @@ import numpy as np
 from neardup_stream.config import FINGERPRINT_FORMAT, DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3  # 3: per-document update and superseded flags
+READS = (2, 3)  # a version 2 snapshot holds no updates: its flags are read as all False
 
 
 def _fsync_dir(path: Path) -> None:
@@ -77,10 +78,10 @@ def read_meta(path: str | os.PathLike[str]) -> dict[str, object]:
     """The metadata of a snapshot directory."""
     with open(Path(path) / "meta.json", encoding="utf-8") as fh:
         meta: dict[str, object] = json.load(fh)
-    if meta.get("format_version") != FORMAT_VERSION:
+    if meta.get("format_version") not in READS:
         raise ValueError(
-            f"snapshot format {meta.get('format_version')!r} is not this engine's "
-            f"({FORMAT_VERSION}); rebuild the index (e.g. from the changelog)"
+            f"snapshot format {meta.get('format_version')!r} is not one this engine reads "
+            f"({', '.join(map(str, READS))}); rebuild the index (e.g. from the changelog)"
         )
     return meta
 

@@ -22,7 +22,7 @@ _TEXTS = [
     "Near-duplicate detection finds documents that say the same thing!",
     "近似重复检测是搜索引擎和新闻聚合中的关键步骤。",
     "Straße ÉTÉ ﬁnance",
-    "",
+    "ok",
 ]
 
 

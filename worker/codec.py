@@ -1,7 +1,8 @@
 """Message formats on the output topics (pure functions; no Kafka client here).
 
 * unique topic: the original document bytes, passed through unchanged; the decision rides in
-  headers (`neardup.decision`, `neardup.method`, ...);
+  headers (`neardup.decision`, `neardup.method`, ..., `neardup.update: true` for an update:
+  a new version of an id seen before with other content);
 * duplicate topic: the `Decision` as JSON;
 * dead-letter topic: an `ErrorRecord` as JSON (reason, message, source topic/partition/offset,
   original bytes in base64), with the reason also in a header.
@@ -35,6 +36,8 @@ def decision_headers(decision: Decision) -> Headers:
         value = getattr(decision, name)
         if value is not None:
             headers.append((f"neardup.{name}", str(value).encode()))
+    if decision.update:
+        headers.append(("neardup.update", b"true"))
     return headers
 
 

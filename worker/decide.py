@@ -70,6 +70,7 @@ class DecideRules:
     dlq_payload_bytes: int
     unique_limit: int  # the unique topic's max.message.bytes
     changelog_limit: int = 1 << 62  # the changelog topic's max.message.bytes
+    pipeline: changelog.Pipeline | None = None  # whose changelog records; required to write
 
 
 class Unrecordable(Exception):
@@ -86,7 +87,8 @@ class Unrecordable(Exception):
 
 @dataclass(frozen=True)
 class ChangelogRecord:
-    """A changelog message (packed index records) for changelog partition = input partition."""
+    """A changelog message (packed index records of one pipeline) for changelog partition =
+    input partition; its key names the pipeline (`changelog.key`)."""
 
     partition: int
     key: bytes
@@ -228,6 +230,11 @@ def _decide_partition(
                 raise Unrecordable(record.source, len(stored[-1]), rules.changelog_limit)
         out.timestamps_ms.append(record.timestamp_ms)
         out.decided.append((d.decision, d.method or "none"))
+    if not stored:
+        return
+    if rules.pipeline is None:
+        raise ValueError("DecideRules.pipeline is required to write changelog records")
     partition, first = kept[0].source.partition, kept[0].source.offset
-    for i, value in enumerate(changelog.pack(stored)):
-        out.changelog.append(ChangelogRecord(partition, f"{partition}:{first}:{i}".encode(), value))
+    for i, value in enumerate(changelog.pack(stored, rules.pipeline)):
+        key = changelog.key(rules.pipeline, partition, first, i)
+        out.changelog.append(ChangelogRecord(partition, key, value))

@@ -20,7 +20,8 @@ from typing import TypeVar
 
 from kafka import TopicPartition
 
-from worker import clients, retry, snapshots, topics
+from worker import clients, retry, security_errors, snapshots, topics
+from worker.changelog import pipeline_of, topic_of
 from worker.decide import BatchOutput, InputRecord, Source, Unrecordable, decide
 from worker.indexes import PartitionIndexes
 from worker.metrics import Metrics, account, index_gauges
@@ -181,7 +182,8 @@ class Worker:
         return retry.backoff_s(self.settings.worker.retry_backoff_max_s, attempt)
 
     def _until_stopped(self, action: Callable[[], T]) -> T | None:
-        return retry.until_stopped(self._stop, self._backoff, action)
+        checked = security_errors.checked(self.settings.kafka, action)
+        return retry.until_stopped(self._stop, self._backoff, checked)
 
     def _retry(self, action: Callable[[], None]) -> None:
         attempt = 0
@@ -197,14 +199,16 @@ class Worker:
 
     def _maybe_snapshot(self, force: bool = False) -> None:
         """Snapshot every complete partition index, with nothing in flight."""
-        w, changelog = self.settings.worker, self.settings.topics.changelog
+        w, changelog = self.settings.worker, topic_of(self.settings)
         due = time.monotonic() - self._last_snapshot >= w.snapshot_every_s
         if w.snapshot_dir is None or not (force or due) or not self.indexes:
             return
         if not force and not self._settle():
             return
         self._last_snapshot = time.monotonic()
-        snapshots.save_all(self.indexes, self.consumer, w.snapshot_dir, changelog)
+        snapshots.save_all(
+            self.indexes, self.consumer, w.snapshot_dir, changelog, pipeline_of(self.settings)
+        )
 
     def _close(self) -> None:
         if self.consuming:

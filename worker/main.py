@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 from collections.abc import Sequence
@@ -17,11 +18,22 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
+from neardup_stream import __version__
 from neardup_stream.options import add_engine_flags, add_input_flags, engine_overrides
+from neardup_stream.settings_errors import (
+    format_problems,
+    problems,
+    unknown_variables,
+    unparsable,
+)
+from neardup_stream.settings_fields import given_flags
 from worker.cluster.replica import Replica
 from worker.loop import Worker
 from worker.metrics import MetricsServer, build_metrics
+from worker.reachability import announce_unreachable, throttle_kafka_connection_logs
+from worker.security_errors import EXIT_CONFIG, SecurityFailure
 from worker.settings import Settings
 
 log = logging.getLogger("worker")
@@ -29,12 +41,13 @@ log = logging.getLogger("worker")
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="neardup-stream worker", description=__doc__.splitlines()[0])
+    p.add_argument("--version", action="version", version=f"neardup-stream {__version__}")
     p.add_argument("--bootstrap-servers", help="Kafka bootstrap servers (default localhost:9092)")
     p.add_argument("--input-topic", help="documents to deduplicate (default documents)")
     p.add_argument("--unique-topic", help="unique documents (default documents.unique)")
     p.add_argument("--duplicate-topic", help="duplicate decisions (default documents.duplicate)")
     p.add_argument("--dlq-topic", help="dead letters (default documents.dlq)")
-    p.add_argument("--changelog-topic", help="index changelog (default neardup.changelog)")
+    p.add_argument("--changelog-topic", help="index changelog (default <group id>.changelog)")
     p.add_argument("--partitions", type=int, help="partitions for topics created on start")
     p.add_argument("--group-id", help="consumer group (default neardup)")
     p.add_argument("--instance-id", help="stable id of this replica (default hostname)")
@@ -57,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="scale-out: replicas share one index sharded over --home-shards (see README)",
     )
     p.add_argument("--log-partitions", type=int, help="fingerprint-log partitions (scale-out)")
+    p.add_argument(
+        "--handover-from",
+        help="group id of the stopped previous generation (scale-out settings change, "
+        "docs/operations/settings-change.md)",
+    )
     p.add_argument("--domain-header", help="message header naming the dedup domain")
     p.add_argument("--domain-key-separator", help="the domain is the key up to this separator")
     p.add_argument("--metrics-host", help="metrics listener address (default 127.0.0.1)")
@@ -67,9 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -> Settings:
-    """Environment settings with the given flags applied on top."""
-    base = base or Settings()
+def flag_overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
+    """The `with_overrides` sections the flags in `args` set (None: not given)."""
     overrides: dict[str, dict[str, Any]] = {
         "kafka": {"bootstrap_servers": args.bootstrap_servers},
         "topics": {
@@ -89,14 +106,24 @@ def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -
             "snapshot_dir": args.snapshot_dir,
             "exactly_once": False if args.at_least_once else None,
         },
-        "cluster": {"enabled": args.cluster, "log_partitions": args.log_partitions},
+        "cluster": {
+            "enabled": args.cluster,
+            "log_partitions": args.log_partitions,
+            "handover_from": args.handover_from,
+        },
         "metrics": {"host": args.metrics_host, "port": args.metrics_port},
         **engine_overrides(args),
     }
     overrides["input"].update(
         domain_header=args.domain_header, domain_key_separator=args.domain_key_separator
     )
-    settings = base.with_overrides(overrides)
+    return overrides
+
+
+def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -> Settings:
+    """Environment settings with the given flags applied on top."""
+    base = base or Settings()
+    settings = base.with_overrides(flag_overrides(args))
     if args.log_level:
         settings = settings.model_copy(update={"log_level": args.log_level})
     return settings
@@ -105,10 +132,20 @@ def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    for problem in unknown_variables(Settings, os.environ):
+        sys.stderr.write(f"{parser.prog}: warning: {problem}\n")
     try:
         settings = settings_from_args(args)
     except ValidationError as exc:
-        parser.error(f"invalid settings: {exc}")
+        flags = given_flags(parser, flag_overrides, args)
+        found = format_problems(problems(exc, Settings, flags, os.environ))
+        sys.stderr.write(f"{parser.prog}: error: {found}\n")
+        return 2
+    except SettingsError as exc:  # e.g. a section given as invalid JSON
+        sys.stderr.write(
+            f"{parser.prog}: error: {format_problems([unparsable(exc, os.environ)])}\n"
+        )
+        return 2
     logging.basicConfig(
         level=settings.log_level,
         stream=sys.stderr,
@@ -120,6 +157,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # kafka-python 3 warns whenever one of its I/O tasks runs > 100 ms, which a busy machine
     # does all the time; the worker's own metrics report slowness instead.
     logging.getLogger("kafka.net.selector").setLevel(logging.ERROR)
+    throttle_kafka_connection_logs()
     log.info("effective settings: %s", json.dumps(settings.redacted(), sort_keys=True))
     registry = CollectorRegistry()
     metrics = build_metrics(registry)
@@ -141,8 +179,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)
+    announce_unreachable(settings.kafka.bootstrap_servers)
     try:
         worker.run()
+    except SecurityFailure as exc:  # a configuration error: said once, no traceback
+        log.error("%s", exc)
+        return EXIT_CONFIG
     finally:
         if server is not None:
             server.stop()

@@ -59,6 +59,7 @@ class Metrics:
     oldest_undecided: Gauge
     waiting_for_shard: Gauge
     gather_buffered_bytes: Gauge
+    settings_mismatch: Gauge
 
 
 def build_metrics(registry: CollectorRegistry) -> Metrics:
@@ -115,7 +116,8 @@ def build_metrics(registry: CollectorRegistry) -> Metrics:
         ),
         restore_skipped=Counter(
             "neardup_restore_skipped_records",
-            "Changelog records skipped during restore: corrupt, or other fingerprint settings",
+            "Changelog records not applied during restore: corrupt, other fingerprint settings, "
+            "or another pipeline's (refused: the worker then decides nothing)",
             ["reason"],
             registry=registry,
         ),
@@ -197,6 +199,12 @@ def build_metrics(registry: CollectorRegistry) -> Metrics:
         gather_buffered_bytes=Gauge(
             "neardup_gather_buffered_bytes",
             "Bytes of fingerprint-log records and votes the gather holds undecided",
+            registry=registry,
+        ),
+        settings_mismatch=Gauge(
+            "neardup_settings_mismatch",
+            "1 while this scale-out replica refuses to start: its settings or internal topics "
+            "differ from its cluster's (the log names each difference)",
             registry=registry,
         ),
     )

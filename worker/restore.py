@@ -7,14 +7,20 @@ records compaction removed are never silently skipped past). A trusted local sna
 (`worker.snapshots`) shortens the replay. A stop request raises `RestoreInterrupted`: a
 partial index is never returned, so it can never be decided against or snapshotted.
 Corrupt records and records of other fingerprint settings are counted and skipped.
+
+Every pack names its pipeline (`worker.changelog`). A record of another pipeline is never
+applied: it is counted (`other_pipeline`) and the restore raises `OtherPipeline`, naming both
+pipelines and the fix; the worker then decides nothing (`worker.indexes`). Packs written
+before pipelines were named are replayed as this worker's own (the upgrade path) and counted
+in the log. A partition whose changelog is empty while the group already committed input
+offsets for it is warned about: its index starts empty.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 
 from kafka import KafkaConsumer, TopicPartition
 
@@ -22,6 +28,7 @@ from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.records import FingerprintRecord
 from worker import changelog, failpoints, snapshots
+from worker.changelog import Pipeline
 from worker.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -33,16 +40,37 @@ class RestoreInterrupted(Exception):
     """The restore was asked to stop; nothing of it may be used."""
 
 
+class OtherPipeline(Exception):
+    """The changelog holds records of another pipeline: nothing of this restore may be used,
+    and retrying cannot help until the pipelines use different changelog topics."""
+
+    def __init__(self, topic: str, partition: int, offset: int, theirs: Pipeline, ours: Pipeline):
+        super().__init__(
+            f"changelog topic {topic!r} (partition {partition}, offset {offset}) holds index "
+            f"records of another pipeline ({theirs.describe()}); this worker is the pipeline "
+            f"of {ours.describe()}. Its records are never applied and this worker decides "
+            "nothing: give each pipeline its own changelog with --changelog-topic / "
+            "NEARDUP_TOPICS__CHANGELOG (the default, <group id>.changelog, is one per group)"
+        )
+        self.theirs, self.ours = theirs, ours
+
+
 def restore_partitions(
     reader: KafkaConsumer,
     changelog: str,
     partitions: Iterable[int],
     config: DedupConfig,
+    pipeline: Pipeline,
     metrics: Metrics,
     should_stop: Callable[[], bool],
     snapshot_dir: str | None = None,
+    committed: Mapping[int, int | None] | None = None,
 ) -> dict[int, Deduplicator]:
-    """Indexes of `partitions`, each complete up to the changelog's last stable offset."""
+    """Indexes of `partitions`, each complete up to the changelog's last stable offset.
+
+    Only `pipeline`'s records (and legacy ones) are applied; `committed` is the group's next
+    input offset per partition, to warn when an index starts empty after input was decided.
+    """
     tps = {p: TopicPartition(changelog, p) for p in sorted(set(partitions))}
     if not tps:
         return {}
@@ -50,14 +78,15 @@ def restore_partitions(
     reader.assign(list(tps.values()))
     starts = reader.beginning_offsets(list(tps.values()))
     ends = reader.end_offsets(list(tps.values()))
+    _warn_if_empty(changelog, pipeline, committed or {}, starts, ends, tps)
     indexes: dict[int, Deduplicator] = {}
     for p, tp in tps.items():
         indexes[p], offset = _start(
-            snapshot_dir, changelog, p, config, starts[tp], ends[tp], metrics
+            snapshot_dir, changelog, p, config, pipeline, starts[tp], ends[tp], metrics
         )
         reader.seek(tp, offset)
     remaining = {tp for tp in tps.values() if reader.position(tp) < ends[tp]}
-    replayed, skip = 0, _Skips(metrics)
+    replayed, skip = 0, _Skips(metrics, pipeline)
     while remaining:
         if should_stop():
             raise RestoreInterrupted(f"restore of partitions {sorted(tps)} stopped")
@@ -74,6 +103,19 @@ def restore_partitions(
     metrics.restored_records.inc(replayed)
     for reason, count in skip.counts.items():
         log.error("%d changelog records skipped as %s", count, reason)
+    if skip.legacy:
+        fresh = not any((committed or {}).get(p) for p in tps)
+        log.warning(
+            "%d changelog records of %s name no pipeline (written before pipelines were "
+            "named); replayed as this pipeline's, %s%s",
+            skip.legacy,
+            changelog,
+            pipeline.describe(),
+            "; this group has committed no input offsets yet: if another pipeline wrote them, "
+            "give this one its own changelog (--changelog-topic / NEARDUP_TOPICS__CHANGELOG)"
+            if fresh
+            else "",
+        )
     log.info(
         "restored partitions %s: %d records replayed in %.1f s",
         sorted(tps),
@@ -83,11 +125,40 @@ def restore_partitions(
     return indexes
 
 
+def _warn_if_empty(
+    changelog: str,
+    pipeline: Pipeline,
+    committed: Mapping[int, int | None],
+    starts: Mapping[TopicPartition, int],
+    ends: Mapping[TopicPartition, int],
+    tps: Mapping[int, TopicPartition],
+) -> None:
+    """Never start an index empty silently after the group decided input."""
+    empty = {
+        p: committed[p]
+        for p, tp in tps.items()
+        if starts[tp] == ends[tp] and (committed.get(p) or 0) > 0
+    }
+    if empty:
+        log.warning(
+            "changelog topic %s holds no records for partitions %s, but the group already "
+            "committed input offsets %s there: their indexes start empty, so documents decided "
+            "before are not known. If an earlier version or setting wrote them to another "
+            "changelog (the default used to be neardup.changelog for every group), set "
+            "--changelog-topic / NEARDUP_TOPICS__CHANGELOG to it. Pipeline: %s",
+            changelog,
+            sorted(empty),
+            dict(sorted(empty.items())),
+            pipeline.describe(),
+        )
+
+
 def _start(
     snapshot_dir: str | None,
     changelog: str,
     partition: int,
     config: DedupConfig,
+    pipeline: Pipeline,
     log_start: int,
     log_end: int,
     metrics: Metrics,
@@ -95,7 +166,7 @@ def _start(
     """The index to replay onto and the changelog offset to replay from."""
     if snapshot_dir is None:
         return Deduplicator(config), log_start
-    found = snapshots.load(snapshot_dir, changelog, partition, config, log_start, log_end)
+    found = snapshots.load(snapshot_dir, changelog, partition, config, log_start, log_end, pipeline)
     if isinstance(found, snapshots.Rejected):
         if found.reason != "missing":
             metrics.snapshots_rejected.labels(found.reason).inc()
@@ -123,7 +194,12 @@ def _apply(
         except ValueError as exc:
             skip("corrupt", tp, msg.offset, str(exc))
             continue
-        for raw in packed:
+        if packed.pipeline is None:
+            skip.legacy += len(packed.records)
+        elif packed.pipeline != skip.pipeline:
+            skip.count("other_pipeline", len(packed.records))
+            raise OtherPipeline(tp.topic, tp.partition, msg.offset, packed.pipeline, skip.pipeline)
+        for raw in packed.records:
             try:
                 record = FingerprintRecord.decode(raw)
             except Exception as exc:  # any malformed bytes: struct, unicode, numpy
@@ -149,14 +225,20 @@ def _apply(
 
 class _Skips:
     """Counts skipped records (metric) and logs the first few of each reason: a changelog
-    written under other settings would otherwise log every one of its records."""
+    written under other settings would otherwise log every one of its records. Also counts
+    the records that name no pipeline (`legacy`), replayed as `pipeline`'s."""
 
-    def __init__(self, metrics: Metrics) -> None:
-        self.metrics = metrics
+    def __init__(self, metrics: Metrics, pipeline: Pipeline) -> None:
+        self.metrics, self.pipeline = metrics, pipeline
         self.counts: dict[str, int] = {}
+        self.legacy = 0
+
+    def count(self, reason: str, n: int) -> None:
+        """Count `n` records not applied, without logging them."""
+        self.metrics.restore_skipped.labels(reason).inc(n)
 
     def __call__(self, reason: str, tp: TopicPartition, offset: int, detail: str) -> None:
-        self.metrics.restore_skipped.labels(reason).inc()
+        self.count(reason, 1)
         seen = self.counts[reason] = self.counts.get(reason, 0) + 1
         if seen <= LOGGED_SKIPS:
             log.warning(
@@ -164,61 +246,3 @@ class _Skips:
             )
         elif seen == LOGGED_SKIPS + 1:
             log.warning("more changelog records skipped as %s; not logged one by one", reason)
-
-
-class RestoreJob:
-    """Restores a set of partitions in a background thread while the loop keeps polling.
-
-    The loop pauses those partitions until `done`; it installs `result` only if the job was
-    not cancelled and the partitions are still its own. The thread has its own reader.
-    """
-
-    def __init__(
-        self,
-        make_reader: Callable[[], KafkaConsumer],
-        changelog: str,
-        partitions: set[int],
-        config: DedupConfig,
-        metrics: Metrics,
-        snapshot_dir: str | None,
-        stopping: Callable[[], bool],
-    ) -> None:
-        self.partitions = frozenset(partitions)
-        self.result: dict[int, Deduplicator] | None = None
-        self.error: BaseException | None = None
-        self._cancelled = False
-        self._stopping = stopping
-        self._changelog, self._config = changelog, config
-        self._metrics, self._snapshot_dir = metrics, snapshot_dir
-        self._make_reader = make_reader
-        self.started = time.monotonic()
-        self._thread = threading.Thread(target=self._run, name="restore", daemon=True)
-        self._thread.start()
-
-    @property
-    def done(self) -> bool:
-        return not self._thread.is_alive()
-
-    def cancel(self) -> None:
-        """Stop and wait; nothing of a cancelled job is ever used."""
-        self._cancelled = True
-        self._thread.join()
-
-    def _run(self) -> None:
-        reader = None
-        try:
-            reader = self._make_reader()
-            self.result = restore_partitions(
-                reader,
-                self._changelog,
-                self.partitions,
-                self._config,
-                self._metrics,
-                lambda: self._cancelled or self._stopping(),
-                self._snapshot_dir,
-            )
-        except BaseException as exc:
-            self.error = exc
-        finally:
-            if reader is not None:
-                reader.close()

@@ -11,8 +11,17 @@ from __future__ import annotations
 import socket
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    SecretStr,
+    model_validator,
+)
 
+from neardup_stream.config import DedupConfig
 from neardup_stream.settings import EngineSettings
 
 # Key (an id of up to 512 characters), decision headers and record-batch overhead.
@@ -48,19 +57,43 @@ class KafkaSettings(_Section):
 
 
 class TopicSettings(_Section):
-    """Topic names, and how to create them when they are missing."""
+    """Topic names, and how to create them when they are missing.
+
+    The changelog holds one pipeline's index (`worker.changelog`); unless named, it is
+    `<group id>.changelog` (`changelog_for`), so pipelines of different groups never share
+    one by default; with the default group `neardup` that is `neardup.changelog`, the name
+    earlier versions used for every group.
+    """
 
     input: str = "documents"
     unique: str = "documents.unique"
     duplicate: str = "documents.duplicate"
     dlq: str = "documents.dlq"
-    changelog: str = "neardup.changelog"
+    changelog: str | None = Field(
+        None, min_length=1, description="the index changelog; default <group id>.changelog"
+    )
     create: bool = True
     partitions: int = Field(1, ge=1)
     replication_factor: int = Field(1, ge=1)
     changelog_retention_ms: int | None = Field(
         None, ge=1, description="time-based cleanup of the changelog besides compaction"
     )
+
+    @model_validator(mode="after")
+    def _changelog_apart(self) -> TopicSettings:
+        others = {"input": self.input, "unique": self.unique, "duplicate": self.duplicate}
+        others["dlq"] = self.dlq
+        for setting, name in others.items():
+            if self.changelog == name:
+                raise ValueError(
+                    f"changelog topic {name!r} is also the {setting} topic; the index changelog "
+                    "needs a topic of its own (topics.changelog)"
+                )
+        return self
+
+    def changelog_for(self, group_id: str) -> str:
+        """The changelog topic of the pipeline consuming as `group_id`."""
+        return self.changelog if self.changelog is not None else f"{group_id}.changelog"
 
 
 class WorkerSettings(_Section):
@@ -106,7 +139,12 @@ class WorkerSettings(_Section):
 
 
 class ClusterSettings(_Section):
-    """Scale-out: replicas share one sharded index through internal topics (`worker.cluster`)."""
+    """Scale-out: replicas share one sharded index through internal topics (`worker.cluster`).
+
+    The internal topics' names default to `<group>.<suffix>` (`INTERNAL_TOPICS`), so two
+    pipelines with different group ids never share them; with the default group `neardup`
+    they are `neardup.fingerprints`, ... Names given explicitly win.
+    """
 
     enabled: bool = Field(False, description="run the edge, shard and gather roles")
     fingerprints: str = "neardup.fingerprints"
@@ -114,13 +152,42 @@ class ClusterSettings(_Section):
     shards: str = "neardup.shards"
     shard_changelog: str = "neardup.shard-changelog"
     gather_changelog: str = "neardup.gather-changelog"
+    control: str = Field(
+        "neardup.control",
+        description="compacted topic holding the cluster's settings record (`cluster.control`)",
+    )
     log_partitions: int = Field(
         1, ge=1, le=1024, description="fingerprint-log partitions; each orders whole domains"
     )
     retention_ms: int | None = Field(
-        None, ge=1, description="internal topics' retention (default: the age window + 1 h)"
+        None,
+        ge=1,
+        description="internal topics' retention (default: the age window + the future-skew "
+        "clamp + a margin of 1 h); an explicit value may not be smaller than that",
     )
     max_records: int = Field(100, ge=1, description="fingerprint records per shard transaction")
+    handover_from: str | None = Field(
+        None,
+        min_length=1,
+        description="group id of this pipeline's previous, stopped generation: index its "
+        "retained inputs again without publishing what it decided (settings change)",
+    )
+
+
+# Field of `ClusterSettings` -> suffix of its default name, `<group>.<suffix>`.
+INTERNAL_TOPICS = {
+    "fingerprints": "fingerprints",
+    "votes": "votes",
+    "shards": "shards",
+    "shard_changelog": "shard-changelog",
+    "gather_changelog": "gather-changelog",
+    "control": "control",
+}
+# `dedup.home_shards` in cluster mode when it is not set: divisible by 1, 2, 3, 4, 6, 8, 12, 24
+# replicas, so the index spreads evenly over any of them.
+CLUSTER_HOME_SHARDS = 24
+# What the internal topics keep beyond the age window and the future-skew clamp.
+RETENTION_MARGIN_MS = 3_600_000
 
 
 class MetricsSettings(_Section):
@@ -132,16 +199,115 @@ class MetricsSettings(_Section):
 
 
 class Settings(EngineSettings):
-    """Everything the worker can be configured with."""
+    """Everything the worker can be configured with.
+
+    Derived at construction, and derived again after `with_overrides` (so a flag such as
+    `--group-id` or `--cluster` moves them along): the internal topic names nobody set
+    (`<group>.<suffix>`), and `dedup.home_shards` = `CLUSTER_HOME_SHARDS` in cluster mode
+    when it is not set (and precise mode, which needs 1, is off).
+    """
 
     kafka: KafkaSettings = KafkaSettings()
     topics: TopicSettings = TopicSettings()
     worker: WorkerSettings = WorkerSettings()
     cluster: ClusterSettings = ClusterSettings()
     metrics: MetricsSettings = MetricsSettings()
+    _derived: frozenset[str] = PrivateAttr(default=frozenset())
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _derive(cls, data: Any, handler: ModelWrapValidatorHandler[Settings]) -> Settings:
+        derived: set[str] = set()
+        if isinstance(data, dict):
+            data = dict(data)
+            group = _given(data.get("worker"), "group_id") or WorkerSettings().group_id
+            cluster = _given_fields(data.get("cluster"))
+            for name, suffix in INTERNAL_TOPICS.items():
+                if cluster.get(name) is None:
+                    cluster[name] = f"{group}.{suffix}"
+                    derived.add(f"cluster.{name}")
+            data["cluster"] = cluster
+        settings = handler(data)
+        dedup = settings.dedup
+        if (
+            settings.cluster.enabled
+            and "home_shards" not in dedup.model_fields_set
+            and not dedup.precise
+        ):
+            values = {**dedup.model_dump(exclude_unset=True), "home_shards": CLUSTER_HOME_SHARDS}
+            object.__setattr__(settings, "dedup", DedupConfig.model_validate(values))
+            derived.add("dedup.home_shards")
+        settings._derived = frozenset(derived)
+        settings._check_cluster()
+        return settings
+
+    def _check_cluster(self) -> None:
+        if not self.cluster.enabled:
+            return
+        if not self.worker.exactly_once:
+            raise ValueError(
+                "cluster.enabled (--cluster) needs worker.exactly_once: the scale-out roles "
+                "exchange votes and decisions in transactions; drop --at-least-once or "
+                "NEARDUP_WORKER__EXACTLY_ONCE=false"
+            )
+        floor = self.min_retention_ms
+        given = self.cluster.retention_ms
+        if floor is not None and given is not None and given < floor:
+            raise ValueError(
+                f"cluster.retention_ms = {given} is below {floor}: the internal topics must "
+                f"keep dedup.max_age_seconds ({self.dedup.max_age_seconds}) + "
+                f"dedup.max_future_skew_seconds ({self.dedup.max_future_skew_seconds}) + a "
+                f"margin of {RETENTION_MARGIN_MS} ms, or a restore misses documents"
+            )
+
+    @property
+    def min_retention_ms(self) -> int | None:
+        """The least the internal topics may keep (None: no age window, keep everything)."""
+        age = self.dedup.max_age_seconds
+        if age is None:
+            return None
+        return int((age + self.dedup.max_future_skew_seconds) * 1000) + RETENTION_MARGIN_MS
+
+    @property
+    def internal_retention_ms(self) -> int:
+        """`retention.ms` of the internal topics: explicit, or the floor (-1: forever)."""
+        if self.cluster.retention_ms is not None:
+            return self.cluster.retention_ms
+        floor = self.min_retention_ms
+        return -1 if floor is None else floor
+
+    def with_overrides(self, overrides: dict[str, dict[str, Any]]) -> Settings:
+        """As `EngineSettings.with_overrides`, but derived values are derived again from the
+        overridden settings rather than kept (a flag like `--group-id` moves them along)."""
+        data = self.model_dump()
+        for path in self._derived:
+            section, name = path.split(".")
+            data[section].pop(name, None)
+        if "home_shards" not in self.dedup.model_fields_set:
+            data["dedup"].pop("home_shards", None)
+        for section, values in overrides.items():
+            given = {k: v for k, v in values.items() if v is not None}
+            if not isinstance(data.get(section), dict):
+                if given:
+                    raise ValueError(f"unknown settings section {section!r}")
+                continue
+            data[section].update(given)
+        self._keep_secrets(data)
+        return type(self).model_validate(data)
 
     def _keep_secrets(self, data: dict[str, Any]) -> None:
         for key in ("sasl_password", "ssl_password"):
             value = getattr(self.kafka, key)
             if value is not None and data["kafka"][key] == value:
                 data["kafka"][key] = value.get_secret_value()
+
+
+def _given(section: object, name: str) -> Any:
+    """The value of `name` in a section given as a dict or a model, if it was given."""
+    return _given_fields(section).get(name)
+
+
+def _given_fields(section: object) -> dict[str, Any]:
+    if isinstance(section, BaseModel):
+        return {k: getattr(section, k) for k in section.model_fields_set}
+    return dict(section) if isinstance(section, dict) else {}

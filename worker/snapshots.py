@@ -2,9 +2,12 @@
 
 Layout: `<snapshot_dir>/<changelog topic>/p<partition>/` (a `neardup_stream.snapshot`
 directory, written atomically). Its metadata names the changelog topic and partition, the
-changelog offset it covers and a digest of the whole engine configuration. A snapshot is used
-only when all of them match and its offset is still inside the changelog (between the log
-start and the last stable offset); otherwise restore replays the partition from the start.
+pipeline (input topic, group id: `worker.changelog.Pipeline`), the changelog offset it covers
+and a digest of the whole engine configuration. A snapshot is used only when all of them match
+and its offset is still inside the changelog (between the log start and the last stable
+offset); otherwise restore replays the partition from the start. A snapshot of an earlier
+version names no pipeline: it is rejected (`other_pipeline`) and the replay, which checks
+every record's pipeline, rebuilds the index once.
 A snapshot that cannot be read is rejected the same way: counted, logged, never a crash.
 """
 
@@ -22,6 +25,7 @@ from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.snapshot import load_snapshot, read_meta, save_snapshot
 from worker import failpoints
+from worker.changelog import Pipeline
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +40,7 @@ class Snapshot(NamedTuple):
 class Rejected(NamedTuple):
     """Why a snapshot was not used (`reason` is a metric label)."""
 
-    reason: str  # missing | corrupt | other_topic | other_config | out_of_range
+    reason: str  # missing | corrupt | other_topic | other_pipeline | other_config | out_of_range
     detail: str
 
 
@@ -51,12 +55,18 @@ def partition_dir(root: str | Path, changelog: str, partition: int) -> Path:
 
 
 def save(
-    dedup: Deduplicator, root: str | Path, changelog: str, partition: int, offset: int
+    dedup: Deduplicator,
+    root: str | Path,
+    changelog: str,
+    partition: int,
+    offset: int,
+    pipeline: Pipeline,
 ) -> Path:
     """Snapshot one partition's index covering the changelog up to `offset` (exclusive)."""
     extra: dict[str, object] = {
         "changelog_topic": changelog,
         "partition": partition,
+        "pipeline": {"input_topic": pipeline.input_topic, "group_id": pipeline.group_id},
         "changelog_offset": offset,
         "config_digest": config_digest(dedup.config),
     }
@@ -70,6 +80,7 @@ def load(
     config: DedupConfig,
     log_start: int,
     log_end: int,
+    pipeline: Pipeline,
 ) -> Snapshot | Rejected:
     """The snapshot of `partition` if it can be trusted, else why not."""
     path = partition_dir(root, changelog, partition)
@@ -81,6 +92,13 @@ def load(
         offset = meta.get("changelog_offset")
         if topic != changelog or part != partition or not isinstance(offset, int):
             return Rejected("other_topic", f"{path} covers {topic!r} partition {part!r}")
+        made_for = meta.get("pipeline")
+        ours = {"input_topic": pipeline.input_topic, "group_id": pipeline.group_id}
+        if made_for != ours:
+            return Rejected(
+                "other_pipeline",
+                f"{path} holds the index of pipeline {made_for!r}, not of {ours!r}",
+            )
         if meta.get("config_digest") != config_digest(config):
             return Rejected("other_config", f"{path} was made under other engine settings")
         if not log_start <= offset <= log_end:
@@ -95,7 +113,11 @@ def load(
 
 
 def save_all(
-    indexes: dict[int, Deduplicator], consumer: KafkaConsumer, root: str, changelog: str
+    indexes: dict[int, Deduplicator],
+    consumer: KafkaConsumer,
+    root: str,
+    changelog: str,
+    pipeline: Pipeline,
 ) -> None:
     """Snapshot every partition index at the changelog's last stable offset; call only with
     nothing in flight, so that offset covers everything the indexes hold."""
@@ -103,7 +125,7 @@ def save_all(
     try:
         ends = consumer.end_offsets(list(tps.values()))
         for p, dedup in indexes.items():
-            save(dedup, root, changelog, p, ends[tps[p]])
+            save(dedup, root, changelog, p, ends[tps[p]], pipeline)
             failpoints.hit("snapshot_saved")
         log.info("snapshots of partitions %s saved", sorted(indexes))
     except Exception:

@@ -7,10 +7,16 @@ with the exact command that fixes it, and its limit is returned so the worker ro
 would not fit to the dead-letter topic (reason `unpublishable`) instead of failing a batch.
 The changelog gets at least as many partitions as the input (record of input partition p goes
 to changelog partition p); `grow_changelog` follows input partitions added at runtime.
+
+An input topic that does not exist is said once at start-up, with the existing topics whose
+names are closest (a mistyped `--input-topic` would otherwise be watched forever). It is
+still created when topic creation is on, as before: producers, the demo and the tests may
+start after the worker.
 """
 
 from __future__ import annotations
 
+import difflib
 import logging
 import time
 from dataclasses import dataclass
@@ -20,6 +26,7 @@ from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
 from kafka.errors import InvalidPartitionsError, TopicAlreadyExistsError
 
+from worker import changelog
 from worker.clients import common_config
 from worker.decide import DecideRules
 from worker.settings import Settings
@@ -46,7 +53,8 @@ class TopicLayout:
             s.worker.max_message_bytes,
             s.worker.dlq_payload_bytes,
             self.limits[s.topics.unique],
-            self.limits[s.topics.changelog],
+            self.limits[changelog.topic_of(s)],
+            changelog.pipeline_of(s),
         )
 
 
@@ -62,9 +70,17 @@ def ensure_topics(settings: Settings) -> TopicLayout:
     A broker that is down raises a `KafkaError`; the caller retries.
     """
     topics = settings.topics
+    try:
+        changelog_topic = changelog.topic_of(settings)
+    except ValueError as exc:
+        raise RuntimeError(str(exc)) from None
+    how = "named" if topics.changelog is not None else "derived from the group id"
+    log.info("index changelog %s (%s) of %s", changelog_topic, how, _pipeline(settings))
     admin = _admin(settings)
     try:
         existing = set(admin.list_topics())
+        if topics.input not in existing:
+            report_missing_input(topics.input, existing, topics.create)
         limit = str(settings.worker.output_max_message_bytes)
         spec: dict[str, Any] = {
             "num_partitions": topics.partitions,
@@ -79,15 +95,15 @@ def ensure_topics(settings: Settings) -> TopicLayout:
         if topics.create and wanted:
             create(admin, wanted)
         partitions = _partition_count(admin, topics.input)
-        if topics.changelog not in existing and topics.create:
+        if changelog_topic not in existing and topics.create:
             policy = "compact" if topics.changelog_retention_ms is None else "compact,delete"
             configs = {"cleanup.policy": policy, MAX_MESSAGE_BYTES: limit}
             if topics.changelog_retention_ms is not None:
                 configs["retention.ms"] = str(topics.changelog_retention_ms)
             spec = {"num_partitions": partitions, "replication_factor": topics.replication_factor}
-            create(admin, {topics.changelog: {**spec, "configs": configs}})
+            create(admin, {changelog_topic: {**spec, "configs": configs}})
         grow_changelog(admin, settings, partitions)
-        outputs = (topics.unique, topics.duplicate, topics.dlq, topics.changelog)
+        outputs = (topics.unique, topics.duplicate, topics.dlq, changelog_topic)
         limits = _limits(admin, outputs)
         _report_small(limits, settings)
         return TopicLayout(partitions, limits)
@@ -97,20 +113,41 @@ def ensure_topics(settings: Settings) -> TopicLayout:
 
 def grow_changelog(admin: KafkaAdminClient, settings: Settings, input_partitions: int) -> None:
     """Give the changelog at least `input_partitions` partitions (inputs can grow)."""
-    changelog = settings.topics.changelog
-    have = _partition_count(admin, changelog)
+    name = changelog.topic_of(settings)
+    have = _partition_count(admin, name)
     if have >= input_partitions:
         return
     if not settings.topics.create:
         raise RuntimeError(
-            f"changelog topic {changelog!r} has {have} partitions; it needs at least the "
+            f"changelog topic {name!r} has {have} partitions; it needs at least the "
             f"input's {input_partitions} (topic creation is off: add partitions to it)"
         )
     try:
-        admin.create_partitions({changelog: NewPartitions(input_partitions)})
-        log.info("changelog %s grown to %d partitions", changelog, input_partitions)
+        admin.create_partitions({name: NewPartitions(input_partitions)})
+        log.info("changelog %s grown to %d partitions", name, input_partitions)
     except InvalidPartitionsError:
-        log.info("changelog %s was grown by another worker", changelog)
+        log.info("changelog %s was grown by another worker", name)
+
+
+def report_missing_input(name: str, existing: set[str], create: bool) -> list[str]:
+    """Say once that input topic `name` does not exist, with the closest existing names
+    (returned); a typo would otherwise leave the worker watching an empty topic forever."""
+    candidates = [t for t in existing if not t.startswith("__")]
+    close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(repr(t) for t in close)}?" if close else ""
+    then = "creating it" if create else "topic creation is off"
+    log.warning(
+        "input topic %r does not exist (%s)%s Set the input with --input-topic / "
+        "NEARDUP_TOPICS__INPUT.",
+        name,
+        then,
+        hint or ".",
+    )
+    return close
+
+
+def _pipeline(settings: Settings) -> str:
+    return changelog.pipeline_of(settings).describe()
 
 
 def grow_changelog_for(settings: Settings, input_partitions: int) -> None:

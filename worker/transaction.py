@@ -25,6 +25,7 @@ from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartitio
 from kafka import errors as kafka_errors
 
 from worker import clients, failpoints
+from worker.changelog import topic_of
 from worker.decide import BatchOutput, Source
 from worker.settings import Settings
 
@@ -94,7 +95,7 @@ class Publisher:
     def publish(self, output: BatchOutput) -> PublishFailure | None:
         """Send a batch and start its commit; a failure means nothing of it is committed."""
         sent = _Sent(output, [])
-        p, changelog = self.producer, self.settings.topics.changelog
+        p, changelog = self.producer, topic_of(self.settings)
         try:
             if self.exactly_once:
                 p.begin_transaction()

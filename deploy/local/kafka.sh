@@ -1,37 +1,57 @@
 #!/usr/bin/env bash
 # deploy/local/kafka.sh — run a real single-node Apache Kafka broker (KRaft mode,
 # combined broker+controller) on the loopback interface, for local development
-# and integration tests.
+# and integration tests; plain (PLAINTEXT) or secured (SASL_SSL, SCRAM-SHA-512).
 #
-# Usage: deploy/local/kafka.sh start|stop|restart|status|reset|logs
+# Usage: deploy/local/kafka.sh start|stop|restart|status|reset|logs|client-env
 #
 #   start    fetch the broker jars with Maven on first use (cached afterwards),
 #            format storage if needed, start the broker in the background and
 #            wait until it serves requests. The bootstrap address
 #            (e.g. 127.0.0.1:9092) is printed on stdout as the LAST line.
-#            Idempotent: if the broker is already running it only prints it.
+#            Idempotent: if this checkout's broker is already running it only
+#            prints it. Fails (naming it) if the port is served by a broker of
+#            another checkout: it is never reused nor stopped.
 #   stop     SIGTERM, wait up to KAFKA_STOP_TIMEOUT s, then SIGKILL. Idempotent.
+#            Only ever stops this checkout's broker.
 #   status   prints "running" (exit 0) or "stopped" (exit 3).
 #   restart  stop + start.
-#   reset    stop and delete the data dir (topics, offsets, logs).
+#   reset    stop and delete the data dir (topics, offsets, logs, certificates).
 #   logs     print the path of the broker's server.log.
+#   client-env
+#            (KAFKA_SECURITY=sasl_ssl) print the path of the client settings file
+#            (NEARDUP_KAFKA__* lines: bootstrap, protocol, mechanism, user,
+#            password, CA file); `set -a; . FILE; set +a` configures a worker.
+#
+# KAFKA_SECURITY=sasl_ssl: the client listener is SASL_SSL with SCRAM-SHA-512.
+# The first start generates a throwaway CA and broker certificate (openssl) and
+# random passwords, and creates the SCRAM users when it formats the storage:
+# see deploy/local/kafka-sasl-ssl.sh for the files under the data dir
+# (client/ca.pem, client/client.env, client/client.properties).
 #
 # Environment (all optional):
 #   KAFKA_VERSION          org.apache.kafka:kafka_2.13 version   (default 4.1.2)
 #   KAFKA_HOST             listener host                         (default 127.0.0.1)
-#   KAFKA_PORT             client (PLAINTEXT) port               (default 9092)
+#   KAFKA_PORT             client port                           (default 9092)
 #   KAFKA_CONTROLLER_PORT  KRaft controller port                 (default KAFKA_PORT+1 = 9093)
+#   KAFKA_SECURITY         plaintext | sasl_ssl                  (default plaintext)
+#   KAFKA_SASL_USERNAME    SCRAM user of the clients (sasl_ssl)  (default neardup)
+#   KAFKA_SASL_PASSWORD    its password (sasl_ssl; default random, chosen at first start)
 #   KAFKA_CACHE_DIR        jar cache (default ${XDG_CACHE_HOME:-$HOME/.cache}/neardup-stream/kafka)
-#   KAFKA_DATA_DIR         data + logs (default ${TMPDIR:-/tmp}/neardup-kafka-$KAFKA_PORT)
+#   KAFKA_DATA_DIR         data + logs (default ${TMPDIR:-/tmp}/neardup-kafka-$KAFKA_PORT-<checkout>,
+#                          <checkout> = 8 hex digits of the SHA-1 of this repository's path)
 #   KAFKA_HEAP_OPTS        JVM heap flags                        (default -Xms256m -Xmx512m)
 #   KAFKA_START_TIMEOUT    seconds to wait for readiness         (default 90)
 #   KAFKA_STOP_TIMEOUT     seconds to wait before SIGKILL        (default 30)
 #   KAFKA_LOG4J2_VERSION   log4j2 backend for Kafka 4.x          (default 2.25.3, as Kafka 4.1.2)
 #   JAVA_HOME / MVN        java installation / maven executable
 #
-# Script diagnostics go to stderr; only the bootstrap address (start) and the
-# status word (status) go to stdout.
+# Script diagnostics go to stderr; only the bootstrap address (start), the
+# status word (status) and paths (logs, client-env) go to stdout.
 set -euo pipefail
+
+# shellcheck source=deploy/local/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 readonly SCALA_BINARY_VERSION="2.13"
 readonly DEPENDENCY_PLUGIN="org.apache.maven.plugins:maven-dependency-plugin:3.8.1"
@@ -42,8 +62,9 @@ KAFKA_PORT="${KAFKA_PORT:-9092}"
 # Controller port defaults to client port + 1 (9093 for 9092), so brokers on
 # different KAFKA_PORTs never collide on the controller port.
 KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-$((KAFKA_PORT + 1))}"
+KAFKA_SECURITY="${KAFKA_SECURITY:-plaintext}"
 KAFKA_CACHE_DIR="${KAFKA_CACHE_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/neardup-stream/kafka}"
-KAFKA_DATA_DIR="${KAFKA_DATA_DIR:-${TMPDIR:-/tmp}/neardup-kafka-$KAFKA_PORT}"
+KAFKA_DATA_DIR="${KAFKA_DATA_DIR:-${TMPDIR:-/tmp}/neardup-kafka-$KAFKA_PORT-$LIB_CHECKOUT_ID}"
 KAFKA_HEAP_OPTS="${KAFKA_HEAP_OPTS:--Xms256m -Xmx512m}"
 KAFKA_START_TIMEOUT="${KAFKA_START_TIMEOUT:-90}"
 KAFKA_STOP_TIMEOUT="${KAFKA_STOP_TIMEOUT:-30}"
@@ -61,30 +82,43 @@ LIBS_MARKER="$VERSION_DIR/.libs-complete"
 CONF_DIR="$KAFKA_DATA_DIR/config"
 STORAGE_DIR="$KAFKA_DATA_DIR/kraft-logs"
 LOG_DIR="$KAFKA_DATA_DIR/logs"
-PID_FILE="$KAFKA_DATA_DIR/kafka.pid"
 SERVER_PROPERTIES="$CONF_DIR/server.properties"
+# What the data dir was formatted for; a different KAFKA_SECURITY is refused.
+SECURITY_FILE="$KAFKA_DATA_DIR/security"
 BOOTSTRAP="$KAFKA_HOST:$KAFKA_PORT"
 
-log() { printf '[kafka.sh] %s\n' "$*" >&2; }
-die() {
-    log "ERROR: $*"
-    exit 1
+SVC_NAME="kafka.sh"
+SVC_WHAT="Kafka broker"
+SVC_PID_FILE="$KAFKA_DATA_DIR/kafka.pid"
+SVC_CMD_MARK="$SERVER_PROPERTIES"
+SVC_DATA_DIR="$KAFKA_DATA_DIR"
+SVC_LOG_FILES=("$LOG_DIR/kafka.out" "$LOG_DIR/server.log" "$LOG_DIR/state-change.log")
+SVC_STOP_TIMEOUT="$KAFKA_STOP_TIMEOUT"
+
+case "$KAFKA_SECURITY" in
+plaintext) ;;
+sasl_ssl)
+    # shellcheck source=deploy/local/kafka-sasl-ssl.sh
+    source "$(dirname "${BASH_SOURCE[0]}")/kafka-sasl-ssl.sh"
+    ;;
+*) die "KAFKA_SECURITY must be plaintext or sasl_ssl, not '$KAFKA_SECURITY'" ;;
+esac
+
+security_id() { # what the data dir is formatted for: the mode (and SCRAM user)
+    if [[ "$KAFKA_SECURITY" == sasl_ssl ]]; then
+        printf 'sasl_ssl user=%s\n' "$KAFKA_SASL_USERNAME"
+    else
+        printf 'plaintext\n'
+    fi
 }
 
-usage() {
-    sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
-}
-
-# --- locking ---------------------------------------------------------------
-# Serialise concurrent invocations (e.g. two pytest sessions starting at once).
-# flock(1) is util-linux; without it we simply run unlocked.
-take_lock() { # $1 = lock file, $2 = fd
-    if command -v flock >/dev/null 2>&1; then
-        mkdir -p "$(dirname "$1")"
-        eval "exec $2>\"\$1\""
-        if ! flock -w 180 "$2"; then
-            die "timed out waiting for lock $1"
-        fi
+check_security_matches() { # settings are inputs: never mix a data dir's mode with another
+    [[ -f "$SECURITY_FILE" ]] || return 0
+    local formatted
+    formatted="$(<"$SECURITY_FILE")"
+    if [[ "$formatted" != "$(security_id)" ]]; then
+        die "the broker data in $KAFKA_DATA_DIR was made with KAFKA_SECURITY/KAFKA_SASL_USERNAME" \
+            "'$formatted', not '$(security_id)': use another KAFKA_PORT/KAFKA_DATA_DIR or '$0 reset'"
     fi
 }
 
@@ -181,17 +215,29 @@ check_java() {
 }
 
 # --- config ------------------------------------------------------------------
+listener_properties() { # the client listener: PLAINTEXT, or SASL_SSL (kafka-sasl-ssl.sh)
+    if [[ "$KAFKA_SECURITY" == sasl_ssl ]]; then
+        security_properties
+        return 0
+    fi
+    cat <<EOF
+listeners=PLAINTEXT://$KAFKA_HOST:$KAFKA_PORT,CONTROLLER://$KAFKA_HOST:$KAFKA_CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://$KAFKA_HOST:$KAFKA_PORT
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+EOF
+}
+
 write_config() {
     mkdir -p "$CONF_DIR" "$STORAGE_DIR" "$LOG_DIR"
+    # The file may hold the inter-broker user's password (sasl_ssl): only we read it.
+    (umask 077 && : >"$SERVER_PROPERTIES")
     cat >"$SERVER_PROPERTIES" <<EOF
 # Generated by deploy/local/kafka.sh — single-node KRaft broker for local use.
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@$KAFKA_HOST:$KAFKA_CONTROLLER_PORT
-listeners=PLAINTEXT://$KAFKA_HOST:$KAFKA_PORT,CONTROLLER://$KAFKA_HOST:$KAFKA_CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://$KAFKA_HOST:$KAFKA_PORT
-listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT
-inter.broker.listener.name=PLAINTEXT
+$(listener_properties)
 controller.listener.names=CONTROLLER
 log.dirs=$STORAGE_DIR
 
@@ -276,75 +322,88 @@ format_storage() {
     if [[ -f "$STORAGE_DIR/meta.properties" ]]; then
         return 0
     fi
-    local cluster_id log_opts
+    local cluster_id log_opts scram_args=()
     cluster_id="$(new_cluster_id)"
     mapfile -t log_opts < <(jvm_log_opts)
+    if [[ "$KAFKA_SECURITY" == sasl_ssl ]]; then
+        mapfile -t scram_args < <(scram_format_args)
+    fi
     log "formatting KRaft storage in $STORAGE_DIR (cluster id $cluster_id)"
     if ! "$JAVA" -Xmx256m "${log_opts[@]}" -cp "$LIBS_DIR/*" kafka.tools.StorageTool \
-        format --ignore-formatted -t "$cluster_id" -c "$SERVER_PROPERTIES" \
+        format --ignore-formatted -t "$cluster_id" -c "$SERVER_PROPERTIES" "${scram_args[@]}" \
         >"$LOG_DIR/storage-format.log" 2>&1; then
         cat "$LOG_DIR/storage-format.log" >&2
         die "kafka-storage format failed"
     fi
 }
 
-# --- process management ------------------------------------------------------
-broker_pid() { # prints the pid and returns 0 iff our broker is alive
-    [[ -f "$PID_FILE" ]] || return 1
-    local pid
-    pid="$(<"$PID_FILE")"
-    [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-    kill -0 "$pid" 2>/dev/null || return 1
-    # Guard against pid reuse: the process must be a kafka.Kafka using our config.
-    if [[ -r "/proc/$pid/cmdline" ]]; then
-        tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF "$SERVER_PROPERTIES" || return 1
-    fi
-    printf '%s\n' "$pid"
-}
-
-port_open() { # $1 = port
-    (exec 3<>"/dev/tcp/$KAFKA_HOST/$1") 2>/dev/null
-}
-
-show_log_tail() {
-    local f
-    for f in "$LOG_DIR/kafka.out" "$LOG_DIR/server.log"; do
-        if [[ -s "$f" ]]; then
-            log "---- last lines of $f ----"
-            tail -n 40 "$f" >&2
+# --- who serves a port ---------------------------------------------------------
+port_owner() { # $1 = port; describes the local kafka.Kafka process listening there, if any
+    local cmdline props dir owner p
+    for p in /proc/[0-9]*; do
+        [[ -r "$p/cmdline" ]] || continue
+        cmdline="$(tr '\0' '\n' <"$p/cmdline" 2>/dev/null)" || continue
+        grep -qx 'kafka.Kafka' <<<"$cmdline" || continue
+        props="$(tail -n 1 <<<"$cmdline")"
+        [[ -r "$props" ]] || continue
+        grep -Eq "^listeners=.*:$1(,|\$)" "$props" || continue
+        dir="$(dirname "$(dirname "$props")")"
+        if [[ ! -f "$dir/$LIB_OWNER_FILE_NAME" ]]; then
+            owner="an older kafka.sh (no checkout recorded)"
+        elif [[ "$(<"$dir/$LIB_OWNER_FILE_NAME")" == "$LIB_REPO_ROOT" ]]; then
+            owner="this checkout, started with another KAFKA_DATA_DIR"
+        else
+            owner="the checkout $(<"$dir/$LIB_OWNER_FILE_NAME"), not this one ($LIB_REPO_ROOT)"
         fi
+        printf 'a Kafka broker (pid %s, data dir %s) of %s\n' "${p#/proc/}" "$dir" "$owner"
+        return 0
+    done
+    return 1
+}
+
+refuse_taken_ports() {
+    local p who
+    for p in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
+        port_open "$KAFKA_HOST" "$p" || continue
+        if who="$(port_owner "$p")"; then
+            die "port $KAFKA_HOST:$p is served by $who; it is left alone (not reused, not" \
+                "stopped): use it with KAFKA_BOOTSTRAP_SERVERS, stop it from its checkout with" \
+                "its KAFKA_DATA_DIR, or set another KAFKA_PORT"
+        fi
+        die "port $KAFKA_HOST:$p is already in use by another process (set KAFKA_PORT / KAFKA_CONTROLLER_PORT)"
     done
 }
 
+broker_ready() { # the client port accepts connections AND the server finished startup
+    port_open "$KAFKA_HOST" "$KAFKA_PORT" &&
+        grep -q 'Kafka Server started' "$LOG_DIR/server.log" 2>/dev/null
+}
+
+# --- commands ----------------------------------------------------------------
 cmd_start() {
     take_lock "$KAFKA_DATA_DIR/.lock" 9
-    if broker_pid >/dev/null; then
-        log "already running (pid $(broker_pid)), data in $KAFKA_DATA_DIR"
+    check_data_dir_owner
+    check_security_matches
+    if svc_pid >/dev/null; then
+        log "already running (pid $(svc_pid)), data in $KAFKA_DATA_DIR"
         printf '%s\n' "$BOOTSTRAP"
         return 0
     fi
-    rm -f "$PID_FILE"
-    local p
-    for p in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
-        if port_open "$p"; then
-            die "port $KAFKA_HOST:$p is already in use by another process (set KAFKA_PORT / KAFKA_CONTROLLER_PORT)"
-        fi
-    done
+    rm -f "$SVC_PID_FILE"
+    refuse_taken_ports
 
     check_java
     ensure_libs
+    claim_data_dir
+    if [[ "$KAFKA_SECURITY" == sasl_ssl ]]; then
+        ensure_security_material
+    fi
     write_config
-    # Keep the previous run's logs one generation back; the readiness check
-    # below greps the fresh server.log.
-    local f
-    for f in kafka.out server.log state-change.log; do
-        if [[ -f "$LOG_DIR/$f" ]]; then
-            mv -f "$LOG_DIR/$f" "$LOG_DIR/$f.prev"
-        fi
-    done
+    svc_rotate_logs
     format_storage
+    security_id >"$SECURITY_FILE"
 
-    local -a log_opts jvm_opts heap_opts launcher=()
+    local -a log_opts jvm_opts heap_opts
     mapfile -t log_opts < <(jvm_log_opts)
     read -r -a heap_opts <<<"$KAFKA_HEAP_OPTS"
     jvm_opts=(
@@ -353,87 +412,34 @@ cmd_start() {
         -XX:+ExplicitGCInvokesConcurrent -Djava.awt.headless=true
         "${log_opts[@]}"
     )
-    # setsid: detach from our process group so a Ctrl-C in the caller's
-    # terminal does not take the broker down half-way. The inner shell writes
-    # its own pid before exec'ing java, so the pid file is the JVM's pid.
-    if command -v setsid >/dev/null 2>&1; then
-        launcher=(setsid)
+    log "starting Kafka $KAFKA_VERSION ($KAFKA_SECURITY) on $BOOTSTRAP (controller :$KAFKA_CONTROLLER_PORT), data in $KAFKA_DATA_DIR"
+    svc_launch "$LOG_DIR/kafka.out" \
+        "$JAVA" "${jvm_opts[@]}" -cp "$LIBS_DIR/*" kafka.Kafka "$SERVER_PROPERTIES"
+    svc_wait_ready "$KAFKA_START_TIMEOUT" broker_ready
+    log "logs in $LOG_DIR"
+    if [[ "$KAFKA_SECURITY" == sasl_ssl ]]; then
+        log "SASL_SSL ($SASL_MECHANISM) user '$KAFKA_SASL_USERNAME'; client CA $CLIENT_CA;" \
+            "client settings (with the password) in $CLIENT_ENV"
     fi
-    log "starting Kafka $KAFKA_VERSION on $BOOTSTRAP (controller :$KAFKA_CONTROLLER_PORT), data in $KAFKA_DATA_DIR"
-    # shellcheck disable=SC2016 # $$/$1 are expanded by the inner shell
-    "${launcher[@]}" bash -c 'echo $$ >"$1"; shift; exec "$@"' kafka-launch "$PID_FILE" \
-        "$JAVA" "${jvm_opts[@]}" -cp "$LIBS_DIR/*" kafka.Kafka "$SERVER_PROPERTIES" \
-        </dev/null >"$LOG_DIR/kafka.out" 2>&1 8>&- 9>&- &
-
-    local deadline=$((SECONDS + KAFKA_START_TIMEOUT))
-    while ((SECONDS < deadline)); do
-        if [[ -s "$PID_FILE" ]] && ! broker_pid >/dev/null; then
-            show_log_tail
-            die "broker exited during startup"
-        fi
-        # Ready = client port accepts connections AND the server finished
-        # startup (in KRaft this happens after the broker is unfenced).
-        if port_open "$KAFKA_PORT" &&
-            grep -q 'Kafka Server started' "$LOG_DIR/server.log" 2>/dev/null; then
-            log "ready after $((SECONDS - deadline + KAFKA_START_TIMEOUT)) s (pid $(broker_pid)); logs in $LOG_DIR"
-            printf '%s\n' "$BOOTSTRAP"
-            return 0
-        fi
-        sleep 0.5
-    done
-    show_log_tail
-    log "broker not ready after $KAFKA_START_TIMEOUT s, stopping it"
-    stop_broker || true
-    die "Kafka failed to start"
-}
-
-stop_broker() {
-    local pid
-    if ! pid="$(broker_pid)"; then
-        rm -f "$PID_FILE"
-        log "not running"
-        return 0
-    fi
-    log "stopping broker (pid $pid)"
-    kill -TERM "$pid" 2>/dev/null || true
-    local deadline=$((SECONDS + KAFKA_STOP_TIMEOUT))
-    while kill -0 "$pid" 2>/dev/null; do
-        if ((SECONDS >= deadline)); then
-            log "still alive after $KAFKA_STOP_TIMEOUT s, sending SIGKILL"
-            kill -KILL "$pid" 2>/dev/null || true
-            sleep 0.5
-            break
-        fi
-        sleep 0.2
-    done
-    rm -f "$PID_FILE"
-    log "stopped"
+    printf '%s\n' "$BOOTSTRAP"
 }
 
 cmd_stop() {
     take_lock "$KAFKA_DATA_DIR/.lock" 9
-    stop_broker
-}
-
-cmd_status() {
-    local pid
-    if pid="$(broker_pid)"; then
-        log "Kafka broker pid $pid on $BOOTSTRAP, data in $KAFKA_DATA_DIR"
-        echo "running"
-        return 0
-    fi
-    echo "stopped"
-    return 3
+    check_data_dir_owner
+    svc_stop
 }
 
 cmd_reset() {
     take_lock "$KAFKA_DATA_DIR/.lock" 9
-    stop_broker
-    case "$KAFKA_DATA_DIR" in
-    "" | "/" | "$HOME" | "$HOME/") die "refusing to delete KAFKA_DATA_DIR='$KAFKA_DATA_DIR'" ;;
-    esac
-    log "deleting $KAFKA_DATA_DIR"
-    rm -rf "$KAFKA_DATA_DIR"
+    check_data_dir_owner
+    svc_reset
+}
+
+cmd_client_env() {
+    [[ "$KAFKA_SECURITY" == sasl_ssl ]] || die "client-env needs KAFKA_SECURITY=sasl_ssl"
+    [[ -f "$CLIENT_ENV" ]] || die "$CLIENT_ENV does not exist yet: run '$0 start' first"
+    printf '%s\n' "$CLIENT_ENV"
 }
 
 main() {
@@ -445,9 +451,10 @@ main() {
         cmd_stop
         cmd_start
         ;;
-    status) cmd_status ;;
+    status) svc_status "$BOOTSTRAP" ;;
     reset) cmd_reset ;;
     logs) printf '%s\n' "$LOG_DIR/server.log" ;;
+    client-env) cmd_client_env ;;
     -h | --help | help) usage ;;
     *)
         usage

@@ -27,7 +27,8 @@
 # Environment (all optional):
 #   PROM_HOST              listen address                        (default 127.0.0.1)
 #   PROM_PORT              listen port                           (default 9090)
-#   PROM_DATA_DIR          config, TSDB and logs (default ${TMPDIR:-/tmp}/neardup-prometheus-$PROM_PORT)
+#   PROM_DATA_DIR          config, TSDB and logs
+#                          (default ${TMPDIR:-/tmp}/neardup-prometheus-$PROM_PORT-<checkout>, as kafka.sh)
 #   PROM_TARGETS_FILE      file_sd targets (default $PROM_DATA_DIR/targets.json; `[]` if absent)
 #   PROM_RULE_FILES        space-separated rule files (default deploy/prometheus/alerts.yml)
 #   PROM_SCRAPE_INTERVAL   scrape and rule evaluation interval   (default 1s)
@@ -45,10 +46,12 @@
 # paths (logs) go to stdout.
 set -euo pipefail
 
-REPO_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+# shellcheck source=deploy/local/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+REPO_ROOT="$LIB_REPO_ROOT"
 PROM_HOST="${PROM_HOST:-127.0.0.1}"
 PROM_PORT="${PROM_PORT:-9090}"
-PROM_DATA_DIR="${PROM_DATA_DIR:-${TMPDIR:-/tmp}/neardup-prometheus-$PROM_PORT}"
+PROM_DATA_DIR="${PROM_DATA_DIR:-${TMPDIR:-/tmp}/neardup-prometheus-$PROM_PORT-$LIB_CHECKOUT_ID}"
 PROM_TARGETS_FILE="${PROM_TARGETS_FILE:-$PROM_DATA_DIR/targets.json}"
 PROM_RULE_FILES="${PROM_RULE_FILES:-$REPO_ROOT/deploy/prometheus/alerts.yml}"
 PROM_SCRAPE_INTERVAL="${PROM_SCRAPE_INTERVAL:-1s}"
@@ -68,26 +71,13 @@ BASE_URL="http://$PROM_HOST:$PROM_PORT"
 # installed here; the pytest fixture tells this apart from a failed start.
 readonly EXIT_NOT_INSTALLED=4
 
-log() { printf '[prometheus.sh] %s\n' "$*" >&2; }
-die() {
-    log "ERROR: $*"
-    exit 1
-}
-
-usage() {
-    sed -n '2,/^set -euo/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//' >&2
-}
-
-# --- locking ---------------------------------------------------------------
-take_lock() { # $1 = lock file, $2 = fd
-    if command -v flock >/dev/null 2>&1; then
-        mkdir -p "$(dirname "$1")"
-        eval "exec $2>\"\$1\""
-        if ! flock -w 300 "$2"; then
-            die "timed out waiting for lock $1"
-        fi
-    fi
-}
+SVC_NAME="prometheus.sh"
+SVC_WHAT="Prometheus"
+SVC_PID_FILE="$PID_FILE"
+SVC_CMD_MARK="--config.file=$CONFIG_FILE"
+SVC_DATA_DIR="$PROM_DATA_DIR"
+SVC_LOG_FILES=("$LOG_FILE")
+SVC_STOP_TIMEOUT="$PROM_STOP_TIMEOUT"
 
 # --- installation --------------------------------------------------------------
 installed() {
@@ -133,7 +123,7 @@ ensure_installed() {
         return 0
     fi
     if [[ "$(id -u)" == 0 ]] && command -v apt-get >/dev/null 2>&1; then
-        take_lock "${TMPDIR:-/tmp}/neardup-prometheus-install.lock" 7
+        take_lock "${TMPDIR:-/tmp}/neardup-prometheus-install.lock" 7 300
         if ! installed; then
             apt_install_prometheus || die "apt-get install prometheus failed"
         fi
@@ -194,23 +184,6 @@ EOF
 }
 
 # --- process management ------------------------------------------------------
-server_pid() { # prints the pid and returns 0 iff our Prometheus is alive
-    [[ -f "$PID_FILE" ]] || return 1
-    local pid
-    pid="$(<"$PID_FILE")"
-    [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-    kill -0 "$pid" 2>/dev/null || return 1
-    # Guard against pid reuse: the process must be a prometheus using our config.
-    if [[ -r "/proc/$pid/cmdline" ]]; then
-        tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "--config.file=$CONFIG_FILE" || return 1
-    fi
-    printf '%s\n' "$pid"
-}
-
-port_open() {
-    (exec 3<>"/dev/tcp/$PROM_HOST/$PROM_PORT") 2>/dev/null
-}
-
 http_status() { # $1 = path; prints the HTTP status code (no curl needed)
     (
         exec 3<>"/dev/tcp/$PROM_HOST/$PROM_PORT" || exit 1
@@ -222,111 +195,48 @@ http_status() { # $1 = path; prints the HTTP status code (no curl needed)
     ) 2>/dev/null
 }
 
-show_log_tail() {
-    if [[ -s "$LOG_FILE" ]]; then
-        log "---- last lines of $LOG_FILE ----"
-        tail -n 40 "$LOG_FILE" >&2
-    fi
-}
+prometheus_ready() { [[ "$(http_status /-/ready || true)" == 200 ]]; }
 
 cmd_start() {
     ensure_installed
-    take_lock "$PROM_DATA_DIR/.lock" 9
-    if server_pid >/dev/null; then
-        log "already running (pid $(server_pid)), data in $PROM_DATA_DIR"
+    take_lock "$PROM_DATA_DIR/.lock" 9 300
+    check_data_dir_owner
+    if svc_pid >/dev/null; then
+        log "already running (pid $(svc_pid)), data in $PROM_DATA_DIR"
         printf '%s\n' "$BASE_URL"
         return 0
     fi
     rm -f "$PID_FILE"
-    if port_open; then
+    if port_open "$PROM_HOST" "$PROM_PORT"; then
         die "port $PROM_HOST:$PROM_PORT is already in use by another process (set PROM_PORT)"
     fi
+    claim_data_dir
     write_config
-    if [[ -f "$LOG_FILE" ]]; then
-        mv -f "$LOG_FILE" "$LOG_FILE.prev"
-    fi
+    svc_rotate_logs
 
-    local launcher=()
-    if command -v setsid >/dev/null 2>&1; then
-        launcher=(setsid)
-    fi
     log "starting $("$PROMETHEUS" --version 2>&1 | head -n 1) on $BASE_URL, data in $PROM_DATA_DIR"
-    # shellcheck disable=SC2016 # $$/$1 are expanded by the inner shell
-    "${launcher[@]}" bash -c 'echo $$ >"$1"; shift; exec "$@"' prometheus-launch "$PID_FILE" \
+    svc_launch "$LOG_FILE" \
         "$PROMETHEUS" \
         "--config.file=$CONFIG_FILE" \
         "--storage.tsdb.path=$TSDB_DIR" \
         "--storage.tsdb.retention.time=$PROM_RETENTION" \
         "--web.listen-address=$PROM_HOST:$PROM_PORT" \
-        "--web.enable-lifecycle" \
-        </dev/null >"$LOG_FILE" 2>&1 7>&- 9>&- &
-
-    local deadline=$((SECONDS + PROM_START_TIMEOUT))
-    while ((SECONDS < deadline)); do
-        if [[ -s "$PID_FILE" ]] && ! server_pid >/dev/null; then
-            show_log_tail
-            die "prometheus exited during startup"
-        fi
-        if [[ "$(http_status /-/ready || true)" == 200 ]]; then
-            log "ready after $((SECONDS - deadline + PROM_START_TIMEOUT)) s (pid $(server_pid)); log in $LOG_FILE"
-            printf '%s\n' "$BASE_URL"
-            return 0
-        fi
-        sleep 0.2
-    done
-    show_log_tail
-    log "prometheus not ready after $PROM_START_TIMEOUT s, stopping it"
-    stop_server || true
-    die "Prometheus failed to start"
-}
-
-stop_server() {
-    local pid
-    if ! pid="$(server_pid)"; then
-        rm -f "$PID_FILE"
-        log "not running"
-        return 0
-    fi
-    log "stopping prometheus (pid $pid)"
-    kill -TERM "$pid" 2>/dev/null || true
-    local deadline=$((SECONDS + PROM_STOP_TIMEOUT))
-    while kill -0 "$pid" 2>/dev/null; do
-        if ((SECONDS >= deadline)); then
-            log "still alive after $PROM_STOP_TIMEOUT s, sending SIGKILL"
-            kill -KILL "$pid" 2>/dev/null || true
-            sleep 0.5
-            break
-        fi
-        sleep 0.1
-    done
-    rm -f "$PID_FILE"
-    log "stopped"
+        "--web.enable-lifecycle"
+    svc_wait_ready "$PROM_START_TIMEOUT" prometheus_ready
+    log "log in $LOG_FILE"
+    printf '%s\n' "$BASE_URL"
 }
 
 cmd_stop() {
-    take_lock "$PROM_DATA_DIR/.lock" 9
-    stop_server
-}
-
-cmd_status() {
-    local pid
-    if pid="$(server_pid)"; then
-        log "Prometheus pid $pid on $BASE_URL, data in $PROM_DATA_DIR"
-        echo "running"
-        return 0
-    fi
-    echo "stopped"
-    return 3
+    take_lock "$PROM_DATA_DIR/.lock" 9 300
+    check_data_dir_owner
+    svc_stop
 }
 
 cmd_reset() {
-    take_lock "$PROM_DATA_DIR/.lock" 9
-    stop_server
-    case "$PROM_DATA_DIR" in
-    "" | "/" | "$HOME" | "$HOME/") die "refusing to delete PROM_DATA_DIR='$PROM_DATA_DIR'" ;;
-    esac
-    log "deleting $PROM_DATA_DIR"
-    rm -rf "$PROM_DATA_DIR"
+    take_lock "$PROM_DATA_DIR/.lock" 9 300
+    check_data_dir_owner
+    svc_reset
 }
 
 main() {
@@ -338,7 +248,7 @@ main() {
         cmd_stop
         cmd_start
         ;;
-    status) cmd_status ;;
+    status) svc_status "$BASE_URL" ;;
     reset) cmd_reset ;;
     install) ensure_installed ;;
     logs) printf '%s\n' "$LOG_FILE" ;;

@@ -20,6 +20,8 @@ from neardup_stream.fingerprint.compact_set import compact_limit
 from neardup_stream.fingerprint.normalize import fold, fold_table, normalize, strip_html
 from neardup_stream.fingerprint.shingles import codepoints
 
+_PER_TEXT = ("exact", "simhash", "sketch", "signature", "nfeat", "unfolded")
+
 
 @dataclass(frozen=True)
 class Fingerprints:
@@ -62,6 +64,15 @@ class Fingerprinter:
         self.compact_max = compact_limit(config.sketch_bits)
         self.keep_max = kept_features(config)
         self._mode = _kernels.MODE_CHAR if config.shingle == "char" else _kernels.MODE_WORD
+        self.shingling = _kernels.Shingling(
+            self._mode,
+            config.shingle_size,
+            config.seed,
+            config.sketch_bits,
+            config.num_perm,
+            self.compact_max,
+            self.keep_max,
+        )
 
     def normalize(self, text: str) -> str:
         """The normalised form of `text` under this configuration."""
@@ -72,56 +83,41 @@ class Fingerprinter:
         cfg = self.config
         if cfg.strip_html:
             texts = [strip_html(t) for t in texts]
-        *raw, feats, feat_offsets = self._run(texts, mapped=True)
-        redo = np.flatnonzero(raw[4] < 0)
+        raw = self._run(texts, mapped=True)
+        feats, feat_offsets = raw.feats, raw.feat_offsets
+        redo = np.flatnonzero(raw.unfolded)
         if redo.size:
-            *again, again_feats, again_offsets = self._run(
-                [fold(texts[int(i)]) for i in redo], mapped=False
-            )
-            for column, fixed in zip(raw, again, strict=True):
-                column[redo] = fixed
+            again = self._run([fold(texts[int(i)]) for i in redo], mapped=False)
+            for name in _PER_TEXT:
+                getattr(raw, name)[redo] = getattr(again, name)
             # the redone documents' segments are empty: insert their hashes there
-            added = np.diff(again_offsets)
-            feats = np.insert(feats, np.repeat(feat_offsets[redo], added), again_feats)
+            added = np.diff(again.feat_offsets)
+            feats = np.insert(feats, np.repeat(feat_offsets[redo], added), again.feats)
             grow = np.zeros(len(texts) + 1, dtype=np.int64)
             grow[redo + 1] = added
             feat_offsets = feat_offsets + np.cumsum(grow)
-        exact, simhash, sketch, signature, nfeat = raw
         return Fingerprints(
-            exact=exact,
-            simhash=simhash,
-            signature=signature,
-            sketch=sketch,
-            nfeat=nfeat,
-            lsh_keys=_kernels.band_keys(signature, self.bands, self.rows, cfg.seed),
-            simhash_keys=_kernels.simhash_block_keys(simhash, cfg.simhash_k, cfg.seed),
+            exact=raw.exact,
+            simhash=raw.simhash,
+            signature=raw.signature,
+            sketch=raw.sketch,
+            nfeat=raw.nfeat,
+            lsh_keys=_kernels.band_keys(raw.signature, self.bands, self.rows, cfg.seed),
+            simhash_keys=_kernels.simhash_block_keys(raw.simhash, cfg.simhash_k, cfg.seed),
             feats=feats,
             feat_offsets=feat_offsets,
         )
 
-    def _run(self, texts: Sequence[str], mapped: bool) -> tuple[np.ndarray, ...]:
-        cfg = self.config
+    def _run(self, texts: Sequence[str], mapped: bool) -> _kernels.RawFingerprints:
         parts = [t.encode("utf-8", "surrogatepass") for t in texts]
         offsets = np.zeros(len(parts) + 1, dtype=np.int64)
         np.cumsum([len(p) for p in parts], out=offsets[1:])
         data = np.frombuffer(b"".join(parts), dtype=np.uint8)
-        index, pool = fold_table()
-        return tuple(
-            _kernels.fingerprint_batch(
-                data,
-                offsets,
-                np.full(len(parts), mapped),
-                index,
-                pool,
-                self._mode,
-                cfg.shingle_size,
-                cfg.seed,
-                cfg.sketch_bits,
-                cfg.num_perm,
-                self.compact_max,
-                self.keep_max,
-            )
+        batch = _kernels.TextBatch(data, offsets, np.full(len(parts), mapped))
+        fingerprints: _kernels.RawFingerprints = _kernels.fingerprint_batch(
+            batch, _kernels.FoldTable(*fold_table()), self.shingling
         )
+        return fingerprints
 
     def features(self, text: str) -> np.ndarray:
         """Sorted unique feature hashes of a raw text (for exact Jaccard)."""

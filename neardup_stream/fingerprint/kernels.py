@@ -27,6 +27,8 @@ One pass over the features of a document computes, per feature, in O(1):
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from neardup_stream.caches import seed_jit_cache
@@ -261,43 +263,65 @@ def _densify(v):
             v[i] = fmix64(v[nxt % size] + np.uint64(nxt - i) * _GOLD)
 
 
+class TextBatch(NamedTuple):
+    """The texts of a batch as `fingerprint_batch` reads them."""
+
+    data: np.ndarray  # uint8[...]: the concatenated UTF-8 of the texts
+    offsets: np.ndarray  # int64[n + 1]: byte boundaries of each text in `data`
+    mapped: np.ndarray  # bool[n]: fold the text with the table (else it is folded already)
+
+
+class FoldTable(NamedTuple):
+    """The per-code-point fold table (`normalize.fold_table`)."""
+
+    lookup: np.ndarray  # per code point: where its folding starts in `pool`
+    pool: np.ndarray
+
+
+class Shingling(NamedTuple):
+    """How features, signatures and sketches are made (from `DedupConfig`)."""
+
+    mode: int  # MODE_CHAR or MODE_WORD
+    k: int  # shingle size
+    seed: int  # hash seed
+    sketch_bits: int  # OPH bins (power of two); also the 1-bit sketch length
+    num_perm: int  # MinHash signature length (power of two <= sketch_bits)
+    compact_max: int  # at most this many distinct features: the set is coded in the sketch
+    keep_max: int  # at most this many distinct features: their sorted hashes are returned
+
+
+class RawFingerprints(NamedTuple):
+    """What `fingerprint_batch` computes for n texts."""
+
+    exact: np.ndarray  # uint64[n, 2]
+    simhash: np.ndarray  # uint64[n]
+    sketch: np.ndarray  # uint64[n, sketch_bits // 64]
+    signature: np.ndarray  # uint64[n, num_perm]
+    nfeat: np.ndarray  # int64[n]: distinct features (the set size)
+    unfolded: np.ndarray  # bool[n]: the text needs folding in Python first (nothing computed)
+    feats: np.ndarray  # uint64[...]: kept sorted distinct feature hashes (CSR values)
+    feat_offsets: np.ndarray  # int64[n + 1]: text d's are feats[off[d]:off[d + 1]]
+
+
 @njit(cache=True, nogil=True)
-def fingerprint_batch(
-    data,
-    offsets,
-    mapped,
-    fold_index,
-    fold_pool,
-    mode,
-    k,
-    seed,
-    sketch_bits,
-    num_perm,
-    compact_max,
-    keep_max,
-):
+def fingerprint_batch(texts, fold, spec):
     """Fingerprint every document of a batch in one call.
 
     Args:
-        data: Concatenated UTF-8 (uint8) of the texts.
-        offsets: int64 array of n+1 byte boundaries into `data`.
-        mapped: bool[n]: fold this text with the table (else it is already folded).
-        fold_index, fold_pool: the fold table (`normalize.fold_table`).
-        mode: MODE_CHAR or MODE_WORD.
-        k: Shingle size.
-        seed: Hash seed.
-        sketch_bits: OPH bins (power of two); also the 1-bit sketch length.
-        num_perm: MinHash signature length (power of two <= sketch_bits).
-        compact_max: Documents with at most this many distinct features get their set coded
-            into the sketch (`compact_set`) instead of the 1-bit OPH sketch.
-        keep_max: Documents with at most this many distinct features return them sorted.
+        texts: A `TextBatch`.
+        fold: The `FoldTable`.
+        spec: The `Shingling`. Documents with at most `spec.compact_max` distinct features
+            get their set coded into the sketch (`compact_set`) instead of the 1-bit OPH
+            sketch; those with at most `spec.keep_max` return them sorted.
 
     Returns:
-        exact uint64[n, 2], simhash uint64[n], sketch uint64[n, sketch_bits // 64],
-        signature uint64[n, num_perm], nfeat int64[n] (distinct features: the set size;
-        -1 for a text that needs folding in Python first), then the kept sorted distinct
-        feature hashes as CSR: values uint64[...] and offsets int64[n + 1].
+        `RawFingerprints`; a text with characters the fold table cannot handle is only
+        flagged `unfolded`, for the caller to fold in Python and run again.
     """
+    data, offsets, mapped = texts.data, texts.offsets, texts.mapped
+    mode, k, seed = spec.mode, spec.k, spec.seed
+    sketch_bits, num_perm = spec.sketch_bits, spec.num_perm
+    compact_max, keep_max = spec.compact_max, spec.keep_max
     n = offsets.size - 1
     words = sketch_bits // 64
     exact = np.empty((n, 2), dtype=np.uint64)
@@ -305,6 +329,7 @@ def fingerprint_batch(
     sketch = np.zeros((n, words), dtype=np.uint64)
     signature = np.empty((n, num_perm), dtype=np.uint64)
     nfeat = np.zeros(n, dtype=np.int64)
+    unfolded = np.zeros(n, dtype=np.bool_)
     log2 = 0
     while (1 << log2) < sketch_bits:
         log2 += 1
@@ -323,9 +348,9 @@ def fingerprint_batch(
     feat_offsets = np.zeros(n + 1, dtype=np.int64)
     used = 0
     for d in range(n):
-        m = normalize_utf8(data, offsets[d], offsets[d + 1], buf, fold_index, fold_pool, mapped[d])
+        m = normalize_utf8(data, offsets[d], offsets[d + 1], buf, fold.lookup, fold.pool, mapped[d])
         if m < 0:
-            nfeat[d] = -1
+            unfolded[d] = True
             feat_offsets[d + 1] = used
             continue
         exact[d, 0], exact[d, 1] = murmur3_128(buf, m, seed)
@@ -359,7 +384,9 @@ def fingerprint_batch(
             encode(feat_values[feat_offsets[d] : used], sketch[d])
         else:
             _sketch_bits(bins, total, shift, sketch[d])
-    return exact, simhash, sketch, signature, nfeat, feat_values[:used], feat_offsets
+    return RawFingerprints(
+        exact, simhash, sketch, signature, nfeat, unfolded, feat_values[:used], feat_offsets
+    )
 
 
 @njit(cache=True, nogil=True)

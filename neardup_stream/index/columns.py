@@ -4,8 +4,9 @@ Every kernel argument that bundles arrays is one of these NamedTuples, so both s
 fields by name (`docs.sketch`, `store.ts`) and numba compiles one specialisation per kernel
 whatever the shard count (shard tables are rows of 2-D arrays, not tuples of arrays).
 
-The store's live window is a small int64 array updated in place by the kernels, addressed by
-the named positions BASE, COUNT, START, WATERMARK and EVICTED.
+The store's live window is a one-record array of `WINDOW` (fields base, count, start,
+watermark, evicted), updated in place by the kernels (`window[0].count`) and read by name in
+Python (`window["count"][0]`).
 """
 
 from __future__ import annotations
@@ -14,8 +15,32 @@ from typing import NamedTuple
 
 import numpy as np
 
-BASE, COUNT, START, WATERMARK, EVICTED = 0, 1, 2, 3, 4
-WINDOW_FIELDS = 5
+WINDOW = np.dtype(
+    [
+        ("base", np.int64),  # ref of the oldest live document
+        ("count", np.int64),  # live documents
+        ("start", np.int64),  # ring row of the oldest live document
+        ("watermark", np.int64),  # latest document time seen (seconds)
+        ("evicted", np.int64),  # evictions since the tables were last compacted
+    ]
+)
+
+
+def new_window() -> np.ndarray:
+    """An empty store window (see the module docstring)."""
+    return np.zeros(1, dtype=WINDOW)
+
+
+def window_from(values: np.ndarray) -> np.ndarray:
+    """A store window from a saved one: a `WINDOW` record, or (snapshot format 2) the five
+    int64 values base, count, start, watermark, evicted in that order."""
+    if values.dtype.names is not None:
+        return values.astype(WINDOW).reshape(1)
+    window = new_window()
+    for name, value in zip(WINDOW.names or (), values.astype(np.int64).tolist(), strict=True):
+        window[name][0] = value
+    return window
+
 
 # How a document was decided (stored per document as a uint8).
 UNIQUE, EXACT, SIMHASH, MINHASH = 0, 1, 2, 3
@@ -35,6 +60,8 @@ class BatchColumns(NamedTuple):
     ts: np.ndarray  # int64[n]: document time (seconds), already clamped
     feats: np.ndarray  # uint64[...]: sorted feature hashes of the small documents (CSR values)
     feat_offsets: np.ndarray  # int64[n + 1]: document i's are feats[off[i]:off[i + 1]]
+    prior: np.ndarray  # int64[n]: stored ref of the id's earlier version (an update), or -1
+    prior_row: np.ndarray  # int64[n]: row of the id's earlier version in this batch, or -1
 
 
 class Decisions(NamedTuple):
@@ -45,6 +72,7 @@ class Decisions(NamedTuple):
     similarity: np.ndarray  # float64[n]
     method: np.ndarray  # int64[n]: UNIQUE, EXACT, SIMHASH or MINHASH
     indexed: np.ndarray  # bool[n]: whether its keys went into the tables (`is_indexed`)
+    update: np.ndarray  # bool[n]: a new version of a stored id (set before the kernels run)
 
 
 class TableArrays(NamedTuple):
@@ -67,6 +95,8 @@ class StoreColumns(NamedTuple):
     ts: np.ndarray  # uint32[cap], or uint32[1] when no retention by age needs it
     similarity: np.ndarray  # float32[cap]
     method: np.ndarray  # uint8[cap]
+    update: np.ndarray  # bool[cap]: its decision was an update (a new version of its id)
+    superseded: np.ndarray  # bool[cap]: a later version of its id is stored: never a match
 
 
 class Limits(NamedTuple):
@@ -83,7 +113,6 @@ class Rules(NamedTuple):
     threshold: float
     simhash_k: int
     index_duplicates: bool
-    retention: bool
     compact_max: int  # stored sketches of documents with at most this many features are sets
 
 
@@ -96,6 +125,11 @@ class Candidates(NamedTuple):
     exact: np.ndarray  # bool[m]: same 128-bit exact hash
 
 
+def no_prior(n: int) -> np.ndarray:
+    """`BatchColumns.prior` / `prior_row` of n documents that are no updates."""
+    return np.full(n, -1, dtype=np.int64)
+
+
 def new_decisions(n: int) -> Decisions:
     """Empty decisions for n documents: unique, unmatched, indexed."""
     return Decisions(
@@ -104,4 +138,5 @@ def new_decisions(n: int) -> Decisions:
         similarity=np.zeros(n, dtype=np.float64),
         method=np.zeros(n, dtype=np.int64),
         indexed=np.ones(n, dtype=np.bool_),
+        update=np.zeros(n, dtype=np.bool_),
     )

@@ -6,8 +6,10 @@ is a ring and every table entry of an evicted document is recognisable as dead b
 check, without a per-document flag. Per document it keeps: the 128-bit exact hash, the
 SimHash, the 1-bit MinHash sketch, its shingle-set size (for the exact size filter
 J <= min/max; saturating at 65535), a timestamp (seconds, only when
-retention by age needs it), and the original decision (similarity, method, and the ids it
-named, as length-prefixed records in a FIFO byte blob addressed by 32-bit offsets). The
+retention by age needs it), the original decision (similarity, method, whether it was an
+update, and the ids it named, as length-prefixed records in a FIFO byte blob addressed by
+32-bit offsets), and whether a later version of its id superseded it (an update; a
+superseded document stays in the ring until evicted, but is nobody's match). The
 compiled kernels append and evict; this class owns the arrays, the id blob and growth
 (in steps of 1/8 of the capacity, so little is allocated but unused).
 """
@@ -18,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from neardup_stream.index.columns import BASE, COUNT, START, WATERMARK, WINDOW_FIELDS, StoreColumns
+from neardup_stream.index.columns import StoreColumns, new_window, window_from
 
 REF_MASK = 0xFFFFFFFF
 _MIN_CAPACITY = 1024
@@ -36,17 +38,30 @@ class StoredDecision:
     representative: str | None
     similarity: float
     method: int
+    update: bool  # it was a new version of an id stored before
 
 
 class DocStore:
     """Ring of per-document columns indexed by ref (sequence number)."""
 
-    COLUMNS = ("exact", "simhash", "sketch", "nfeat", "ts", "similarity", "method", "offset")
+    COLUMNS = (
+        "exact",
+        "simhash",
+        "sketch",
+        "nfeat",
+        "ts",
+        "similarity",
+        "method",
+        "update",
+        "superseded",
+        "offset",
+    )
+    FLAGS = ("update", "superseded")  # absent from snapshots made before updates: all False
 
     def __init__(self, sketch_words: int, keep_time: bool, capacity: int = _MIN_CAPACITY) -> None:
         self.sketch_words = sketch_words
         self.keep_time = keep_time
-        self.window = np.zeros(WINDOW_FIELDS, dtype=np.int64)  # see `columns`
+        self.window = new_window()  # see `columns`
         self.blob = bytearray()
         self.blob_base = 0
         self._allocate(max(_MIN_CAPACITY, capacity))
@@ -59,6 +74,8 @@ class DocStore:
         self.ts = np.zeros(capacity if self.keep_time else 1, dtype=np.uint32)
         self.similarity = np.zeros(capacity, dtype=np.float32)
         self.method = np.zeros(capacity, dtype=np.uint8)
+        self.update = np.zeros(capacity, dtype=np.bool_)
+        self.superseded = np.zeros(capacity, dtype=np.bool_)
         self.offset = np.zeros(capacity, dtype=np.uint32)
 
     @property
@@ -67,11 +84,11 @@ class DocStore:
 
     @property
     def base(self) -> int:
-        return int(self.window[BASE])
+        return int(self.window["base"][0])
 
     @property
     def count(self) -> int:
-        return int(self.window[COUNT])
+        return int(self.window["count"][0])
 
     @property
     def capacity(self) -> int:
@@ -96,7 +113,17 @@ class DocStore:
             self.ts,
             self.similarity,
             self.method,
+            self.update,
+            self.superseded,
         )
+
+    def exact_of(self, ref: int) -> tuple[int, int]:
+        """The 128-bit exact hash (content digest of the normalised text) of stored `ref`."""
+        row = self.exact[self.slot(ref)]
+        return int(row[0]), int(row[1])
+
+    def is_superseded(self, ref: int) -> bool:
+        return bool(self.superseded[self.slot(ref)])
 
     def alive(self, ref: int) -> bool:
         return ((ref - self.base) & REF_MASK) < self.count
@@ -104,18 +131,18 @@ class DocStore:
     def slot(self, ref: int) -> int:
         """Physical row of `ref`; also valid for refs evicted since the last `reserve`."""
         delta = ((ref - self.base + 2**31) & REF_MASK) - 2**31
-        return (int(self.window[START]) + delta) % self.capacity
+        return (int(self.window["start"][0]) + delta) % self.capacity
 
     def reserve(self, extra: int) -> None:
         """Make room for `extra` appends without overwriting any row in use."""
         if self.count + extra <= self.capacity:
             return
-        order = (int(self.window[START]) + np.arange(self.count)) % self.capacity
+        order = (int(self.window["start"][0]) + np.arange(self.count)) % self.capacity
         old = {c: getattr(self, c) for c in self.columns}
         self._allocate(max(self.count + extra, self.capacity + self.capacity // 8))
         for c, arr in old.items():
             getattr(self, c)[: self.count] = arr[order]
-        self.window[START] = 0
+        self.window["start"][0] = 0
 
     def record(self, ref: int, doc_id: str, duplicate_of: str | None, rep: str | None) -> None:
         """Append the ids of a just-stored document to the blob (in ref order).
@@ -140,7 +167,7 @@ class DocStore:
             self.blob_base += len(self.blob)
             self.blob = bytearray()
             return
-        dead = self._rel(self.offset[int(self.window[START])])
+        dead = self._rel(self.offset[int(self.window["start"][0])])
         if dead > (1 << 20) and dead * 2 > len(self.blob):
             del self.blob[:dead]
             self.blob_base += dead
@@ -159,7 +186,9 @@ class DocStore:
         p = self.slot(ref)
         dup = parts[1] if len(parts) > 1 else None
         rep = parts[2] if len(parts) > 2 else None
-        return StoredDecision(parts[0], dup, rep, float(self.similarity[p]), int(self.method[p]))
+        return StoredDecision(
+            parts[0], dup, rep, float(self.similarity[p]), int(self.method[p]), bool(self.update[p])
+        )
 
     def representative(self, ref: int) -> str:
         """First document of the cluster `ref` belongs to (itself if it was unique)."""
@@ -168,7 +197,7 @@ class DocStore:
 
     def state(self) -> dict[str, np.ndarray]:
         """Live columns in ref order plus the blob, for snapshots."""
-        order = (int(self.window[START]) + np.arange(self.count)) % self.capacity
+        order = (int(self.window["start"][0]) + np.arange(self.count)) % self.capacity
         out = {f"store_{c}": getattr(self, c)[order] for c in self.columns}
         out["store_offset"] = out["store_offset"] - np.uint32(self.blob_base & REF_MASK)
         out["store_blob"] = np.frombuffer(bytes(self.blob), dtype=np.uint8)
@@ -179,15 +208,17 @@ class DocStore:
     def from_state(
         cls, sketch_words: int, keep_time: bool, state: dict[str, np.ndarray]
     ) -> DocStore:
-        window = state["store_window"].astype(np.int64)
-        count = int(window[COUNT])
+        window = window_from(state["store_window"])
+        count = int(window["count"][0])
         store = cls(sketch_words, keep_time, count)
         for c in store.columns:
             if f"store_{c}" in state:
                 getattr(store, c)[:count] = state[f"store_{c}"]
+            elif c in cls.FLAGS:  # a snapshot made before updates existed: none were made
+                getattr(store, c)[:count] = False
             else:  # a snapshot taken without timestamps: treat everything as current
-                getattr(store, c)[:count] = window[WATERMARK]
+                getattr(store, c)[:count] = window["watermark"][0]
         store.window[:] = window
-        store.window[START] = 0
+        store.window["start"][0] = 0
         store.blob = bytearray(state["store_blob"].tobytes())
         return store

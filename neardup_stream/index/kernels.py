@@ -4,7 +4,8 @@ Refs are 32-bit sequence numbers; a ref is live while (ref - base) mod 2**32 < c
 entries of evicted documents are recognised without flags (see `doc_store`). Arguments are
 the NamedTuples of `columns`: `TableArrays` (R rows of chained multimaps, key k in row
 k % R), `BatchColumns`, `StoreColumns`, `Decisions`, `Limits`, `Rules`, and the store's
-`window` array, updated in place. A batch kernel returns early (with the index of the next
+`window` (a one-record array of `columns.WINDOW`, read and updated in place as
+`window[0].count` and so on). A batch kernel returns early (with the index of the next
 document) when a table row needs to grow, which the Python side does before calling again.
 """
 
@@ -16,15 +17,10 @@ from numba import njit
 from neardup_stream.fingerprint.compact_set import estimate
 from neardup_stream.fingerprint.kernels import oph_sketch, popcount64  # (seeds the JIT cache first)
 from neardup_stream.index.columns import (
-    BASE,
-    COUNT,
-    EVICTED,
     EXACT,
     MINHASH,
     SIMHASH,
-    START,
     UNIQUE,
-    WATERMARK,
     Candidates,
 )
 
@@ -42,23 +38,23 @@ def _bucket(q, mask):
 
 
 @njit(cache=True)
-def is_indexed(method, expired, index_duplicates, retention):
+def is_indexed(method, expired, index_duplicates):
     """Whether a document decided with `method` goes into the tables (the only such rule).
 
-    Unique documents do. Near-duplicates do when `index_duplicates` (so drifting chains are
-    caught); exact copies add no keys of their own, unless retention may evict the original
-    while the copy lives on. A document that arrives already `expired` (older than the age
-    window) never does: it cannot be anyone's match.
+    Unique documents do. Duplicates (exact copies included) do when `index_duplicates`, so
+    drifting chains are caught and a copy stays findable once its original leaves (evicted,
+    or superseded by an update of its id). A document that arrives already `expired` (older
+    than the age window) never does: it cannot be anyone's match.
     """
     if expired:
         return False
-    return method == UNIQUE or (index_duplicates and (method != EXACT or retention))
+    return method == UNIQUE or index_duplicates
 
 
 @njit(cache=True)
 def expired(window, ts, limits):
     """Whether time `ts` is already outside the age window ending at the watermark."""
-    return limits.max_age > 0 and ts < window[WATERMARK] - limits.max_age
+    return limits.max_age > 0 and ts < window[0].watermark - limits.max_age
 
 
 @njit(inline="always", cache=True)
@@ -190,18 +186,41 @@ def advance(window, store, ts, limits, room):
 
     Evicts the documents older than watermark - `max_age` (`store.ts` is kept whenever
     `max_age` is set) and, when `room` is asked for one more document, the oldest beyond
-    `max_docs` - 1.
+    `max_docs` - 1. Room is made only right before a document is stored, after its lookup,
+    so a document is compared with the `max_docs` most recent stored documents.
     """
-    window[WATERMARK] = max(window[WATERMARK], ts)
+    window[0].watermark = max(window[0].watermark, ts)
     cap = store.simhash.size
-    while window[COUNT] > 0 and (
-        (room and limits.max_docs > 0 and window[COUNT] >= limits.max_docs)
-        or (limits.max_age > 0 and store.ts[window[START]] < window[WATERMARK] - limits.max_age)
+    while window[0].count > 0 and (
+        (room and limits.max_docs > 0 and window[0].count >= limits.max_docs)
+        or (limits.max_age > 0 and store.ts[window[0].start] < window[0].watermark - limits.max_age)
     ):
-        window[START] = (window[START] + 1) % cap
-        window[BASE] = (window[BASE] + 1) & 0xFFFFFFFF
-        window[COUNT] -= 1
-        window[EVICTED] += 1
+        window[0].start = (window[0].start + 1) % cap
+        window[0].base = (window[0].base + 1) & 0xFFFFFFFF
+        window[0].count -= 1
+        window[0].evicted += 1
+
+
+@njit(inline="always", cache=True)
+def _slot(ref, store, window):
+    """Physical row of live `ref` in the store's ring."""
+    d = (np.uint64(ref) - np.uint64(window[0].base)) & _U32
+    return (window[0].start + np.int64(d)) % store.simhash.size
+
+
+@njit(cache=True, nogil=True)
+def supersede(i, docs, out, store, window):
+    """Mark the stored earlier version of document i's id superseded, if it is still in the
+    window: from now on it is nobody's match, the update's own lookup included. Returns
+    whether it was (whether document i is an update, decided at its own place in the order,
+    so however the stream is cut into batches)."""
+    prior = docs.prior[i]
+    if docs.prior_row[i] >= 0:
+        prior = out.ref[docs.prior_row[i]]  # stored earlier in this batch (-1 if not here)
+    if prior < 0 or not _alive(prior, window[0].base, window[0].count):
+        return False
+    store.superseded[_slot(prior, store, window)] = True
+    return True
 
 
 @njit(cache=True, nogil=True)
@@ -215,10 +234,10 @@ def _has_room(i, docs, t):
 
 
 @njit(cache=True, nogil=True)
-def _append(i, docs, store, window, sim, method):
+def _append(i, docs, store, window, sim, method, update):
     """Store document i at the end of the ring; returns its ref."""
     cap = store.simhash.size
-    p = (window[START] + window[COUNT]) % cap
+    p = (window[0].start + window[0].count) % cap
     store.exact[p] = docs.exact[i]
     store.simhash[p] = docs.simhash[i]
     store.sketch[p] = docs.sketch[i]
@@ -227,8 +246,10 @@ def _append(i, docs, store, window, sim, method):
         store.ts[p] = docs.ts[i]
     store.similarity[p] = sim
     store.method[p] = method
-    ref = (window[BASE] + window[COUNT]) & 0xFFFFFFFF
-    window[COUNT] += 1
+    store.update[p] = update
+    store.superseded[p] = False
+    ref = (window[0].base + window[0].count) & 0xFFFFFFFF
+    window[0].count += 1
     return ref
 
 
@@ -236,14 +257,14 @@ def _append(i, docs, store, window, sim, method):
 def _index(i, ref, docs, t, window, cap):
     """Insert ref under document i's keys, each in the row that owns it."""
     for j in range(docs.nkeys[i]):
-        _insert_one(t, docs.keys[i, j], np.uint32(ref), cap, window[BASE], window[COUNT])
+        _insert_one(t, docs.keys[i, j], np.uint32(ref), cap, window[0].base, window[0].count)
 
 
 @njit(cache=True, nogil=True)
 def append_batch(begin, end, docs, out, t, store, window, limits):
     """Store and index documents begin..end whose decisions are known (replay, precise mode).
 
-    Reads `out.similarity`, `out.method` and `out.indexed`; writes `out.ref`.
+    Reads `out.similarity`, `out.method`, `out.indexed` and `out.update`; writes `out.ref`.
     """
     for i in range(begin, end):
         if docs.skip[i]:
@@ -251,7 +272,8 @@ def append_batch(begin, end, docs, out, t, store, window, limits):
         if not _has_room(i, docs, t):
             return i
         advance(window, store, docs.ts[i], limits, True)
-        ref = _append(i, docs, store, window, out.similarity[i], out.method[i])
+        supersede(i, docs, out, store, window)  # (the record says whether it was an update)
+        ref = _append(i, docs, store, window, out.similarity[i], out.method[i], out.update[i])
         out.ref[i] = ref
         if out.indexed[i]:
             _index(i, ref, docs, t, window, limits.bucket_cap)
@@ -279,12 +301,11 @@ def probe_verify(i, docs, t, store, window, min_sim, compact_max):
     query_oph = np.empty(0, dtype=np.uint64)
     width = docs.nkeys[i]
     buf = np.empty(width * 64 + 64, dtype=np.uint32)
-    n = tables_probe(t, docs.keys[i, :width], window[BASE], window[COUNT], buf)
+    n = tables_probe(t, docs.keys[i, :width], window[0].base, window[0].count, buf)
     if n > buf.size:
         buf = np.empty(n, dtype=np.uint32)
-        tables_probe(t, docs.keys[i, :width], window[BASE], window[COUNT], buf)
+        tables_probe(t, docs.keys[i, :width], window[0].base, window[0].count, buf)
     cands = np.sort(buf[:n])
-    cap = store.simhash.size
     refs = np.empty(n, dtype=np.int64)
     sims = np.empty(n, dtype=np.float64)
     hams = np.empty(n, dtype=np.int64)
@@ -296,8 +317,9 @@ def probe_verify(i, docs, t, store, window, min_sim, compact_max):
         if ref == last:
             continue
         last = ref
-        d = (np.uint64(ref) - np.uint64(window[BASE])) & _U32
-        p = (window[START] + np.int64(d)) % cap
+        p = _slot(ref, store, window)
+        if store.superseded[p]:  # an earlier version of an updated id
+            continue
         exact = store.exact[p, 0] == docs.exact[i, 0] and store.exact[p, 1] == docs.exact[i, 1]
         if exact:
             sim = 1.0
@@ -329,13 +351,15 @@ def probe_verify(i, docs, t, store, window, min_sim, compact_max):
 @njit(cache=True, nogil=True)
 def decide_batch(begin, end, docs, out, t, store, window, limits, rules):
     """Decide, store and index documents begin..end in order (each sees all earlier ones);
-    `probe_only` documents are decided against the store but not stored."""
+    `probe_only` documents are decided against the store but not stored. An update (a new
+    version of a stored id) supersedes its earlier version before its own lookup."""
     for i in range(begin, end):
         if docs.skip[i]:
             continue
         if not _has_room(i, docs, t):
             return i
-        advance(window, store, docs.ts[i], limits, not docs.probe_only[i])
+        advance(window, store, docs.ts[i], limits, False)  # count makes room only to store
+        update = supersede(i, docs, out, store, window)
         cands = probe_verify(i, docs, t, store, window, rules.threshold, rules.compact_max)
         match, sim, method = -1, 0.0, UNIQUE
         for c in range(cands.refs.size):
@@ -349,9 +373,11 @@ def decide_batch(begin, end, docs, out, t, store, window, limits, rules):
             out.ref[i], out.match[i], out.similarity[i] = -1, match, sim
             out.method[i], out.indexed[i] = method, False
             continue
-        ref = _append(i, docs, store, window, sim, method)
+        advance(window, store, docs.ts[i], limits, True)  # after the lookup: it saw max_docs
+        out.update[i] = update
+        ref = _append(i, docs, store, window, sim, method, update)
         late = expired(window, docs.ts[i], limits)
-        indexed = is_indexed(method, late, rules.index_duplicates, rules.retention)
+        indexed = is_indexed(method, late, rules.index_duplicates)
         out.ref[i], out.match[i], out.similarity[i] = ref, match, sim
         out.method[i], out.indexed[i] = method, indexed
         if indexed:

@@ -2,7 +2,8 @@
 
 A one-row `BucketTable` keyed by the 32-bit `hashing.id_key` of the id; since keys can
 collide, every hit is confirmed against the id kept in the document store. Entries of
-evicted documents are ignored (and compacted away with the index's).
+evicted documents are ignored (and compacted away with the index's), and so are superseded
+versions of an updated id: an id finds its latest version.
 """
 
 from __future__ import annotations
@@ -29,10 +30,10 @@ class IdRegistry:
         return cls(BucketTable.from_entries(_CAP, 1, keys, refs))
 
     def find(self, doc_id: str, store: DocStore) -> int | None:
-        """The live ref stored under `doc_id`, if any."""
+        """The live ref of the latest version of `doc_id`, if any."""
         keys = np.array([id_key(doc_id)], dtype=np.uint32)
         for ref in self.table.probe(keys, store.base, store.count):
-            if store.doc_id(int(ref)) == doc_id:
+            if not store.is_superseded(int(ref)) and store.doc_id(int(ref)) == doc_id:
                 return int(ref)
         return None
 

@@ -6,7 +6,7 @@ without the fingerprint log (`apply`):
 - `ShardChange`: per domain, the home documents a shard stored (their `FingerprintRecord`s
   and positions) and the domain's event-time watermark after the batch ("NS", v1);
 - `FirstDecisions`: per domain, the first decisions a gather step made and its watermark
-  ("NG", v1).
+  ("NG", v2: rows carry the update flag; v1 rows are read as no updates).
 """
 
 from __future__ import annotations
@@ -82,13 +82,15 @@ class FirstDecisions:
     watermark: int
     entries: list[tuple[int, Decision]]  # (event time, decision), in log order
 
+    @staticmethod
+    def row(ts: int, d: Decision) -> list[object]:
+        """One entry as `pack` writes it (`join.split_first_decisions` sizes parts with it)."""
+        return [ts, d.id, d.duplicate_of, d.representative, d.similarity, d.method, d.update]
+
     def pack(self) -> bytes:
-        rows = [
-            [ts, d.id, d.duplicate_of, d.representative, d.similarity, d.method]
-            for ts, d in self.entries
-        ]
+        rows = [self.row(ts, d) for ts, d in self.entries]
         body = json.dumps([self.domain, self.watermark, rows], separators=(",", ":")).encode()
-        return _FIRST.pack(b"NG", 1, len(body)) + body
+        return _FIRST.pack(b"NG", 2, len(body)) + body
 
     @classmethod
     def unpack(cls, data: bytes) -> FirstDecisions:
@@ -96,8 +98,8 @@ class FirstDecisions:
         if len(data) < _FIRST.size or data[:2] != b"NG":
             raise ValueError("not a first-decisions record (no 'NG' header)")
         _, version, size = _FIRST.unpack_from(data)
-        if version != 1:
-            raise ValueError(f"first-decisions format {version}, this build reads 1")
+        if version not in (1, 2):
+            raise ValueError(f"first-decisions format {version}, this build reads 1 and 2")
         if len(data) != _FIRST.size + size:
             raise ValueError("first-decisions record is truncated")
         try:
@@ -112,9 +114,10 @@ class FirstDecisions:
                         representative=rep,
                         similarity=sim,
                         method=method,
+                        update=bool(update[0]) if update else False,
                     ),
                 )
-                for ts, i, dup, rep, sim, method in rows
+                for ts, i, dup, rep, sim, method, *update in rows
             ]
         except (ValueError, TypeError) as exc:
             raise ValueError(f"first-decisions record is malformed: {exc}") from exc

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from neardup_stream.batch import Batch
-from neardup_stream.index.columns import BatchColumns
+from neardup_stream.index.columns import BatchColumns, no_prior
 from neardup_stream.sharded.home import home_shard
 
 MAGIC = b"NF"
@@ -69,6 +69,8 @@ class FingerprintBatch:
             columns = d._replace(
                 skip=np.zeros(rows.size, dtype=np.bool_),
                 probe_only=~np.asarray(home, dtype=np.bool_),
+                prior=no_prior(rows.size),
+                prior_row=no_prior(rows.size),
             )
             return Batch(list(self.ids), columns, self.blocks)
         starts, ends = d.feat_offsets[rows], d.feat_offsets[rows + 1]
@@ -91,6 +93,8 @@ class FingerprintBatch:
             ts=d.ts[rows],
             feats=feats.astype(np.uint64, copy=False),
             feat_offsets=offsets,
+            prior=no_prior(rows.size),
+            prior_row=no_prior(rows.size),
         )
         return Batch([self.ids[int(r)] for r in rows], docs, self.blocks)
 
@@ -145,7 +149,7 @@ class FingerprintBatch:
         ids, domains = reader.strings(n), reader.strings(n)
         docs = BatchColumns(
             np.zeros(n, np.bool_), np.zeros(n, np.bool_), keys, nkeys, exact, simhash, sketch,
-            nfeat, ts, feats, offsets,
+            nfeat, ts, feats, offsets, no_prior(n), no_prior(n),
         )  # fmt: skip
         return cls(cid, ids, domains, positions, docs, blocks)
 

@@ -7,8 +7,10 @@ earlier documents, so `duplicate_of` always points back in the log and two docum
 duplicates of each other.
 
 The gather step keeps the first decision of each document (per domain) for two things: a
-document whose home shard has seen its id before gets that first decision again, and a
-duplicate's `representative` is its match's representative. These entries expire by the
+document whose home shard has seen its id before with the same content gets that first
+decision again, and a duplicate's `representative` is its match's representative. An id its
+home shard holds with other content is an update: decided afresh (marked `update`), and its
+decision replaces the id's first decision. These entries expire by the
 engine's retention rules (age from the event-time watermark, then count); a replay whose first
 decision has expired here is decided afresh.
 """
@@ -42,22 +44,27 @@ class _Domain:
 
     def __init__(self) -> None:
         self.first: dict[str, Decision] = {}
-        self.order: deque[tuple[int, str]] = deque()  # (ts, id) in log order
+        self.order: deque[tuple[int, Decision]] = deque()  # (ts, decision) in log order
         self.watermark = -(2**62)
 
     def remember(self, ts: int, decision: Decision, config: DedupConfig) -> None:
-        self.first[decision.id] = decision
-        self.order.append((ts, decision.id))
+        self.first[decision.id] = decision  # an update replaces its id's earlier decision
+        self.order.append((ts, decision))
         self.expire(config)
+
+    def _drop_oldest(self) -> None:
+        decision = self.order.popleft()[1]
+        if self.first.get(decision.id) is decision:  # not replaced by an update since
+            del self.first[decision.id]
 
     def expire(self, config: DedupConfig) -> None:
         if config.max_age_seconds is not None:
             cutoff = self.watermark - config.max_age_seconds
             while self.order and self.order[0][0] < cutoff:
-                self.first.pop(self.order.popleft()[1], None)
+                self._drop_oldest()
         if config.max_docs is not None:
             while len(self.order) > config.max_docs:
-                self.first.pop(self.order.popleft()[1], None)
+                self._drop_oldest()
 
 
 class Gatherer:
@@ -91,10 +98,11 @@ class Gatherer:
             ts = int(fb.docs.ts[i])
             state.watermark = max(state.watermark, ts)
             made = firsts.setdefault(domain, [])
-            if by_shard[homes[i]].seen[i] and doc_id in state.first:
+            home = by_shard[homes[i]]
+            if home.seen[i] and doc_id in state.first:
                 out.append(state.first[doc_id])
                 continue
-            decision = self._fresh(doc_id, i, by_shard, state)
+            decision = self._fresh(doc_id, i, by_shard, state, bool(home.update[i]))
             state.remember(ts, decision, self.config)
             made.append((ts, decision))
             out.append(decision)
@@ -116,10 +124,12 @@ class Gatherer:
             state = self._domains[domain] = _Domain()
         return state
 
-    def _fresh(self, doc_id: str, i: int, votes: list[Votes], state: _Domain) -> Decision:
+    def _fresh(
+        self, doc_id: str, i: int, votes: list[Votes], state: _Domain, update: bool
+    ) -> Decision:
         best = _best(votes, i)
         if best is None:
-            return Decision(id=doc_id, decision="unique")
+            return Decision(id=doc_id, decision="unique", update=update)
         match = votes[best.shard].match_ids[i]
         assert match is not None
         earlier = state.first.get(match)
@@ -131,6 +141,7 @@ class Gatherer:
             representative=rep,
             similarity=round(float(np.float32(best.similarity)), 6),
             method=METHODS[best.method - 1],
+            update=update,
         )
 
     def __len__(self) -> int:

@@ -148,10 +148,7 @@ def split_first_decisions(change: FirstDecisions, limit: int) -> list[FirstDecis
     start, size = 0, 64 + len(json.dumps(change.domain))
     base = size
     for i, (ts, d) in enumerate(entries):
-        row = json.dumps(
-            [ts, d.id, d.duplicate_of, d.representative, d.similarity, d.method],
-            separators=(",", ":"),
-        )
+        row = json.dumps(FirstDecisions.row(ts, d), separators=(",", ":"))
         need = len(row.encode()) + 1
         if i > start and size + need > limit:
             chunk = entries[start:i]

@@ -95,6 +95,7 @@ class ShardVoter:
             np.zeros(n, dtype=np.int8),
             np.zeros(n, dtype=np.bool_),
             [None] * n,
+            np.zeros(n, dtype=np.bool_),
         )
         changes = []
         for domain, rows in _by_domain(fb.domains):
@@ -136,6 +137,7 @@ class ShardVoter:
             positions.add(int(out.ref[stored[0]]), fb.positions[rows[stored]])
         skip = batch.docs.skip
         votes.seen[rows] = skip & home
+        votes.update[rows] = out.update & home
         for j in np.flatnonzero((out.match >= 0) & ~skip).tolist():
             r = int(rows[j])
             votes.match_position[r] = positions.get(int(out.match[j]))

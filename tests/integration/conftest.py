@@ -12,6 +12,13 @@
 
 Set ``KAFKA_KEEP_RUNNING=1`` to leave a broker started by the session running.
 
+``sasl_ssl_kafka`` (session scope) is a broker of its own with a SASL_SSL (SCRAM-SHA-512)
+listener: ``KAFKA_SECURITY=sasl_ssl deploy/local/kafka.sh start`` on a free port pair and a
+session temp data dir (throwaway CA, broker certificate and SCRAM user made by the script),
+stopped at the end of the session. It returns the worker's settings for it: the
+``NEARDUP_KAFKA__*`` variables of the script's ``client.env`` (bootstrap, protocol, mechanism,
+user, password, CA file).
+
 ``kafka_admin`` is a per-test ``KafkaAdminClient``; ``unique_topic`` is a
 factory making collision-free topic names so tests don't see each other's data.
 
@@ -51,9 +58,12 @@ KAFKA_SH = REPO_ROOT / "deploy" / "local" / "kafka.sh"
 START_TIMEOUT_S = float(os.environ.get("KAFKA_FIXTURE_START_TIMEOUT", "600"))
 
 
-def _kafka_sh(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+def _kafka_sh(
+    *args: str, timeout: float, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["bash", str(KAFKA_SH), *args],
+        env=env,
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -89,6 +99,40 @@ def kafka_bootstrap() -> Iterator[str]:
     finally:
         if not was_running and os.environ.get("KAFKA_KEEP_RUNNING") != "1":
             _kafka_sh("stop", timeout=60)
+
+
+@pytest.fixture(scope="session")
+def sasl_ssl_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """A SASL_SSL broker of the session's own; its NEARDUP_KAFKA__* client settings."""
+    from tests.integration.faults import free_port_pair
+
+    port = free_port_pair(29500 + (os.getpid() % 250) * 2)
+    env = {
+        **os.environ,
+        "KAFKA_SECURITY": "sasl_ssl",
+        "KAFKA_PORT": str(port),
+        "KAFKA_CONTROLLER_PORT": str(port + 1),
+        "KAFKA_DATA_DIR": str(tmp_path_factory.mktemp("kafka-sasl-ssl")),
+        "KAFKA_HEAP_OPTS": os.environ.get("KAFKA_HEAP_OPTS", "-Xms128m -Xmx512m"),
+    }
+    started = _kafka_sh("start", timeout=START_TIMEOUT_S, env=env)
+    try:
+        if started.returncode != 0:
+            pytest.fail(
+                f"KAFKA_SECURITY=sasl_ssl {KAFKA_SH} start failed (exit {started.returncode}):\n"
+                f"{started.stderr[-4000:]}",
+                pytrace=False,
+            )
+        path = _kafka_sh("client-env", timeout=30, env=env).stdout.strip()
+        settings = {}
+        for line in Path(path).read_text().splitlines():
+            name, sep, value = line.partition("=")
+            if sep and name.startswith("NEARDUP_KAFKA__"):
+                settings[name] = value
+        assert settings["NEARDUP_KAFKA__BOOTSTRAP_SERVERS"] == started.stdout.split()[-1]
+        yield settings
+    finally:
+        _kafka_sh("stop", timeout=60, env=env)
 
 
 @pytest.fixture

@@ -45,20 +45,22 @@ def test_corrupt_and_foreign_changelog_records_are_skipped_not_fatal(
         .record
     )
     assert foreign is not None
+    group = "g-" + topics.input
+    ours = changelog.Pipeline(topics.input, group)
     producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all")
     damaged = [
         b"NP\x01\xff\xff\xff\xff",  # a pack claiming records it does not hold
         b"garbage",
         valid[0][:20],  # a truncated bare record
-        *changelog.pack([valid[1][:-3]]),  # a pack holding a truncated record
-        *changelog.pack([foreign.encode()]),
-        *changelog.pack(valid),
+        *changelog.pack([valid[1][:-3]], ours),  # a pack holding a truncated record
+        *changelog.pack([foreign.encode()], ours),
+        *changelog.pack(valid, ours),
     ]
     for i, value in enumerate(damaged):
         producer.send(topics.changelog, key=f"k{i}".encode(), value=value, partition=0)
     producer.flush()
     producer.close()
-    worker = WorkerProcess(kafka_bootstrap, topics, "g-" + topics.input, tmp_path / "w.log")
+    worker = WorkerProcess(kafka_bootstrap, topics, group, tmp_path / "w.log")
     worker.start()
     try:
         worker.wait_ready()

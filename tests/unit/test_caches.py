@@ -66,3 +66,12 @@ def test_a_jit_cache_made_from_other_kernel_sources_is_purged(
     fresh.write_bytes(b"new")
     caches.purge_stale_jit_cache()  # same sources: kept
     assert fresh.exists()
+
+
+def test_a_warm_kernel_cache_is_not_called_cold() -> None:
+    from neardup_stream.caches import jit_cache_cold
+    from neardup_stream.deduplicator import Deduplicator
+    from neardup_stream.models import Document
+
+    Deduplicator().check(Document(id="a", text="compile and cache the kernels"))
+    assert not jit_cache_cold()

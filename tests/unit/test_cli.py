@@ -7,9 +7,15 @@ from pathlib import Path
 from tests.unit.conftest import mutate, random_text
 
 
-def _run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+def _run(
+    *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
     return subprocess.run(
-        [sys.executable, "-m", "neardup_stream.cli", *args], input=stdin, capture_output=True
+        [sys.executable, "-m", "neardup_stream.cli", *args],
+        input=stdin,
+        capture_output=True,
+        env={**clean, **(env or {})},
     )
 
 
@@ -38,6 +44,7 @@ def test_dedup_file_reports_bad_lines_and_keeps_order(tmp_path: Path) -> None:
         "representative",
         "similarity",
         "method",
+        "update",
     }
     err = proc.stderr.decode()
     assert "line 2: invalid_json" in err and "line 4: invalid_utf8" in err
@@ -70,13 +77,65 @@ def test_usage_errors_exit_non_zero(tmp_path: Path) -> None:
 def test_compare_explains_a_pair(tmp_path: Path) -> None:
     a = random_text(7)
     (tmp_path / "a.txt").write_text(a)
-    proc = _run("compare", str(tmp_path / "a.txt"), mutate(a, 0.01, 1), "--json")
+    (tmp_path / "b.txt").write_text(mutate(a, 0.01, 1))
+    proc = _run("compare", str(tmp_path / "a.txt"), str(tmp_path / "b.txt"), "--json")
     report = json.loads(proc.stdout)
     assert report["decision"] == "duplicate" and report["exact_jaccard"] > 0.8
     assert abs(report["estimated_jaccard"] - report["exact_jaccard"]) < 0.1
     assert 0 < report["tfidf_cosine"] <= 1
-    human = _run("compare", "abc def", "xyz uvw").stdout.decode()
+    human = _run("compare", "--text", "abc def", "xyz uvw").stdout.decode()
     assert "TF-IDF cosine" in human and "unique" in human
+    same = json.loads(_run("compare", "--text", a, a, "--json").stdout)
+    assert same["exact_duplicate"] is True
+
+
+def test_compare_refuses_a_missing_file_instead_of_comparing_its_name(tmp_path: Path) -> None:
+    (tmp_path / "a.txt").write_text(random_text(8))
+    proc = _run("compare", str(tmp_path / "a.txt"), str(tmp_path / "missing.txt"))
+    assert proc.returncode == 2 and proc.stdout == b""
+    err = proc.stderr.decode()
+    assert "missing.txt" in err and "No such file" in err and "--text" in err
+
+
+def test_compare_reads_one_side_from_stdin(tmp_path: Path) -> None:
+    text = random_text(9)
+    (tmp_path / "a.txt").write_text(text)
+    proc = _run("compare", str(tmp_path / "a.txt"), "-", "--json", stdin=text.encode())
+    assert json.loads(proc.stdout)["exact_duplicate"] is True
+
+
+def test_version() -> None:
+    from neardup_stream import __version__
+
+    proc = _run("--version")
+    assert proc.returncode == 0 and proc.stdout.decode().strip() == f"neardup-stream {__version__}"
+
+
+def test_a_bad_flag_names_the_flag_and_the_accepted_range() -> None:
+    proc = _run("dedup", "--shingle-size", "0", stdin=b"")
+    assert proc.returncode == 2
+    err = proc.stderr.decode()
+    assert "dedup.shingle_size (flag --shingle-size)" in err
+    assert "an integer from 1 to 32" in err and "got 0" in err
+
+
+def test_a_misspelt_variable_is_refused_with_the_nearest_name() -> None:
+    proc = _run("dedup", stdin=b"", env={"NEARDUP_DEDUP__TRESHOLD": "0.5"})
+    assert proc.returncode == 2
+    err = proc.stderr.decode()
+    assert "environment variable NEARDUP_DEDUP__TRESHOLD" in err
+    assert "did you mean NEARDUP_DEDUP__THRESHOLD?" in err
+
+
+def test_a_variable_that_sets_nothing_is_warned_about_and_the_run_goes_on() -> None:
+    doc = json.dumps({"id": "a", "text": "some text here"}).encode() + b"\n"
+    env = {"NEARDUP_DEDUP_THRESHOLD": "0.5", "NEARDUP_KAFKA__BOOTSTRAP_SERVERS": "x:1"}
+    proc = _run("dedup", stdin=doc, env=env)
+    assert proc.returncode == 0 and b'"unique"' in proc.stdout
+    err = proc.stderr.decode()
+    assert "NEARDUP_DEDUP_THRESHOLD: matches no setting" in err
+    assert "did you mean NEARDUP_DEDUP__THRESHOLD?" in err
+    assert "KAFKA" not in err  # the worker's section: not this command's business
 
 
 def test_schemas_written(tmp_path: Path) -> None:
@@ -121,3 +180,58 @@ def test_dedup_reads_the_worker_mapping_and_retention_from_flags_and_environment
 def test_dedup_refuses_key_ids_offline(tmp_path: Path) -> None:
     proc = _run("dedup", "--id-from-key", stdin=b"")
     assert proc.returncode == 2 and b"message keys" in proc.stderr
+
+
+def test_dedup_max_docs_1_compares_with_the_previous_document() -> None:
+    text = random_text(4)
+    lines = [json.dumps({"id": f"s{i}", "text": text}) for i in range(3)]
+    proc = _run("dedup", "--max-docs", "1", stdin="\n".join(lines).encode())
+    decided = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+    assert [(d["decision"], d["duplicate_of"]) for d in decided] == [
+        ("unique", None),
+        ("duplicate", "s0"),
+        ("duplicate", "s1"),
+    ], proc.stderr.decode()
+
+
+def test_dedup_reports_empty_texts_as_bad_lines() -> None:
+    lines = [
+        json.dumps({"id": "e1", "text": ""}),
+        json.dumps({"id": "t", "text": random_text(5)}),
+        json.dumps({"id": "e2", "text": " \t "}),
+    ]
+    proc = _run("dedup", stdin="\n".join(lines).encode())
+    decided = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+    assert [(d["id"], d["decision"]) for d in decided] == [("t", "unique")]
+    err = proc.stderr.decode()
+    assert "line 1: empty_text:" in err and "line 3: empty_text:" in err
+    assert "2 bad lines" in err
+
+
+def test_a_cold_kernel_cache_is_announced_once_and_a_warm_one_not(tmp_path: Path) -> None:
+    from neardup_stream.caches import COMPILE_NOTICE
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    stdin = json.dumps({"id": "a", "text": random_text(6)}).encode()
+    runs = [
+        subprocess.run(
+            [sys.executable, "-m", "neardup_stream.cli", "dedup"],
+            input=stdin,
+            capture_output=True,
+            env=env,
+        )
+        for _ in range(2)
+    ]
+    cold, warm = (r.stderr.decode() for r in runs)
+    assert cold.count(COMPILE_NOTICE) == 1 and "python -m neardup_stream.warmup" in cold
+    assert COMPILE_NOTICE not in warm and "summary: 1 documents" in warm
+    assert runs[0].stdout == runs[1].stdout
+
+
+def test_dedup_marks_a_changed_document_as_an_update() -> None:
+    a, b = random_text(8), random_text(9)
+    lines = [json.dumps({"id": i, "text": t}) for i, t in [("p", a), ("p", a), ("p", b)]]
+    proc = _run("dedup", stdin="\n".join(lines).encode())
+    decided = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+    assert [d["update"] for d in decided] == [False, False, True]
+    assert "1 updates" in proc.stderr.decode()

@@ -369,6 +369,16 @@ def test_compose_worker_topics_match_topic_init() -> None:
         assert topics[names[name]]["configs"].get("cleanup.policy") in {None, "delete"}
 
 
+def test_compose_topics_take_the_largest_message_the_worker_writes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    env = {k: interpolate(v) for k, v in env_of(service("worker")).items()}
+    need = settings_from_env(monkeypatch, env).worker.output_max_message_bytes
+    for name, topic in created_topics().items():
+        have = int(topic["configs"].get("max.message.bytes", 1_048_588))  # broker default
+        assert have >= need, f"{name}: max.message.bytes {have} < {need}"
+
+
 def kafka_listeners() -> tuple[dict[str, str], dict[str, str]]:
     env = env_of(service("kafka"))
 

@@ -55,7 +55,7 @@ def streams(draw: st.DrawFn) -> list[Document]:
         elif kind == "copy":
             texts.append(draw(st.sampled_from(texts)))
         else:
-            texts.append(draw(st.sampled_from(["", "a", "hello world", "近似重复"])))
+            texts.append(draw(st.sampled_from([".", "a", "hello world", "近似重复"])))
     return [Document(id=f"d{i}", text=t) for i, t in enumerate(texts)]
 
 

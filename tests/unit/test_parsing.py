@@ -1,10 +1,11 @@
 import json
+from pathlib import Path
 
 import pytest
 
 from neardup_stream.mapping import InputMapping
 from neardup_stream.models import Document, json_schemas
-from neardup_stream.parsing import ParseError, parse_document
+from neardup_stream.parsing import REASONS, ParseError, parse_document
 
 
 @pytest.mark.parametrize(
@@ -17,6 +18,9 @@ from neardup_stream.parsing import ParseError, parse_document
         (b'"text"', "not_an_object"),
         (b'{"text": "x"}', "missing_id"),
         (b'{"id": "a"}', "missing_text"),
+        (b'{"id": "a", "text": ""}', "empty_text"),
+        (b'{"id": "a", "text": " \\n\\t "}', "empty_text"),
+        (b'{"id": "a", "text": "\\u3000\\u00a0"}', "empty_text"),
         (b'{"id": "", "text": "x"}', "invalid_id"),
         (b'{"id": "  ", "text": "x"}', "invalid_id"),
         (b'{"id": 5, "text": "x"}', "invalid_field"),
@@ -59,6 +63,7 @@ def test_mapping_joins_text_fields_and_reads_another_id_field() -> None:
     [
         ({"title": "t"}, None, "missing_id"),
         ({"url": "u"}, None, "missing_text"),
+        ({"url": "u", "title": "", "body": "  "}, None, "empty_text"),
         ({"url": "u", "title": 5}, None, "invalid_field"),
         ({"url": 7, "title": "t"}, None, "invalid_field"),
         ({"url": "u", "title": "t", "published": "not a date"}, None, "invalid_field"),
@@ -91,3 +96,24 @@ def test_mapping_is_validated_at_construction() -> None:
     with pytest.raises(ValueError, match="also a text field"):
         InputMapping(id_field="body", text_fields=("body",))
     assert InputMapping(text_fields="title, body").text_fields == ("title", "body")  # type: ignore[arg-type]
+
+
+def test_empty_texts_are_refused_everywhere_and_text_values_too() -> None:
+    plain = parse_document(b"  \r\n ", mapping=InputMapping(value_format="text"), key=b"k")
+    assert isinstance(plain, ParseError) and plain.reason == "empty_text"
+    assert "whitespace" in plain.message
+    with pytest.raises(ValueError, match="empty or only whitespace"):
+        Document(id="a", text=" ")
+    assert Document(id="a", text=" x ").text == " x "  # kept as given, not stripped
+
+
+def test_the_dead_letter_schema_names_every_parse_reason() -> None:
+    described = json_schemas()["ErrorRecord"]["properties"]["reason"]["description"]
+    for reason in (*REASONS, "unpublishable", "internal_error"):
+        assert reason in described
+
+
+def test_the_committed_schemas_are_the_models_schemas() -> None:
+    folder = Path(__file__).resolve().parents[2] / "docs" / "schemas"
+    for name, schema in json_schemas().items():
+        assert json.loads((folder / f"{name}.schema.json").read_text()) == schema, name

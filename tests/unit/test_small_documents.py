@@ -57,7 +57,7 @@ def test_records_of_the_previous_format_are_refused_clearly() -> None:
     assert record is not None
     data = bytearray(record.encode())
     data[2] = 1  # the version byte follows the magic
-    with pytest.raises(ValueError, match="record format 1 is not this engine"):
+    with pytest.raises(ValueError, match="record format 1 is not one this engine reads"):
         FingerprintRecord.decode(bytes(data))
 
 

@@ -8,6 +8,7 @@ committed input offset older than the partition's log start is reported as lost.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -16,8 +17,9 @@ from kafka import OffsetAndMetadata, TopicPartition
 
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from worker import clients, retry
+from worker.cluster.handover import Handover
 from worker.cluster.health import RoleHealth, forget_series
-from worker.cluster.ingest import ingest
+from worker.cluster.ingest import Ingested, ingest
 from worker.cluster.txn import RoleTransactions, role_settings
 from worker.decide import DecideRules, InputRecord, Source
 from worker.metrics import Metrics
@@ -31,9 +33,16 @@ class EdgeRole:
     """Reads the input partitions this replica is assigned (group `<group>-edge`)."""
 
     def __init__(
-        self, settings: Settings, metrics: Metrics, stop: threading.Event, rules: DecideRules
+        self,
+        settings: Settings,
+        metrics: Metrics,
+        stop: threading.Event,
+        rules: DecideRules,
+        handover: Handover | None = None,
     ) -> None:
         self.settings, self.metrics, self._stop, self.rules = settings, metrics, stop, rules
+        # Inputs a previous generation decided: fingerprinted again, never dead-lettered twice.
+        self.handover = handover or Handover("", {})
         self.role = role_settings(settings, "edge")
         self.consumer = clients.make_consumer(self.role)
         self.txn = RoleTransactions(self.role, self.consumer, "edge")
@@ -45,7 +54,7 @@ class EdgeRole:
         return self.health.healthy()
 
     def run(self) -> None:
-        s, c = self.settings, self.settings.cluster
+        s = self.settings
         self.consumer.subscribe([s.topics.input])
         failures = 0
         while not self._stop.is_set():
@@ -66,14 +75,7 @@ class EdgeRole:
             ]
             if not records:
                 continue
-            out = ingest(
-                records,
-                self.rules,
-                self.fingerprinter,
-                c.fingerprints,
-                c.log_partitions,
-                time.time(),
-            )
+            out = self._ingest(records)
             offsets = {
                 TopicPartition(topic, p): OffsetAndMetadata(o, "", -1)
                 for (topic, p), o in out.offsets.items()
@@ -129,6 +131,27 @@ class EdgeRole:
             committed = self.consumer.committed(tp)
             if committed is not None:
                 self.health.lost(topic, tp.partition, committed, starts.get(tp, 0))
+
+    def _ingest(self, records: list[InputRecord]) -> Ingested:
+        """`ingest`, in input order; of inputs the previous generation decided, only the
+        fingerprint-log records are kept (their dead letters were published then)."""
+        c, now = self.settings.cluster, time.time()
+        out = Ingested()
+        for published, run in itertools.groupby(
+            records, lambda r: self.handover.publishes(r.source)
+        ):
+            part = ingest(
+                list(run), self.rules, self.fingerprinter, c.fingerprints, c.log_partitions, now
+            )
+            if not published:
+                part.messages = [m for m in part.messages if m.topic == c.fingerprints]
+                part.dead = []
+            out.messages += part.messages
+            out.dead += part.dead
+            out.documents += part.documents
+            for tp, offset in part.offsets.items():
+                out.offsets[tp] = max(offset, out.offsets.get(tp, offset))
+        return out
 
     def close(self) -> None:
         self.txn.close()

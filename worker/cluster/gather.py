@@ -36,6 +36,7 @@ from neardup_stream.sharded.votes import Votes
 from worker import clients, retry
 from worker.cluster import checkpoint
 from worker.cluster.envelope import Envelope
+from worker.cluster.handover import Handover
 from worker.cluster.health import RoleHealth, Stop, forget_series
 from worker.cluster.outcomes import Outcomes
 from worker.cluster.replay import Unreadable, replay
@@ -56,8 +57,16 @@ TXN_BYTES = 32 << 20  # outputs per gather transaction (halved after each failur
 class GatherRole:
     """Decisions of the log partitions this replica owns (see the module docstring)."""
 
-    def __init__(self, settings: Settings, metrics: Metrics, stop: threading.Event) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        metrics: Metrics,
+        stop: threading.Event,
+        handover: Handover | None = None,
+    ) -> None:
         self.settings, self.metrics, self._stop = settings, metrics, stop
+        # Inputs a previous generation decided: decided and indexed again, not published.
+        self.handover = handover or Handover("", {})
         self.role = role_settings(settings, "gather")
         self.consumer = clients.make_consumer(self.role)
         self.reader = clients.make_reader(settings)
@@ -262,7 +271,7 @@ class GatherRole:
         w = self.settings.worker
         limit_bytes = max(1 << 20, TXN_BYTES >> min(self._failures, 16))
         limit_records = max(1, w.max_batch >> min(self._failures, 16))
-        batch = Outcomes(self.settings, self.rejections)
+        batch = Outcomes(self.settings, self.rejections, self.handover)
         decided = 0
         for p, join in list(self.owned.items()):
             gatherer = self.gatherers[p]

@@ -1,7 +1,7 @@
 """What one gather transaction publishes, and what it counts once committed.
 
 Per decided log record: each document's decision (duplicate topic) or pass-through (unique
-topic), or, for an input whose output the broker rejected before (`Rejections`), its dead
+topic) — none for an input a previous generation decided (`Handover`) — or, for an input whose output the broker rejected before (`Rejections`), its dead
 letter as `unpublishable`; then the first decisions for the gather changelog, split under
 the message limit. Every message remembers the input it publishes, so a rejected one can be
 traced back to its input. Counted (documents, latency from the input record times, batch
@@ -18,6 +18,7 @@ from neardup_stream.sharded.changes import FirstDecisions
 from neardup_stream.sharded.join import split_first_decisions
 from worker import codec
 from worker.cluster.envelope import Passage
+from worker.cluster.handover import Handover
 from worker.codec import OutMessage
 from worker.decide import MAX_DLQ_KEY_BYTES, Rejection, Source
 from worker.metrics import Metrics
@@ -31,6 +32,8 @@ class Outcomes:
 
     settings: Settings
     rejections: Rejections
+    # Inputs a previous generation decided (`Handover`): decided and indexed, not published.
+    handover: Handover = field(default_factory=lambda: Handover("", {}))
     messages: list[OutMessage] = field(default_factory=list)
     sources: list[Source | None] = field(default_factory=list)  # None: a changelog record
     counts: list[tuple[str, str]] = field(default_factory=list)  # (decision, method)
@@ -50,6 +53,8 @@ class Outcomes:
         """The outputs of the log record at `offset` of log `partition`."""
         t = self.settings.topics
         for d, passage in zip(decisions, passages, strict=True):
+            if not self.handover.publishes(passage.source):
+                continue
             why = self.rejections.get(passage.source)
             if why is not None:
                 m = dead_letter(self.settings, passage, why)

@@ -1,78 +1,72 @@
-"""One scale-out replica: the edge, shard and gather roles in threads of one process."""
+"""One scale-out replica: the edge, shard and gather roles in threads of one process.
+
+Before any role joins a group, the replica agrees with its cluster on the settings
+(`agreement`) and checks the internal topics against them (`layout`). A replica that
+differs never starts its roles: it logs one error naming every difference, sets
+`neardup_settings_mismatch` to 1 and stays unready (`/healthz` 503) until stopped.
+"""
 
 from __future__ import annotations
 
 import functools
 import logging
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
-from kafka import KafkaAdminClient
-
-from worker import clients, retry, topics
+from worker import retry, security_errors, topics
+from worker.cluster import agreement as agreement_
+from worker.cluster import control
+from worker.cluster import layout as layout_
 from worker.cluster.edge import EdgeRole
 from worker.cluster.gather import GatherRole
+from worker.cluster.handover import Handover
 from worker.cluster.shard import ShardRole
 from worker.metrics import Metrics
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
-RETENTION_ALLOWANCE_MS = 3_600_000
 
 
-def internal_retention_ms(settings: Settings) -> int:
-    """The internal topics keep the dedup window plus an hour; everything without a window."""
-    c, age = settings.cluster, settings.dedup.max_age_seconds
-    if c.retention_ms is not None:
-        return c.retention_ms
-    return -1 if age is None else int(age * 1000) + RETENTION_ALLOWANCE_MS
+class Refusal(NamedTuple):
+    """Why this replica does not start its roles: one line per problem."""
+
+    problems: list[str]
 
 
-def ensure_internal_topics(settings: Settings) -> None:
-    """Create the fingerprints, votes, shards and changelog topics when missing.
+class Prepared(NamedTuple):
+    """What the roles start with: the topics' layout and the previous generation's outcomes."""
 
-    All but the shards topic (which holds no records, only offsets) delete by time: the dedup
-    window plus an allowance, so a restore never reads more than the window's history.
+    layout: topics.TopicLayout
+    handover: Handover
+
+
+def _prepare(settings: Settings) -> Prepared | Refusal:
+    """The pipeline's topics, the cluster's settings, then the internal topics.
+
+    Nothing internal is created unless this replica agrees with its cluster.
     """
-    c, t = settings.cluster, settings.topics
-    configs = {
-        "max.message.bytes": str(settings.worker.output_max_message_bytes),
-        "retention.ms": str(internal_retention_ms(settings)),
-    }
-    rf = t.replication_factor
-    wanted: dict[str, dict[str, Any]] = {
-        c.fingerprints: {
-            "num_partitions": c.log_partitions,
-            "replication_factor": rf,
-            "configs": configs,
-        },
-        c.votes: {"num_partitions": c.log_partitions, "replication_factor": rf, "configs": configs},
-        c.shards: {"num_partitions": settings.dedup.home_shards, "replication_factor": rf},
-        c.shard_changelog: {
-            "num_partitions": settings.dedup.home_shards,
-            "replication_factor": rf,
-            "configs": configs,
-        },
-        c.gather_changelog: {
-            "num_partitions": c.log_partitions,
-            "replication_factor": rf,
-            "configs": configs,
-        },
-    }
-    admin = KafkaAdminClient(**clients.common_config(settings.kafka))
-    try:
-        existing = set(admin.list_topics())
-        missing = {name: spec for name, spec in wanted.items() if name not in existing}
-        if missing:
-            topics.create(admin, missing)
-    finally:
-        admin.close()
-
-
-def _ensure_all_topics(settings: Settings) -> topics.TopicLayout:
     layout = topics.ensure_topics(settings)
-    ensure_internal_topics(settings)
-    return layout
+    try:
+        agreement = agreement_.agree(settings)
+    except control.Undecodable as exc:
+        return Refusal(
+            [
+                f"control topic {settings.cluster.control!r}: its first record is not a "
+                f"settings record this version reads ({exc}); run the version that wrote it, "
+                f"or start a new generation ({control.SETTINGS_CHANGE_DOC})"
+            ]
+        )
+    if not agreement.verdict.ok:
+        return Refusal([agreement.explain(settings.cluster.control)])
+    problems = layout_.ensure_internal_topics(settings)
+    if problems:
+        hint = (
+            "the internal topics do not fit these settings: change the topic as named, run "
+            "with the settings the topics were made for, or start a new generation "
+            f"({control.SETTINGS_CHANGE_DOC})"
+        )
+        return Refusal([*problems, hint])
+    return Prepared(layout, agreement.handover)
 
 
 class Replica:
@@ -96,14 +90,18 @@ class Replica:
     def run(self) -> None:
         s = self.settings
         delay = functools.partial(retry.backoff_s, s.worker.retry_backoff_max_s)
-        layout = retry.until_stopped(self._stop, delay, lambda: _ensure_all_topics(s))
-        if layout is None:
+        prepare = security_errors.checked(s.kafka, lambda: _prepare(s))
+        prepared = retry.until_stopped(self._stop, delay, prepare)
+        if prepared is None:
             return
-        rules = layout.decide_rules(s)
+        if isinstance(prepared, Refusal):
+            self._refuse(prepared)
+            return
+        rules = prepared.layout.decide_rules(s)
         roles: list[Any] = [
-            EdgeRole(s, self.metrics, self._stop, rules),
+            EdgeRole(s, self.metrics, self._stop, rules, prepared.handover),
             ShardRole(s, self.metrics, self._stop),
-            GatherRole(s, self.metrics, self._stop),
+            GatherRole(s, self.metrics, self._stop, prepared.handover),
         ]
         self._roles = roles  # (roles: healthy() hook for /healthz)
         threads = [threading.Thread(target=self._guard, args=(r,), daemon=True) for r in roles]
@@ -121,6 +119,16 @@ class Replica:
                 log.exception("closing %s failed", type(r).__name__)
         if self._failed:
             raise RuntimeError(f"scale-out role(s) failed: {', '.join(self._failed)}")
+
+    def _refuse(self, refusal: Refusal) -> None:
+        """Log the refusal once, export it, stay unready until stopped (a rollout halts)."""
+        log.error(
+            "settings mismatch, this replica does not start its roles: %s",
+            " | ".join(refusal.problems),
+        )
+        self.metrics.settings_mismatch.set(1)
+        self.consuming = True  # a signal now stops it the ordinary way
+        self._stop.wait()
 
     def _guard(self, role: Any) -> None:
         """A role that dies takes the replica down (the orchestrator restarts it)."""

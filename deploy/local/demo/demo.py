@@ -31,6 +31,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
 KAFKA_SH = REPO / "deploy" / "local" / "kafka.sh"
 SAMPLE = HERE / "sample.jsonl"
+TEST_KAFKA_PORT = 19092  # `make test`'s broker (Makefile): never suggested for the demo
 Doc = dict[str, Any]
 WARM_UP = """if True:  # decide the sample once so numba compiles (and caches) the engine's kernels
     import sys
@@ -117,6 +118,9 @@ def summarize(
         "",
         f"throughput   {handled} messages in {elapsed:.2f} s = "
         f"{handled / max(elapsed, 1e-9):,.0f} msg/s (first produced -> last decision committed)",
+        "             a few hundred messages measure start-up and round trips (poll, transaction",
+        "             commit, the consumer's wait for more), not capacity: sustained throughput,",
+        "             with a backlog, is in docs/benchmarks.md (thousands of docs/s per worker)",
     ]
     dups = [d for d in decisions if d["decision"] == "duplicate" and d["duplicate_of"] in docs]
     picked = [  # one example per language and method first, then any
@@ -142,6 +146,15 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
         return s.connect_ex((host, port)) == 0
 
 
+def free_port_pair(start: int) -> int:
+    """The first port from `start` that is free with its successor (the broker's controller
+    port), skipping the test suite's broker port."""
+    port = start
+    while TEST_KAFKA_PORT in (port, port + 1) or port_open(port) or port_open(port + 1):
+        port += 2
+    return port
+
+
 def kafka_sh(command: str, port: int) -> subprocess.CompletedProcess[str]:
     """Run deploy/local/kafka.sh; its progress messages (stderr) go to the terminal."""
     env = {**os.environ, "KAFKA_PORT": str(port)}
@@ -154,11 +167,13 @@ def ensure_broker(port: int) -> str:
     if kafka_sh("status", port).returncode != 0:
         for p in (port, int(os.environ.get("KAFKA_CONTROLLER_PORT", port + 1))):
             if port_open(p):
+                other = free_port_pair(port + 100)
                 raise DemoError(
                     f"port 127.0.0.1:{p} is already in use by another process (not the local "
                     "broker that deploy/local/kafka.sh manages).\n  Free the port, run the demo "
-                    "on another one (e.g. KAFKA_PORT=19092), or, if that is a Kafka broker, use "
-                    f"it: --bootstrap-servers 127.0.0.1:{port}"
+                    f"on another one (e.g. make demo KAFKA_PORT={other}; {TEST_KAFKA_PORT} is "
+                    "the test suite's), or, if that is a Kafka broker, use it: "
+                    f"--bootstrap-servers 127.0.0.1:{port}"
                 )
     started = kafka_sh("start", port)
     if started.returncode != 0 or not started.stdout.split():
@@ -320,12 +335,17 @@ def run(args: argparse.Namespace, prefix: str, log: Path) -> int:
         raise DemoError(f"metrics port 127.0.0.1:{args.metrics_port} is busy; use --metrics-port")
     # Meanwhile, warm the JIT cache up, so throughput is not mostly first-run compilation.
     warm_up = subprocess.Popen([sys.executable, "-c", WARM_UP, str(args.sample)], cwd=REPO)
-    print("[demo] warming up the engine (the first run compiles it: ~15 s)", file=sys.stderr)
+    loading = time.monotonic()
+    print(
+        "[demo] loading the engine (its first run compiles it, ~15 s; cached after that)",
+        file=sys.stderr,
+    )
     bootstrap = args.bootstrap_servers
     if not bootstrap:
         bootstrap, args.local_broker = ensure_broker(args.kafka_port), True
     if warm_up.wait() != 0:
         raise DemoError("the engine failed to load in this Python (see the error above)")
+    print(f"[demo] engine loaded in {time.monotonic() - loading:.1f} s", file=sys.stderr)
     host, _, port = bootstrap.split(",")[0].strip().rpartition(":")
     if not port.isdigit() or not port_open(int(port), host or "127.0.0.1"):
         raise DemoError(f"cannot connect to Kafka at {bootstrap}")
@@ -390,10 +410,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.local_broker and args.stop_broker:
         kafka_sh("stop", args.kafka_port)
     elif args.local_broker:
-        env = "" if args.kafka_port == 9092 else f"KAFKA_PORT={args.kafka_port} "
         print(
             f"\nthe Kafka broker keeps running on 127.0.0.1:{args.kafka_port}; "
-            f"stop it with: {env}deploy/local/kafka.sh stop"
+            f"stop it with: KAFKA_PORT={args.kafka_port} deploy/local/kafka.sh stop"
         )
     print(
         f"[demo] {'done' if code == 0 else 'failed'} in {time.monotonic() - t0:.1f} s",

@@ -13,7 +13,7 @@ class _HugeBlob(bytearray):
 def test_record_refuses_ids_past_the_32_bit_offset_range() -> None:
     store = DocStore(sketch_words=1, keep_time=False)
     store.reserve(1)
-    store.window[1] = 1  # one stored document, ref 0
+    store.window["count"][0] = 1  # one stored document, ref 0
     store.blob = _HugeBlob()
     with pytest.raises(OverflowError, match="4 GiB"):
         store.record(0, "doc", None, None)

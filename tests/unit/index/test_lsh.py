@@ -19,10 +19,21 @@ def test_s_curve_is_monotone_probability(bands: int, rows: int, s1: float, s2: f
     assert 0 <= p_lo <= p_hi <= 1
 
 
-def test_s_curve_formula() -> None:
-    assert candidate_probability(0.8, 20, 5) == pytest.approx(1 - (1 - 0.8**5) ** 20)
-    assert candidate_probability(1.0, 3, 4) == 1.0
-    assert candidate_probability(0.0, 3, 4) == 0.0
+@pytest.mark.parametrize(("bands", "rows"), [(1, 1), (2, 1), (1, 3), (3, 2), (4, 3), (2, 6)])
+@pytest.mark.parametrize("s", [0.0, 0.3, 0.5, 0.8, 1.0])
+def test_s_curve_is_the_chance_that_some_band_agrees_in_every_row(
+    bands: int, rows: int, s: float
+) -> None:
+    """Counted over every outcome: each of bands x rows MinHash values agrees with
+    probability s, independently; a pair is a candidate when some band agrees in all rows."""
+    cells = bands * rows
+    total = 0.0
+    for outcome in range(1 << cells):
+        agree = [(outcome >> c) & 1 == 1 for c in range(cells)]
+        if any(all(agree[b * rows : (b + 1) * rows]) for b in range(bands)):
+            k = sum(agree)
+            total += s**k * (1 - s) ** (cells - k)
+    assert candidate_probability(s, bands, rows) == pytest.approx(total, abs=1e-12)
 
 
 @pytest.mark.parametrize("threshold", [0.5, 0.7, 0.8, 0.9])

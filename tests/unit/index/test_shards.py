@@ -24,6 +24,9 @@ def test_a_shard_answers_for_the_deduplicators_keys() -> None:
     fps = dedup.fingerprinter.batch([mutate(base, 0.01, 4)])
     keys = np.concatenate((fps.simhash_keys[0], fps.lsh_keys[0]))
     assert 0 in dedup.index.probe(keys).tolist()
+    stored = dedup.fingerprinter.batch([base])
+    shared = np.intersect1d(keys, np.concatenate((stored.simhash_keys[0], stored.lsh_keys[0])))
+    assert 0 < shared.size < keys.size  # a near-copy shares some keys, not all
     owner = dedup.index.owner(keys)
-    answering = [s for s in dedup.index.shards if 0 in s.probe(keys[owner == s.shard_id]).tolist()]
-    assert answering
+    answering = {s.shard_id for s in dedup.index.shards if s.probe(keys[owner == s.shard_id]).size}
+    assert answering == set(dedup.index.owner(shared).tolist())  # exactly the shared keys' owners

@@ -22,6 +22,7 @@ def votes(shard: int, n: int = 1) -> Votes:
         np.zeros(n, dtype=np.int8),
         np.zeros(n, dtype=np.bool_),
         [None] * n,
+        np.zeros(n, dtype=np.bool_),
     )
 
 

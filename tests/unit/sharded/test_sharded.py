@@ -33,7 +33,10 @@ def corpus(
             text = " ".join(tokens)
         else:
             text = " ".join(rng.choice(words) for _ in range(rng.randint(3, 300)))
-        doc_id = rng.choice(docs).id if docs and rng.random() < replays else f"d{i}"
+        doc_id = f"d{i}"
+        if docs and rng.random() < replays:  # an id seen before: as it was, or changed
+            earlier = rng.choice(docs)
+            doc_id, text = earlier.id, earlier.text if rng.random() < 0.5 else text
         ts = datetime.fromtimestamp(1_700_000_000 + i * 10 + rng.randint(-jitter, jitter), UTC)
         docs.append(Document(id=doc_id, text=text, timestamp=ts if timed else None))
     return docs
@@ -123,17 +126,21 @@ def test_each_shard_stores_only_its_home_documents() -> None:
 def test_duplicates_point_back_never_at_each_other_and_replays_get_their_first_decision() -> None:
     docs = corpus(2000, seed=13, replays=0.1)
     decisions = ShardedDeduplicator(DedupConfig(home_shards=5)).process(docs, now=1_800_000_000)
-    first: dict[str, Decision] = {}
+    first: dict[str, tuple[str, Decision]] = {}  # id -> (text, decision) of its latest version
     seen: set[str] = set()
+    replays = updates = 0
     for doc, d in zip(docs, decisions, strict=True):
-        if doc.id in first:
-            assert d == first[doc.id]  # a replay: its first decision, never a later one
+        if doc.id in first and first[doc.id][0] == doc.text:
+            assert d == first[doc.id][1]  # a replay: its first decision, never a later one
+            replays += 1
             continue
+        assert d.update == (doc.id in first)  # other content under a known id: an update
+        updates += d.update
         if d.is_duplicate:
             assert d.duplicate_of in seen and d.duplicate_of != d.id
-        first[doc.id] = d
+        first[doc.id] = (doc.text, d)
         seen.add(doc.id)
-    assert any(doc.id in first for doc in docs[1000:])
+    assert replays > 20 and updates > 20
 
 
 def test_domains_compare_only_within_themselves() -> None:

@@ -11,6 +11,7 @@ import pytest
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.mapping import InputMapping
+from neardup_stream.records import FingerprintRecord
 from worker import changelog
 from worker.decide import DecideRules, InputRecord, Rejection, Source, Unrecordable, decide
 
@@ -26,6 +27,7 @@ def rules(**kw: object) -> DecideRules:
         "max_message_bytes": 1 << 20,
         "dlq_payload_bytes": 64,
         "unique_limit": 1 << 21,
+        "pipeline": changelog.Pipeline("in", "g"),
     }
     base.update(kw)
     return DecideRules(**base)  # type: ignore[arg-type]
@@ -54,7 +56,9 @@ def test_every_input_gets_exactly_one_output_in_its_topic() -> None:
     assert out.decided == [("unique", "none"), ("duplicate", "exact")]
     assert out.offsets == {("in", 0): 4}
     (pack,) = out.changelog  # both stored documents, packed in one message
-    assert pack.partition == 0 and len(changelog.unpack(pack.value)) == 2
+    assert pack.partition == 0 and len(changelog.unpack(pack.value).records) == 2
+    assert changelog.unpack(pack.value).pipeline == changelog.Pipeline("in", "g")
+    assert pack.key == changelog.key(changelog.Pipeline("in", "g"), 0, 0, 0)
 
 
 def test_dead_letters_keep_a_bounded_prefix_with_length_and_digest() -> None:
@@ -122,6 +126,7 @@ def test_text_values_take_their_id_from_the_key() -> None:
         (b'{"id": "a", "text": "bad \\udc00 text"}', "invalid_field"),
         (b"[" * 100_000 + b"]" * 100_000, "invalid_json"),
         (json.dumps({"id": "x" * 600, "text": "t"}).encode(), "invalid_id"),
+        (json.dumps({"id": "blank", "text": " \n "}).encode(), "empty_text"),
     ],
 )
 def test_hostile_values_are_dead_letters_not_crashes(value: bytes, reason: str) -> None:
@@ -138,3 +143,39 @@ def test_an_index_record_beyond_the_changelog_limit_names_its_input() -> None:
     with pytest.raises(Unrecordable) as raised:
         decide(records, idx, rules(changelog_limit=4096), {})
     assert raised.value.source == Source("in", 0, 1) and "changelog" in str(raised.value)
+
+
+def test_empty_texts_are_dead_letters_not_duplicates_of_each_other() -> None:
+    records = [rec(0, doc("e1", "")), rec(1, doc("e2", "   ")), rec(2, doc("a"))]
+    idx = indexes(0)
+    out = decide(records, idx, rules(), {})
+    assert out.dead == ["empty_text", "empty_text"]
+    assert [m.topic for m in out.messages] == ["q", "q", "u"]
+    dead = json.loads(out.messages[1].value)
+    assert dead["reason"] == "empty_text" and dead["source"]["offset"] == 1
+    assert len(idx[0]) == 1  # only "a" was indexed
+
+
+def test_an_update_is_published_afresh_and_says_so() -> None:
+    other = "a completely different body of text about something else " * 4
+    records = [
+        rec(0, doc("a")),
+        rec(1, doc("b", other)),
+        rec(2, doc("a", other)),
+        rec(3, doc("a", other)),
+    ]
+    out = decide(records, indexes(0), rules(), {})
+    assert [m.topic for m in out.messages] == ["u", "u", "d", "d"]
+    assert ("neardup.update", b"true") not in out.messages[0].headers
+    update = json.loads(out.messages[2].value)
+    assert update["update"] is True and update["duplicate_of"] == "b"
+    assert ("neardup.update", b"true") in out.messages[2].headers
+    assert out.messages[3].value == out.messages[2].value  # its replay: the same decision
+    (pack,) = out.changelog
+    assert [
+        r.update for r in map(FingerprintRecord.decode, changelog.unpack(pack.value).records)
+    ] == [
+        False,
+        False,
+        True,
+    ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,20 +10,24 @@ import pytest
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.models import Document
+from neardup_stream.snapshot import read_meta
 from worker import failpoints, snapshots
+from worker.changelog import Pipeline
+
+OURS = Pipeline("in", "g")
 
 
 def saved(tmp_path: Path, offset: int = 10) -> DedupConfig:
     config = DedupConfig()
     dedup = Deduplicator(config)
     dedup.check(Document(id="a", text="some text that is long enough to shingle well"))
-    snapshots.save(dedup, tmp_path, "cl", 3, offset)
+    snapshots.save(dedup, tmp_path, "cl", 3, offset, OURS)
     return config
 
 
 def test_a_matching_snapshot_is_used_with_its_offset(tmp_path: Path) -> None:
     config = saved(tmp_path)
-    found = snapshots.load(tmp_path, "cl", 3, config, 0, 12)
+    found = snapshots.load(tmp_path, "cl", 3, config, 0, 12, OURS)
     assert isinstance(found, snapshots.Snapshot)
     assert found.offset == 10 and len(found.dedup) == 1
 
@@ -48,15 +53,33 @@ def test_a_snapshot_that_does_not_match_is_rejected(
     reason: str,
 ) -> None:
     saved(tmp_path)
-    found = snapshots.load(tmp_path, changelog, partition, config, start, end)
+    found = snapshots.load(tmp_path, changelog, partition, config, start, end, OURS)
     assert isinstance(found, snapshots.Rejected) and found.reason == reason
 
 
 def test_a_snapshot_moved_to_another_partition_is_rejected(tmp_path: Path) -> None:
     config = saved(tmp_path)
     (tmp_path / "cl" / "p3").rename(tmp_path / "cl" / "p4")
-    found = snapshots.load(tmp_path, "cl", 4, config, 0, 12)
+    found = snapshots.load(tmp_path, "cl", 4, config, 0, 12, OURS)
     assert isinstance(found, snapshots.Rejected) and found.reason == "other_topic"
+
+
+@pytest.mark.parametrize("other", [Pipeline("in", "typo"), Pipeline("documnets", "g")])
+def test_a_snapshot_of_another_pipeline_is_rejected(tmp_path: Path, other: Pipeline) -> None:
+    config = saved(tmp_path)
+    found = snapshots.load(tmp_path, "cl", 3, config, 0, 12, other)
+    assert isinstance(found, snapshots.Rejected) and found.reason == "other_pipeline"
+    assert "'typo'" in found.detail or "'documnets'" in found.detail
+
+
+def test_a_snapshot_of_an_earlier_version_naming_no_pipeline_is_rejected(tmp_path: Path) -> None:
+    config = saved(tmp_path)
+    meta_path = tmp_path / "cl" / "p3" / "meta.json"
+    meta = read_meta(meta_path.parent)
+    del meta["pipeline"]
+    meta_path.write_text(json.dumps(meta))
+    found = snapshots.load(tmp_path, "cl", 3, config, 0, 12, OURS)
+    assert isinstance(found, snapshots.Rejected) and found.reason == "other_pipeline"
 
 
 @pytest.mark.parametrize("damage", ["state.npz", "meta.json"])
@@ -64,7 +87,7 @@ def test_a_corrupt_snapshot_is_rejected_not_raised(tmp_path: Path, damage: str) 
     config = saved(tmp_path)
     target = tmp_path / "cl" / "p3" / damage
     target.write_bytes(target.read_bytes()[: len(target.read_bytes()) // 2])
-    found = snapshots.load(tmp_path, "cl", 3, config, 0, 12)
+    found = snapshots.load(tmp_path, "cl", 3, config, 0, 12, OURS)
     assert isinstance(found, snapshots.Rejected) and found.reason == "corrupt"
 
 

@@ -1,0 +1,1 @@
+"""Developer tools (not installed): generators for files kept in the repository."""

@@ -1,0 +1,189 @@
+"""Handover between generations of a cluster: which inputs the old generation decided.
+
+A settings change starts a new generation (a new group id, so new internal topics and
+groups; docs/operations/settings-change.md). Its edge starts at the oldest retained input,
+so the new index holds the retained window; the `Handover` says which of those inputs the
+old generation already published an outcome for (a decision or a dead letter), and the new
+generation indexes them without publishing anything for them again.
+
+Per input partition: every input below the old edge group's committed offset (`frontier`)
+was taken in; those still in the old fingerprint log past the old gather checkpoint
+(`pending`) were not decided. `compute` reads this from a stopped old generation; the
+first replica of the new generation stores it in its settings record, so all agree.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, NamedTuple
+
+from kafka import KafkaAdminClient, TopicPartition
+
+from worker import clients
+from worker.cluster import checkpoint, control
+from worker.cluster.envelope import Envelope
+from worker.decide import Source
+from worker.settings import Settings
+
+log = logging.getLogger(__name__)
+ROLES = ("edge", "shards", "gather")
+INACTIVE = {"Empty", "Dead"}
+STOPPED_WAIT_S = 90.0  # static members stay in their group for a session timeout
+
+
+class PartitionHandover(NamedTuple):
+    """Inputs below `frontier` were decided by the old generation, except `pending`."""
+
+    frontier: int
+    pending: frozenset[int]
+
+
+class Handover(NamedTuple):
+    """The old generation's outcomes, per input partition (none: publish everything)."""
+
+    old_group: str
+    partitions: dict[int, PartitionHandover]
+
+    def publishes(self, source: Source) -> bool:
+        """Whether the new generation publishes the outcome of input `source`."""
+        h = self.partitions.get(source.partition)
+        return h is None or source.offset >= h.frontier or source.offset in h.pending
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "old_group": self.old_group,
+            "partitions": {
+                str(p): {"frontier": h.frontier, "pending": sorted(h.pending)}
+                for p, h in sorted(self.partitions.items())
+            },
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any] | None) -> Handover:
+        if not data:
+            return cls("", {})
+        return cls(
+            str(data["old_group"]),
+            {
+                int(p): PartitionHandover(int(h["frontier"]), frozenset(map(int, h["pending"])))
+                for p, h in data["partitions"].items()
+            },
+        )
+
+
+def pending_sources(
+    envelopes: list[Envelope], frontiers: dict[int, int]
+) -> dict[int, frozenset[int]]:
+    """Input offsets below their frontier that sit in not yet decided log records."""
+    pending: dict[int, set[int]] = {}
+    for env in envelopes:
+        for passage in env.passages:
+            src = passage.source
+            if src.offset < frontiers.get(src.partition, 0):
+                pending.setdefault(src.partition, set()).add(src.offset)
+    return {p: frozenset(o) for p, o in pending.items()}
+
+
+def compute(settings: Settings) -> Handover:
+    """The handover from the stopped generation `cluster.handover_from` (Kafka)."""
+    old = settings.cluster.handover_from
+    if old is None:
+        return Handover("", {})
+    record = _old_record(settings, old)
+    if record.identity.get("topics.input") != settings.topics.input:
+        raise RuntimeError(
+            f"cluster.handover_from = {old!r} read input topic "
+            f"{record.identity.get('topics.input')!r}, this pipeline reads "
+            f"{settings.topics.input!r}: a handover is between generations of one pipeline"
+        )
+    admin = KafkaAdminClient(**clients.common_config(settings.kafka))
+    try:
+        _wait_stopped(admin, old)
+        edge = _offsets(admin, f"{old}-edge")
+        gather = _offsets(admin, f"{old}-gather")
+    finally:
+        admin.close()
+    frontiers = {
+        tp.partition: o.offset for tp, o in edge.items() if tp.topic == settings.topics.input
+    }
+    decided: dict[int, int] = {}
+    for committed in gather.values():
+        decided.update(checkpoint.decode(committed.metadata))
+    envelopes = _undecided(settings, record, decided)
+    pending = pending_sources(envelopes, frontiers)
+    handover = Handover(
+        old,
+        {p: PartitionHandover(f, pending.get(p, frozenset())) for p, f in frontiers.items()},
+    )
+    log.info("handover from generation %s: %s", old, handover.to_json())
+    return handover
+
+
+def _old_record(settings: Settings, old: str) -> control.SettingsRecord:
+    from worker.cluster import agreement  # agreement imports this module
+
+    cluster = settings.cluster.model_copy(update={"control": f"{old}.control"})
+    values = agreement.read_values(settings.model_copy(update={"cluster": cluster}))
+    record = control.winner(values)
+    if record is None:
+        raise RuntimeError(
+            f"cluster.handover_from = {old!r}: control topic {old}.control holds no settings"
+        )
+    return record
+
+
+def _wait_stopped(admin: KafkaAdminClient, old: str) -> None:
+    groups = [f"{old}-{role}" for role in ROLES]
+    deadline = time.monotonic() + STOPPED_WAIT_S
+    while True:
+        states = {g: d.get("group_state") for g, d in admin.describe_groups(groups).items()}
+        active = sorted(g for g, s in states.items() if s not in INACTIVE)
+        if not active:
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError(
+                f"cluster.handover_from = {old!r}: the old generation still runs (groups "
+                f"{active} have members); stop all of its replicas first"
+            )
+        time.sleep(2.0)
+
+
+def _offsets(admin: KafkaAdminClient, group: str) -> dict[TopicPartition, Any]:
+    return dict(admin.list_group_offsets(group).get(group, {}))
+
+
+def _undecided(
+    settings: Settings, record: control.SettingsRecord, decided: dict[int, int]
+) -> list[Envelope]:
+    """The old fingerprint-log records at or past each partition's gather checkpoint."""
+    fingerprints = str(record.settings["cluster.fingerprints"])
+    config_id = int(record.settings["dedup.fingerprint_id"])
+    reader = clients.make_reader(settings)
+    try:
+        partitions = reader.partitions_for_topic(fingerprints) or set()
+        tps = [TopicPartition(fingerprints, p) for p in sorted(partitions)]
+        if not tps:
+            return []
+        reader.assign(tps)
+        ends = reader.end_offsets(tps)
+        for tp in tps:
+            reader.seek(tp, decided.get(tp.partition, 0))
+        out: list[Envelope] = []
+        deadline = time.monotonic() + 120.0
+        while any(reader.position(tp) < ends[tp] for tp in tps):
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"handover: could not read {fingerprints} to its end")
+            for tp, batch in reader.poll(timeout_ms=500).items():
+                for m in batch:
+                    if m.offset >= ends[tp]:
+                        continue
+                    try:
+                        out.append(
+                            Envelope.unpack(m.value, config_id, settings.topics.input, m.offset)
+                        )
+                    except ValueError as exc:
+                        log.error("handover: skipping old log record %s@%d: %s", tp, m.offset, exc)
+        return out
+    finally:
+        reader.close()
