@@ -33,6 +33,7 @@ class BuildWarm(build_py):
         env = {k: v for k, v in os.environ.items() if k not in _PRIVATE_CACHES}
         # pip's isolated build environment is set up through PYTHONPATH: extend it, keep it.
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+        env["PYTHONDONTWRITEBYTECODE"] = "1"  # numba's cache only, no .pyc files in the wheel
         done = subprocess.run(
             [sys.executable, "-m", "neardup_stream.warmup"], cwd=root, env=env, check=False
         )
