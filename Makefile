@@ -11,8 +11,10 @@ $(PY):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
-# The warm-up builds the Unicode fold table and compiles every kernel into numba's cache, so
-# the first `neardup-stream dedup` after install starts warm (seconds saved, not correctness).
+# Building the package already runs the warm-up (setup.py: the Unicode fold table and every
+# kernel compiled into numba's cache inside the package), with the numba of pip's isolated
+# build environment; running it again with the venv's own numba costs a second when they
+# agree and compiles when they do not, so the first `neardup-stream dedup` always starts warm.
 install: $(PY)
 	$(PY) -m pip install --quiet -e '.[dev]'
 	$(PY) -m neardup_stream.warmup

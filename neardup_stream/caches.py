@@ -9,9 +9,12 @@ install or image-build time, so the first run starts warm.
   looked up in `$NEARDUP_CACHE_DIR`, then inside the installed package, then in the user's
   cache directory; a missing one is built and written (atomically, best effort) to the first
   writable of those.
-* numba needs a writable cache directory (`NUMBA_CACHE_DIR`). An image can carry a read-only,
-  pre-filled copy and name it in `NEARDUP_JIT_CACHE_SEED`: `seed_jit_cache()` (called before
-  any kernel module is imported) copies it into `NUMBA_CACHE_DIR` when that holds no cache index yet.
+* numba's compiled-code cache: `setup.py` fills it while the package is built (wheel or
+  editable install), inside the package's own `__pycache__` directories; numba keys it by
+  source content, so it travels with the package. When numba looks elsewhere (NUMBA_CACHE_DIR
+  set, or a read-only install), `seed_jit_cache()` (called before any kernel module is
+  imported) copies it there. An image can also carry a read-only, pre-filled copy and name it
+  in `NEARDUP_JIT_CACHE_SEED`: copied into `NUMBA_CACHE_DIR` when that holds no index yet.
 * `announce_compilation` says once, on stderr, when the first use of the kernels is about to
   compile them (the cache is cold), and how to do that ahead of time.
 """
@@ -19,6 +22,7 @@ install or image-build time, so the first run starts warm.
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import os
 import shutil
@@ -29,7 +33,8 @@ from typing import IO, Any
 
 import numpy as np
 
-_PACKAGE_DIR = Path(__file__).resolve().parent / "_cache"
+_PACKAGE_ROOT = Path(__file__).resolve().parent
+_PACKAGE_DIR = _PACKAGE_ROOT / "_cache"
 
 
 def cache_dirs() -> list[Path]:
@@ -82,10 +87,9 @@ _KERNEL_PACKAGES = ("fingerprint", "index")
 _STAMP = "neardup-kernels.sha256"
 
 
-def _kernel_digest() -> str:
+def _kernel_digest(root: Path = _PACKAGE_ROOT) -> str:
     """A digest of every source file the compiled kernels are built from."""
     h = hashlib.sha256()
-    root = Path(__file__).resolve().parent
     for pkg in _KERNEL_PACKAGES:
         for f in sorted((root / pkg).glob("*.py")):
             h.update(f.name.encode() + b"\0" + f.read_bytes())
@@ -100,10 +104,12 @@ def purge_stale_jit_cache() -> None:
     """
     with contextlib.suppress(OSError):
         digest = _kernel_digest()
-        root = Path(__file__).resolve().parent
-        custom = os.environ.get("NUMBA_CACHE_DIR")
+        root = _PACKAGE_ROOT
+        custom = _numba_cache_root()
         dirs = (
-            [Path(custom)] if custom else [root / pkg / "__pycache__" for pkg in _KERNEL_PACKAGES]
+            [Path(custom)]
+            if custom
+            else [numba_cache_dir(root / pkg / "kernels.py") for pkg in _KERNEL_PACKAGES]
         )
         for d in dirs:
             stamp = d / _STAMP
@@ -117,21 +123,80 @@ def purge_stale_jit_cache() -> None:
 
 
 def seed_jit_cache() -> None:
-    """Drop a stale JIT cache, then copy the pre-filled one named by NEARDUP_JIT_CACHE_SEED
-    into NUMBA_CACHE_DIR."""
+    """Drop a stale JIT cache, copy the pre-filled one named by NEARDUP_JIT_CACHE_SEED into
+    NUMBA_CACHE_DIR, then adopt the kernels the package carries (`adopt_packaged_jit_cache`)."""
     purge_stale_jit_cache()
-    seed, target = os.environ.get("NEARDUP_JIT_CACHE_SEED"), os.environ.get("NUMBA_CACHE_DIR")
-    if not seed or not target or not Path(seed).is_dir():
-        return
-    if Path(target).is_dir() and any(Path(target).rglob("*.nbi")):
-        return
-    with contextlib.suppress(OSError):  # numba compiles what it cannot load: slower, not wrong
-        shutil.copytree(seed, target, dirs_exist_ok=True)
+    seed, target = os.environ.get("NEARDUP_JIT_CACHE_SEED"), _numba_cache_root()
+    empty = not (target and Path(target).is_dir() and any(Path(target).rglob("*.nbi")))
+    if seed and target and Path(seed).is_dir() and empty:
+        with contextlib.suppress(OSError):  # numba compiles what it cannot load: not wrong
+            shutil.copytree(seed, target, dirs_exist_ok=True)
+    adopt_packaged_jit_cache()
+
+
+def _numba_cache_root() -> str:
+    """NUMBA_CACHE_DIR as numba read it when it was imported (importing it now if need be)."""
+    from numba.core import config
+
+    return str(getattr(config, "CACHE_DIR", "") or "")
+
+
+def numba_cache_dir(source: Path) -> Path:
+    """The directory numba caches the kernels of `source` in, by its own locator order:
+    under NUMBA_CACHE_DIR when set, else the module's `__pycache__` when writable, else the
+    user's cache directory (subdirectories named as numba names them)."""
+    from numba.core.caching import UserWideCacheLocator
+    from numba.misc.appdirs import AppDirs
+
+    subpath = UserWideCacheLocator.get_suitable_cache_subpath(str(source))
+    custom = _numba_cache_root()
+    if custom:
+        return Path(custom) / subpath
+    in_tree = source.parent / "__pycache__"
+    try:
+        in_tree.mkdir(exist_ok=True)
+        tempfile.TemporaryFile(dir=in_tree).close()
+        return in_tree
+    except OSError:
+        return Path(AppDirs(appname="numba", appauthor=False).user_cache_dir) / subpath
+
+
+def _copy_atomically(src: Path, dst: Path) -> None:
+    fd, tmp = tempfile.mkstemp(dir=dst.parent, prefix=f".{dst.name}.")
+    with os.fdopen(fd, "wb") as out, src.open("rb") as inp:
+        shutil.copyfileobj(inp, out)
+    os.replace(tmp, dst)
+
+
+def adopt_packaged_jit_cache(root: Path = _PACKAGE_ROOT) -> None:
+    """Copy the compiled kernels the installed package carries to where numba looks for them.
+
+    `setup.py` compiles them into the package's own `__pycache__` directories at build time;
+    numba keys them by source content, so they are valid wherever the package lands. numba
+    reads them in place unless NUMBA_CACHE_DIR is set or the package is read-only: then every
+    packaged index missing there is copied (its data files first), if the package's stamp
+    says it was made from these sources. Whatever fails, numba compiles: slower, not wrong.
+    """
+    with contextlib.suppress(OSError):
+        digest = _kernel_digest(root)
+        for pkg in _KERNEL_PACKAGES:
+            src = root / pkg / "__pycache__"
+            dst = numba_cache_dir(root / pkg / "kernels.py")
+            stamp = src / _STAMP
+            if dst == src or not stamp.exists() or stamp.read_text() != digest:
+                continue
+            for index in sorted(src.glob("*.nbi")):
+                if (dst / index.name).exists():
+                    continue
+                dst.mkdir(parents=True, exist_ok=True)
+                for data in src.glob(f"{glob.escape(index.name[: -len('.nbi')])}.*.nbc"):
+                    _copy_atomically(data, dst / data.name)
+                _copy_atomically(index, dst / index.name)
 
 
 COMPILE_NOTICE = (
-    "neardup-stream: compiling the kernels (numba; once after an install or upgrade, about "
-    "30 s). Do it ahead of time with: python -m neardup_stream.warmup\n"
+    "neardup-stream: compiling the kernels (numba, about 30 s, once: this install carries none "
+    "for this numba version and CPU). Do it ahead of time with: python -m neardup_stream.warmup\n"
 )
 
 

@@ -1,9 +1,11 @@
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
+import neardup_stream
 from tests.unit.conftest import mutate, random_text
 
 
@@ -208,24 +210,42 @@ def test_dedup_reports_empty_texts_as_bad_lines() -> None:
     assert "2 bad lines" in err
 
 
-def test_a_cold_kernel_cache_is_announced_once_and_a_warm_one_not(tmp_path: Path) -> None:
+def test_a_cold_kernel_cache_is_announced_once_then_travels_with_the_package(
+    tmp_path: Path,
+) -> None:
+    """A package built without the warm-up compiles on its first run, in its own
+    `__pycache__`, and says so once; from then on it carries the compiled kernels: a later
+    run, and a run with an empty NUMBA_CACHE_DIR of its own (a new container, a CI job),
+    compile nothing and decide the same."""
     from neardup_stream.caches import COMPILE_NOTICE
 
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "numba")}
+    site = tmp_path / "site"
+    shutil.copytree(
+        Path(neardup_stream.__file__).parent,
+        site / "neardup_stream",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NUMBA_", "NEARDUP_"))}
+    env["PYTHONPATH"] = str(site)
     stdin = json.dumps({"id": "a", "text": random_text(6)}).encode()
-    runs = [
-        subprocess.run(
+
+    def run(**extra: str) -> subprocess.CompletedProcess[bytes]:
+        return subprocess.run(
             [sys.executable, "-m", "neardup_stream.cli", "dedup"],
             input=stdin,
             capture_output=True,
-            env=env,
+            env={**env, **extra},
+            cwd=site,
         )
-        for _ in range(2)
-    ]
-    cold, warm = (r.stderr.decode() for r in runs)
+
+    runs = [run(), run(), run(NUMBA_CACHE_DIR=str(tmp_path / "empty"))]
+    cold, warm, adopted = (r.stderr.decode() for r in runs)
     assert cold.count(COMPILE_NOTICE) == 1 and "python -m neardup_stream.warmup" in cold
-    assert COMPILE_NOTICE not in warm and "summary: 1 documents" in warm
-    assert runs[0].stdout == runs[1].stdout
+    assert list((site / "neardup_stream" / "index" / "__pycache__").glob("*.nbi"))
+    for later in (warm, adopted):
+        assert COMPILE_NOTICE not in later and "summary: 1 documents" in later
+    assert list((tmp_path / "empty").rglob("*.nbi"))
+    assert runs[0].stdout == runs[1].stdout == runs[2].stdout != b""
 
 
 def test_dedup_marks_a_changed_document_as_an_update() -> None:
