@@ -39,7 +39,10 @@ class DedupConfig(BaseModel):
     )
     num_perm: int = Field(128, description="MinHash values used for LSH banding (power of two)")
     sketch_bits: int = Field(
-        2048, description="size of the 1-bit MinHash sketch kept per document for verification"
+        3072,
+        description="size of the 1-bit MinHash sketch kept per document for verification: "
+        "more bits, less estimator noise near the threshold, 1 byte per document per 8 bits "
+        "(docs/benchmarks.md, sketch size)",
     )
     bands: int | None = Field(
         None, ge=1, description="LSH bands; chosen from the threshold if unset"
@@ -89,10 +92,15 @@ class DedupConfig(BaseModel):
             raise ValueError("threshold must be in (0, 1]")
         if not _is_power_of_two(self.num_perm) or not 16 <= self.num_perm <= 1024:
             raise ValueError("num_perm must be a power of two in [16, 1024]")
-        if not _is_power_of_two(self.sketch_bits) or not 64 <= self.sketch_bits <= 65536:
-            raise ValueError("sketch_bits must be a power of two in [64, 65536]")
+        if self.sketch_bits % 64 or not 64 <= self.sketch_bits <= 65536:
+            raise ValueError("sketch_bits must be a multiple of 64 in [64, 65536]")
         if self.sketch_bits < self.num_perm:
             raise ValueError("sketch_bits must be >= num_perm")
+        if self.sketch_bits % self.num_perm:
+            raise ValueError(
+                f"sketch_bits ({self.sketch_bits}) must be a multiple of num_perm "
+                f"({self.num_perm}): each MinHash value is the minimum of an equal group of bins"
+            )
         if self.precise and self.home_shards > 1:
             raise ValueError(
                 "precise mode needs home_shards = 1 (its shingle sets are not sharded)"
