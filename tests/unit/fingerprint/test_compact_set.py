@@ -46,7 +46,7 @@ def test_prefix_collisions_near_the_limit_do_not_bias_the_self_score() -> None:
         a, _ = _pair(LIMIT - seed % 60, LIMIT - seed % 60, seed)
         words = np.zeros(SKETCH_BITS // 64, dtype=np.uint64)
         compact_set.encode(a, words)
-        common, b = compact_set.common_values(a, words)
+        common, _ = compact_set.common_values(a, words)
         colliding += common < a.size
         assert compact_set.estimate(a, words, a.size) == 1.0
     assert colliding > 50  # the sets near the limit do lose values to shared prefixes
