@@ -72,7 +72,7 @@ def test_sets_near_the_limit_are_estimated_closely_and_without_bias() -> None:
         compact_set.encode(b, words)
         errors.append(compact_set.estimate(a, words, n) - inter / (2 * n - inter))
     # the 1-bit one-permutation sketch: a standard deviation of ~0.015 at these sizes;
-    # measured here: mean ~0.0001, standard deviation ~0.005
+    # measured here (3,072 bits, 512 shingles): mean ~0.0001, standard deviation ~0.004
     assert abs(float(np.mean(errors))) < 0.002
     assert float(np.std(errors)) < 0.01
 
