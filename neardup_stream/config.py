@@ -79,6 +79,13 @@ class DedupConfig(BaseModel):
     precise: bool = Field(
         False, description="keep shingle sets; report and decide on exact Jaccard"
     )
+    longest_sentences: int = Field(
+        0,
+        ge=0,
+        le=16,
+        description="also a duplicate: a document with the same n longest sentences as an "
+        "earlier one (Baidu's method, method `sentences`; 3 is the usual n); 0 turns it off",
+    )
     precise_margin: float = Field(
         0.12,
         ge=0,
@@ -105,6 +112,12 @@ class DedupConfig(BaseModel):
             raise ValueError(
                 "precise mode needs home_shards = 1 (its shingle sets are not sharded)"
             )
+        if self.longest_sentences and self.home_shards > 1:
+            raise ValueError(
+                "longest_sentences needs home_shards = 1 (its signatures are not sharded)"
+            )
+        if self.longest_sentences and self.precise:
+            raise ValueError("longest_sentences cannot be combined with precise mode")
         if (self.bands is None) != (self.rows is None):
             raise ValueError("set both bands and rows, or neither")
         if (
@@ -127,7 +140,7 @@ class DedupConfig(BaseModel):
     def fingerprint_fields(self) -> dict[str, object]:
         """The settings a stored fingerprint depends on."""
         bands, rows = self.banding
-        return {
+        fields: dict[str, object] = {
             "shingle": self.shingle,
             "shingle_size": self.shingle_size,
             "strip_html": self.strip_html,
@@ -140,6 +153,9 @@ class DedupConfig(BaseModel):
             "precise": self.precise,  # precise state carries shingle sets
             "format": FINGERPRINT_FORMAT,
         }
+        if self.longest_sentences:  # (absent when off: ids of earlier state stay valid)
+            fields["longest_sentences"] = self.longest_sentences
+        return fields
 
     @cached_property
     def fingerprint_id(self) -> int:
