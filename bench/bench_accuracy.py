@@ -12,6 +12,7 @@ rate of one warm run. ``--cli`` also times the whole ``neardup-stream dedup`` pr
 second of two runs) against rensa's in-loop rate on the same corpus (default configuration).
 
     python -m bench.bench_accuracy --docs 20000 --seed 11 [--systems neardup-stream,rensa]
+    python -m bench.bench_accuracy --seed 5 --systems neardup-stream --set sketch_bits=4096
 """
 
 from __future__ import annotations
@@ -70,10 +71,14 @@ class Truth:
         return self.pair.get((i, j), 0.0)
 
 
+ENGINE_SETTINGS: dict[str, object] = {}  # extra DedupConfig fields (``--set name=value``)
+
+
 def run_engine(docs: Sequence[tuple[str, str]], kind: str, k: int, t: float) -> list[Decision]:
     from neardup_stream import DedupConfig, Deduplicator, Document
 
-    dd = Deduplicator(DedupConfig(threshold=t, shingle=kind, shingle_size=k))
+    config = DedupConfig(threshold=t, shingle=kind, shingle_size=k, **ENGINE_SETTINGS)
+    dd = Deduplicator(config)
     out: list[Decision] = []
     for b in range(0, len(docs), 1024):
         batch = [Document(id=i, text=x) for i, x in docs[b : b + 1024]]
@@ -213,7 +218,17 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--configs", default=",".join(CONFIGS))
     ap.add_argument("--cli", action="store_true", help="also time the dedup process vs rensa")
     ap.add_argument("--json", type=Path, help="write all figures here")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an engine setting (DedupConfig field, JSON value), e.g. --set sketch_bits=4096",
+    )
     args = ap.parse_args(argv)
+    for item in args.set:
+        name, _, value = item.partition("=")
+        ENGINE_SETTINGS[name] = json.loads(value)
     corpus = args.corpus or ensure_hard_corpus(args.docs, args.seed)
     records = read_jsonl(corpus)
     docs = [(r["id"], r["text"]) for r in records]

@@ -5,6 +5,7 @@ vocabulary, so every document is indexed (no bucket caps or exact-duplicate shor
 flatter the figure). Bytes are what the index's arrays allocate, capacity slack included.
 
     python -m bench.bench_memory --docs 100000 1000000 [--precise-docs 100000]
+    python -m bench.bench_memory --docs 1000000 --precise-docs --set sketch_bits=2048
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def measure(n: int, config: DedupConfig, words: int = 160, batch: int = 2000) ->
     return {
         "docs": n,
         "precise": config.precise,
+        "sketch_bits": config.sketch_bits,
         "bytes_per_doc": dedup.index_bytes() / n,
         "store_per_doc": dedup.store.nbytes / n,
         "tables_per_doc": dedup.index.nbytes / n,
@@ -55,9 +57,17 @@ def main() -> None:
     parser.add_argument("--docs", type=int, nargs="+", default=[100_000, 1_000_000])
     parser.add_argument("--precise-docs", type=int, nargs="*", default=[100_000])
     parser.add_argument("--json", help="write results to this file")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an engine setting (DedupConfig field, JSON value), e.g. --set sketch_bits=2048",
+    )
     args = parser.parse_args()
-    rows = [measure(n, DedupConfig()) for n in args.docs]
-    rows += [measure(n, DedupConfig(precise=True)) for n in args.precise_docs]
+    extra = {k: json.loads(v) for k, _, v in (item.partition("=") for item in args.set)}
+    rows = [measure(n, DedupConfig(**extra)) for n in args.docs]
+    rows += [measure(n, DedupConfig(precise=True, **extra)) for n in args.precise_docs]
     print(
         f"{'docs':>9} {'mode':>8} {'B/doc':>8} {'store':>7} {'tables':>7} {'ids':>5} {'entries':>7}"
     )

@@ -39,7 +39,10 @@ class DedupConfig(BaseModel):
     )
     num_perm: int = Field(128, description="MinHash values used for LSH banding (power of two)")
     sketch_bits: int = Field(
-        2048, description="size of the 1-bit MinHash sketch kept per document for verification"
+        3072,
+        description="size of the 1-bit MinHash sketch kept per document for verification: "
+        "more bits, less estimator noise near the threshold, 1 byte per document per 8 bits "
+        "(docs/benchmarks.md, sketch size)",
     )
     bands: int | None = Field(
         None, ge=1, description="LSH bands; chosen from the threshold if unset"
@@ -76,6 +79,13 @@ class DedupConfig(BaseModel):
     precise: bool = Field(
         False, description="keep shingle sets; report and decide on exact Jaccard"
     )
+    longest_sentences: int = Field(
+        0,
+        ge=0,
+        le=16,
+        description="also a duplicate: a document with the same n longest sentences as an "
+        "earlier one (Baidu's method, method `sentences`; 3 is the usual n); 0 turns it off",
+    )
     precise_margin: float = Field(
         0.12,
         ge=0,
@@ -89,14 +99,25 @@ class DedupConfig(BaseModel):
             raise ValueError("threshold must be in (0, 1]")
         if not _is_power_of_two(self.num_perm) or not 16 <= self.num_perm <= 1024:
             raise ValueError("num_perm must be a power of two in [16, 1024]")
-        if not _is_power_of_two(self.sketch_bits) or not 64 <= self.sketch_bits <= 65536:
-            raise ValueError("sketch_bits must be a power of two in [64, 65536]")
+        if self.sketch_bits % 64 or not 64 <= self.sketch_bits <= 65536:
+            raise ValueError("sketch_bits must be a multiple of 64 in [64, 65536]")
         if self.sketch_bits < self.num_perm:
             raise ValueError("sketch_bits must be >= num_perm")
+        if self.sketch_bits % self.num_perm:
+            raise ValueError(
+                f"sketch_bits ({self.sketch_bits}) must be a multiple of num_perm "
+                f"({self.num_perm}): each MinHash value is the minimum of an equal group of bins"
+            )
         if self.precise and self.home_shards > 1:
             raise ValueError(
                 "precise mode needs home_shards = 1 (its shingle sets are not sharded)"
             )
+        if self.longest_sentences and self.home_shards > 1:
+            raise ValueError(
+                "longest_sentences needs home_shards = 1 (its signatures are not sharded)"
+            )
+        if self.longest_sentences and self.precise:
+            raise ValueError("longest_sentences cannot be combined with precise mode")
         if (self.bands is None) != (self.rows is None):
             raise ValueError("set both bands and rows, or neither")
         if (
@@ -119,7 +140,7 @@ class DedupConfig(BaseModel):
     def fingerprint_fields(self) -> dict[str, object]:
         """The settings a stored fingerprint depends on."""
         bands, rows = self.banding
-        return {
+        fields: dict[str, object] = {
             "shingle": self.shingle,
             "shingle_size": self.shingle_size,
             "strip_html": self.strip_html,
@@ -132,6 +153,9 @@ class DedupConfig(BaseModel):
             "precise": self.precise,  # precise state carries shingle sets
             "format": FINGERPRINT_FORMAT,
         }
+        if self.longest_sentences:  # (absent when off: ids of earlier state stay valid)
+            fields["longest_sentences"] = self.longest_sentences
+        return fields
 
     @cached_property
     def fingerprint_id(self) -> int:

@@ -8,7 +8,9 @@ pass that, document by document, evicts what age retention excludes, probes the 
 (LSH band keys + SimHash pigeonhole block keys), verifies candidates against the document
 store (exact hash, 1-bit MinHash sketch estimate), then makes room (`max_docs`), stores and
 indexes -> decisions. So a document is compared with the `max_docs` most recent stored ones. Precise
-mode verifies candidates near the threshold by exact Jaccard in Python instead.
+mode verifies candidates near the threshold by exact Jaccard in Python instead; with
+`longest_sentences` on, a document no candidate matches may still match by its n longest
+sentences (`sentences`), also decided document by document.
 
 Ids and content: a document whose id is stored already is a *replay* when its content (the
 exact hash, a 128-bit MurmurHash3 of the normalised text) equals the id's latest version, and
@@ -33,14 +35,16 @@ from neardup_stream.batch import Batch
 from neardup_stream.config import DedupConfig
 from neardup_stream.event_time import event_times
 from neardup_stream.fingerprint.fingerprinter import Fingerprinter
+from neardup_stream.fingerprint.kernels import oph_sketch
 from neardup_stream.index import kernels
-from neardup_stream.index.columns import UNIQUE, Limits, Rules
+from neardup_stream.index.columns import EXACT, MINHASH, SENTENCES, SIMHASH, UNIQUE, Limits, Rules
 from neardup_stream.index.doc_store import DocStore, StoredDecision
 from neardup_stream.index.registry import IdRegistry
 from neardup_stream.index.shards import ShardedIndex
 from neardup_stream.models import METHODS, Decision, Document
 from neardup_stream.precise import FeatureSets
 from neardup_stream.records import FingerprintRecord
+from neardup_stream.sentences import SentenceIndex, signature
 
 
 class Vote(NamedTuple):
@@ -82,6 +86,7 @@ class Deduplicator:
         self.index = ShardedIndex(cfg.shards, cfg.bucket_cap)
         self.registry = IdRegistry()
         self.features = FeatureSets(cfg)
+        self.sentences = SentenceIndex()
         self._limits = Limits(cfg.bucket_cap, cfg.max_docs or 0, float(cfg.max_age_seconds or 0))
         self._rules = Rules(
             cfg.threshold,
@@ -134,11 +139,14 @@ class Deduplicator:
         batch.mark_known(self.registry.find_all(batch.ids, self.store), self.store.exact_of)
         self.store.reserve(len(batch))  # no row moves while the batch is decided
         feats: dict[int, np.ndarray] = {}
+        sigs: dict[int, int] = {}
         if self.config.precise:
             feats = self._decide_precise(batch, texts)
+        elif self.config.longest_sentences:
+            sigs = self._decide_sentences(batch, texts)
         else:
             self._run(batch, decide=True)
-        return self._finish(batch, records, feats)
+        return self._finish(batch, records, feats, sigs)
 
     def vote(self, batch: Batch, records: bool = False) -> Vote:
         """Decide `batch` against this engine; store only rows that are not `probe_only`.
@@ -219,7 +227,69 @@ class Deduplicator:
         self.features.forget(st.alive)
         return feats
 
-    def _finish(self, batch: Batch, records: bool, feats: dict[int, np.ndarray]) -> list[Outcome]:
+    def _decide_sentences(self, batch: Batch, texts: list[str]) -> dict[int, int]:
+        """Per document, as `decide_batch` decides, then, when no candidate reached the
+        threshold, the most recent live document with its sentence signature."""
+        cfg, st, out, docs = self.config, self.store, batch.decisions, batch.docs
+        sigs: dict[int, int] = {}
+        for i in batch.stored():
+            kernels.advance(st.window, st.arrays(), docs.ts[i], self._limits, False)
+            out.update[i] = kernels.supersede(i, docs, out, st.arrays(), st.window)
+            cands = kernels.probe_verify(
+                i,
+                docs,
+                self.index.arrays,
+                st.arrays(),
+                st.window,
+                cfg.threshold,
+                self._rules.compact_max,
+            )
+            match, sim, method = -1, 0.0, UNIQUE
+            for c in range(cands.refs.size):  # the kernel's rule: exact first, else the best
+                if cands.exact[c]:
+                    match, sim, method = int(cands.refs[c]), 1.0, EXACT
+                    break
+                if cands.similarity[c] > sim:
+                    match, sim = int(cands.refs[c]), float(cands.similarity[c])
+                    method = SIMHASH if cands.hamming[c] <= cfg.simhash_k else MINHASH
+            sig = signature(texts[i], cfg.longest_sentences, cfg.strip_html)
+            if match < 0 and sig is not None:
+                found = self.sentences.find(sig, lambda r: st.alive(r) and not st.is_superseded(r))
+                if found is not None:
+                    match, sim, method = found, self._estimate(batch, i, found), SENTENCES
+            out.match[i], out.similarity[i], out.method[i] = match, sim, method
+            late = kernels.expired(st.window, docs.ts[i], self._limits)
+            out.indexed[i] = kernels.is_indexed(method, late, cfg.index_duplicates)
+            self._run(batch, decide=False, begin=i, end=i + 1)
+            if sig is not None:
+                sigs[i] = sig
+                self.sentences.add(int(out.ref[i]), sig)
+        self.sentences.forget(st.alive)
+        return sigs
+
+    def _estimate(self, batch: Batch, i: int, ref: int) -> float:
+        """The Jaccard estimate of row i and stored document `ref`, as verification makes it."""
+        docs, st, compact_max = batch.docs, self.store, self._rules.compact_max
+        p = st.slot(ref)
+        feats = docs.feats[docs.feat_offsets[i] : docs.feat_offsets[i + 1]]
+        oph = docs.sketch[i]
+        if docs.nfeat[i] <= compact_max:  # its row holds its compact set: sketch it
+            oph = np.zeros(docs.sketch.shape[1], dtype=np.uint64)
+            oph_sketch(feats, docs.sketch.shape[1] * 64, oph)
+        arrays = st.arrays()
+        return float(
+            kernels.similarity(
+                feats, docs.nfeat[i], oph, arrays.sketch[p], arrays.nfeat[p], compact_max
+            )
+        )
+
+    def _finish(
+        self,
+        batch: Batch,
+        records: bool,
+        feats: dict[int, np.ndarray],
+        sigs: dict[int, int] | None = None,
+    ) -> list[Outcome]:
         st, out = self.store, batch.decisions
         outcomes: list[Outcome] = []
         for i, doc_id in enumerate(batch.ids):
@@ -246,13 +316,22 @@ class Deduplicator:
                     update=update,
                 )
             st.record(ref, doc_id, dup, rep)  # before later documents of the batch read it
-            record = self._record(batch, i, decision, feats.get(i)) if records else None
+            record = (
+                self._record(batch, i, decision, feats.get(i), (sigs or {}).get(i))
+                if records
+                else None
+            )
             outcomes.append(Outcome(decision, record))
         self._remember(batch)
         return outcomes
 
     def _record(
-        self, batch: Batch, i: int, decision: Decision, feats: np.ndarray | None
+        self,
+        batch: Batch,
+        i: int,
+        decision: Decision,
+        feats: np.ndarray | None,
+        sentences: int | None = None,
     ) -> FingerprintRecord:
         docs, out = batch.docs, batch.decisions
         return FingerprintRecord(
@@ -272,6 +351,7 @@ class Deduplicator:
             indexed=bool(out.indexed[i]),
             features=feats,
             update=decision.update,
+            sentences=sentences,
         )
 
     def _remember(self, batch: Batch) -> None:
@@ -316,8 +396,11 @@ class Deduplicator:
             self.store.record(ref, rec.doc_id, rec.duplicate_of, rec.representative)
             if rec.features is not None:
                 self.features.add(ref, rec.features)
+            if rec.sentences is not None and self.config.longest_sentences:
+                self.sentences.add(ref, rec.sentences)
         self._remember(batch)
         self.features.forget(self.store.alive)
+        self.sentences.forget(self.store.alive)
         return len(batch.stored())
 
     def apply_record(self, rec: FingerprintRecord) -> bool:
@@ -330,6 +413,8 @@ class Deduplicator:
         arrays["registry_keys"], arrays["registry_refs"] = self.registry.key_refs()
         arrays["index_keys"], arrays["index_refs"] = self.index.key_refs()
         arrays.update(self.features.state())
+        if self.config.longest_sentences:
+            arrays.update(self.sentences.state())
         return arrays
 
     @classmethod
@@ -344,11 +429,13 @@ class Deduplicator:
             config.shards, config.bucket_cap, state["index_keys"], state["index_refs"]
         )
         dedup.features = FeatureSets.from_state(config, state)
+        if config.longest_sentences:
+            dedup.sentences = SentenceIndex.from_state(state)
         return dedup
 
     def index_bytes(self) -> int:
         """Bytes held by everything the index keeps (allocated capacity included)."""
-        parts = (self.store, self.index, self.registry, self.features)
+        parts = (self.store, self.index, self.registry, self.features, self.sentences)
         return sum(p.nbytes for p in parts)
 
     def stats(self) -> dict[str, int]:

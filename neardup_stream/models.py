@@ -17,8 +17,8 @@ MAX_ID_CHARS = 512
 MAX_TEXT_CHARS = 2_000_000
 MAX_MESSAGE_CHARS = 2_000
 
-Method = Literal["exact", "simhash", "minhash"]
-METHODS: tuple[Method, ...] = ("exact", "simhash", "minhash")
+Method = Literal["exact", "simhash", "minhash", "sentences"]
+METHODS: tuple[Method, ...] = ("exact", "simhash", "minhash", "sentences")
 
 
 class Document(BaseModel):

@@ -4,7 +4,9 @@ The Kafka worker writes a record per indexed document to a compacted changelog t
 restarting worker rebuilds its index by replaying them (`Deduplicator.apply_record`). The
 record carries exactly what the index keeps, plus the config id that produced it, so replay
 needs no re-fingerprinting and refuses records made under other settings. In precise mode it
-also carries the document's sorted shingle-hash set, which exact verification needs.
+also carries the document's sorted shingle-hash set, which exact verification needs; with
+`longest_sentences` on, a document with a sentence signature carries it (format 5: a trailer
+after the ids; a record without one is still written as format 4).
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ import numpy as np
 
 _MAGIC = b"ND"
 _VERSION = 4  # 4: the update flag; 3: sketches of small documents are compact sets
-_READS = (3, 4)  # version 3 records are read as no updates (there were none)
+_SENTENCES_VERSION = 5  # 5: 4 plus the sentence signature after the ids
+_READS = (3, 4, 5)  # version 3 records are read as no updates (there were none)
+_SIGNATURE = struct.Struct("<Q")
 _INDEXED, _UPDATE, _METHOD = 0x80, 0x40, 0x3F  # bits of the method byte
 _HEAD = struct.Struct("<2sBIIBfqQQQHBHI")
 _NONE = 0xFFFF
@@ -43,12 +47,13 @@ class FingerprintRecord:
     indexed: bool = True
     features: np.ndarray | None = None  # uint64[nfeat], sorted: precise mode only
     update: bool = False  # its decision was an update (a new version of a stored id)
+    sentences: int | None = None  # its n-longest-sentences signature (`sentences` module)
 
     def encode(self) -> bytes:
         """Serialise to the versioned binary format."""
         head = _HEAD.pack(
             _MAGIC,
-            _VERSION,
+            _VERSION if self.sentences is None else _SENTENCES_VERSION,
             self.config_id,
             self.ts,
             self.method | (_INDEXED if self.indexed else 0) | (_UPDATE if self.update else 0),
@@ -78,6 +83,8 @@ class FingerprintRecord:
                 if len(b) >= _NONE:
                     raise ValueError("id is too long to encode")
                 parts.append(struct.pack("<H", len(b)) + b)
+        if self.sentences is not None:
+            parts.append(_SIGNATURE.pack(self.sentences))
         return b"".join(parts)
 
     @classmethod
@@ -117,6 +124,12 @@ class FingerprintRecord:
             else:
                 strings.append(data[pos : pos + n].decode("utf-8", "surrogatepass"))
                 pos += n
+        sentences = None
+        if data[2] == _SENTENCES_VERSION:
+            if pos + _SIGNATURE.size > len(data):
+                raise ValueError("truncated fingerprint record")
+            (sentences,) = _SIGNATURE.unpack_from(data, pos)
+            pos += _SIGNATURE.size
         if pos != len(data) or strings[0] is None:
             raise ValueError("malformed fingerprint record")
         return cls(
@@ -136,4 +149,5 @@ class FingerprintRecord:
             indexed=bool(method & _INDEXED),
             features=features,
             update=bool(method & _UPDATE),
+            sentences=sentences,
         )

@@ -70,7 +70,7 @@ NOTES = {
 ACCEPTS = {
     "dedup.threshold": "a number in (0, 1]",
     "dedup.num_perm": "a power of two from 16 to 1024",
-    "dedup.sketch_bits": "a power of two from 64 to 65536, at least `num_perm`",
+    "dedup.sketch_bits": "a multiple of 64 and of `num_perm` from 64 to 65536",
     "dedup.bands": "an integer >= 1 (or unset); with `rows`, bands * rows <= `num_perm`",
     "dedup.precise": "true or false; true needs `home_shards` = 1",
     "input.text_fields": "comma-separated names (`title,body`) or a JSON list of them",

@@ -233,6 +233,7 @@ class Settings(EngineSettings):
             settings.cluster.enabled
             and "home_shards" not in dedup.model_fields_set
             and not dedup.precise
+            and not dedup.longest_sentences  # refused below, naming it
         ):
             values = {**dedup.model_dump(exclude_unset=True), "home_shards": CLUSTER_HOME_SHARDS}
             object.__setattr__(settings, "dedup", DedupConfig.model_validate(values))
@@ -249,6 +250,12 @@ class Settings(EngineSettings):
                 "cluster.enabled (--cluster) needs worker.exactly_once: the scale-out roles "
                 "exchange votes and decisions in transactions; drop --at-least-once or "
                 "NEARDUP_WORKER__EXACTLY_ONCE=false"
+            )
+        if self.dedup.longest_sentences:
+            raise ValueError(
+                "dedup.longest_sentences works in the single worker only: the scale-out "
+                "roles do not shard sentence signatures; drop --cluster or set "
+                "NEARDUP_DEDUP__LONGEST_SENTENCES=0"
             )
         floor = self.min_retention_ms
         given = self.cluster.retention_ms

@@ -12,7 +12,7 @@ and at `compact_limit(sketch_bits)` shingles (~6 bits each) truncated values col
 Layout of the words (little-endian bit order): bits 0-7 `b`, 8-15 `r`, 16-31 `m` (values
 stored), then the codes. A candidate is compared from the query side, where every hash is
 known: the query's hashes cut to `b` bits are merged with the decoded values, and the count
-of common values is corrected for chance collisions of `b`-bit values (`estimate`).
+of common values is corrected for collisions of `b`-bit values (`estimate`).
 """
 
 from __future__ import annotations
@@ -150,14 +150,35 @@ def distinct_prefixes(hashes, b):
 
 
 @njit(cache=True, nogil=True)
+def stored_values(words):
+    """How many distinct `b`-bit values a coded set holds (its header's `m`)."""
+    return np.int64((words[0] >> np.uint64(16)) & np.uint64(0xFFFF))
+
+
+@njit(inline="always", cache=True)
+def _items(distinct, rng):
+    """Items that fill `distinct` of `rng` equally likely values on average (linear counting):
+    the inverse of E[distinct] = R (1 - e^(-n/R)), n = -R ln(1 - distinct/R)."""
+    if distinct >= rng:
+        return float(distinct)
+    return -rng * math.log1p(-distinct / rng)
+
+
+@njit(cache=True, nogil=True)
 def estimate(hashes, words, n_stored):
     """Jaccard of the set of sorted distinct `hashes` and a coded set of `n_stored` shingles.
 
-    The common count M of `b`-bit prefixes exceeds the true intersection I by chance
-    collisions; with R = 2**b values, E[M] = R (1 - e^(-I/R) (1 - (1 - e^(-a/R))
-    (1 - e^(-c/R)))), a = |A| - I, c = |B| - I, solved for I by bisection (with expm1, stable
-    for large R); where chance collisions are negligible the count itself is used, so a
-    ratio such as 4/5 compares with the threshold exactly as the exact Jaccard does."""
+    Cutting hashes to `b` bits merges some values: within the query (known here: its
+    distinct prefixes dA), within the stored set (its `m` = dB values) and, by chance,
+    between the two (inflating the common count M). Every count is corrected the same way,
+    by inverting the expected number of distinct values among R = 2**b (linear counting):
+    union U = f(dA + dB - M), intersection I = f(dA) + f(dB) - U, estimate I / U. The
+    corrections of the sizes and of the union share their collisions, so a set compared with
+    itself (dA = dB = M) scores exactly 1 at any `b`, and the estimate is unbiased up to the
+    limit (the earlier correction used the true sizes, so chance collisions inside the sets
+    pulled it down: a mean self-score of ~0.993 near the limit, 0.945 at worst). Where chance
+    collisions are negligible the count itself is used, so a ratio such as 4/5 compares with
+    the threshold exactly as the exact Jaccard does."""
     n_query = hashes.size
     if n_query == 0 or n_stored == 0:
         return 0.0
@@ -165,15 +186,8 @@ def estimate(hashes, words, n_stored):
     rng = 2.0**b
     if n_query * n_stored < 1e-4 * rng:  # chance collisions negligible: the count is exact
         return common / (n_query + n_stored - common)
-    lo, hi = 0.0, float(min(n_query, n_stored))
-    for _ in range(50):
-        mid = 0.5 * (lo + hi)
-        ea = -math.expm1(-(n_query - mid) / rng)
-        ec = -math.expm1(-(n_stored - mid) / rng)
-        expect = rng * (-math.expm1(-mid / rng) + math.exp(-mid / rng) * ea * ec)
-        if expect < common:
-            lo = mid
-        else:
-            hi = mid
-    inter = 0.5 * (lo + hi)
-    return inter / (n_query + n_stored - inter)
+    d_query = distinct_prefixes(hashes, b)
+    d_stored = stored_values(words)
+    union = _items(d_query + d_stored - common, rng)
+    inter = _items(d_query, rng) + _items(d_stored, rng) - union
+    return min(max(inter / union, 0.0), 1.0)

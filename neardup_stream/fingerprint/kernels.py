@@ -17,7 +17,8 @@ finaliser, seeded.
 One pass over the features of a document computes, per feature, in O(1):
 * the weighted SimHash (term-frequency weights: every occurrence votes), counted per bit
   with a carry-save adder tree so a vote costs a handful of word operations, not 64 adds;
-* a one-permutation MinHash (OPH) of `sketch_bits` bins: bin = top bits of a second hash,
+* a one-permutation MinHash (OPH) of `sketch_bits` bins: bin = top bits of a second hash
+  (scaled to the bin count, any multiple of 64),
   value = min hash in the bin. Grouping bins gives the `num_perm`-value MinHash signature used
   for LSH banding (empty groups filled by rotation densification, Shrivastava & Li 2014); the
   lowest bit of every bin gives the 1-bit verification sketch (b-bit minwise hashing; empty
@@ -284,7 +285,7 @@ class Shingling(NamedTuple):
     mode: int  # MODE_CHAR or MODE_WORD
     k: int  # shingle size
     seed: int  # hash seed
-    sketch_bits: int  # OPH bins (power of two); also the 1-bit sketch length
+    sketch_bits: int  # OPH bins (a multiple of 64 and of num_perm); also the 1-bit sketch length
     num_perm: int  # MinHash signature length (power of two <= sketch_bits)
     compact_max: int  # at most this many distinct features: the set is coded in the sketch
     keep_max: int  # at most this many distinct features: their sorted hashes are returned
@@ -330,10 +331,6 @@ def fingerprint_batch(texts, fold, spec):
     signature = np.empty((n, num_perm), dtype=np.uint64)
     nfeat = np.zeros(n, dtype=np.int64)
     unfolded = np.zeros(n, dtype=np.bool_)
-    log2 = 0
-    while (1 << log2) < sketch_bits:
-        log2 += 1
-    shift = np.uint64(64 - log2)
     group = sketch_bits // num_perm
     longest = 0
     for d in range(n):
@@ -359,7 +356,7 @@ def fingerprint_batch(texts, fold, spec):
         bins[:] = EMPTY
         for f in range(feats.size):
             h = feats[f]
-            b = h >> shift
+            b = _bin(h, sketch_bits)
             bins[b] = min(bins[b], h)
         total = feats.size
         if _set_size(total) > seen.size:
@@ -383,7 +380,7 @@ def fingerprint_batch(texts, fold, spec):
         if 0 < nfeat[d] <= compact_max:
             encode(feat_values[feat_offsets[d] : used], sketch[d])
         else:
-            _sketch_bits(bins, total, shift, sketch[d])
+            _sketch_bits(bins, total, sketch[d])
     return RawFingerprints(
         exact, simhash, sketch, signature, nfeat, unfolded, feat_values[:used], feat_offsets
     )
@@ -410,14 +407,22 @@ def _sorted_distinct(feats, out, used):
 
 
 @njit(inline="always", cache=True)
-def _probe(x, shift):
-    """Bin of the probe `x`: half of fmix64 (one xor-shift, one multiply), top bits."""
+def _bin(h, k):
+    """Bin of the hash `h` among `k` (at most 2**32): its top 32 bits scaled to [0, k)
+    (multiply-shift). For k a power of two this is exactly h's top log2(k) bits, so sketches
+    of power-of-two sizes are what they were when only those were allowed."""
+    return ((h >> _S32) * np.uint64(k)) >> _S32
+
+
+@njit(inline="always", cache=True)
+def _probe(x, k):
+    """Bin of the probe `x` among `k`: half of fmix64 (one xor-shift, one multiply)."""
     x ^= x >> _S32
-    return (x * _M1) >> shift
+    return _bin(x * _M1, k)
 
 
 @njit(cache=True, nogil=True)
-def _sketch_bits(bins, total, shift, out):
+def _sketch_bits(bins, total, out):
     """The 1-bit sketch of OPH `bins`: the lowest bit of every bin's minimum; an empty bin
     borrows from the first non-empty bin of its own fixed pseudo-random probe sequence
     (optimal densification, Shrivastava 2017), re-hashed with the bin's index.
@@ -434,10 +439,10 @@ def _sketch_bits(bins, total, shift, out):
         if v == EMPTY:
             key = (np.uint64(i) + _ONE) * _M2
             step = _GOLD
-            j = _probe(key + step, shift)
+            j = _probe(key + step, k)
             while bins[j] == EMPTY:
                 step += _GOLD
-                j = _probe(key + step, shift)
+                j = _probe(key + step, k)
             v = ((bins[j] ^ key) * _M1) >> _S63  # one well-mixed bit of (borrowed value, i)
         out[i >> 6] |= (v & _ONE) << np.uint64(i & 63)
 
@@ -445,16 +450,12 @@ def _sketch_bits(bins, total, shift, out):
 @njit(cache=True, nogil=True)
 def oph_sketch(feats, sketch_bits, out):
     """Write the 1-bit one-permutation sketch of hashes `feats` to the zeroed array `out`."""
-    log2 = 0
-    while (1 << log2) < sketch_bits:
-        log2 += 1
-    shift = np.uint64(64 - log2)
     bins = np.full(sketch_bits, EMPTY, dtype=np.uint64)
     for f in range(feats.size):
         h = feats[f]
-        b = h >> shift
+        b = _bin(h, sketch_bits)
         bins[b] = min(bins[b], h)
-    _sketch_bits(bins, feats.size, shift, out)
+    _sketch_bits(bins, feats.size, out)
 
 
 @njit(inline="always", cache=True)

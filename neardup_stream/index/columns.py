@@ -43,7 +43,7 @@ def window_from(values: np.ndarray) -> np.ndarray:
 
 
 # How a document was decided (stored per document as a uint8).
-UNIQUE, EXACT, SIMHASH, MINHASH = 0, 1, 2, 3
+UNIQUE, EXACT, SIMHASH, MINHASH, SENTENCES = 0, 1, 2, 3, 4  # SENTENCES: `sentences`
 
 
 class BatchColumns(NamedTuple):

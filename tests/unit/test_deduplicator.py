@@ -134,6 +134,13 @@ def test_config_validation_messages() -> None:
         DedupConfig(bands=4)
     with pytest.raises(ValueError, match="bands \\* rows must be <= num_perm"):
         DedupConfig(bands=20, rows=10)
+    with pytest.raises(ValueError, match=r"sketch_bits must be a multiple of 64 in \[64, 65536\]"):
+        DedupConfig(sketch_bits=3000)
+    with pytest.raises(
+        ValueError, match=r"sketch_bits \(3136\) must be a multiple of num_perm \(128\)"
+    ):
+        DedupConfig(sketch_bits=3136)
+    assert DedupConfig(sketch_bits=3072 + 128).sketch_bits == 3200
 
 
 # --- every accepted configuration works -----------------------------------------------------

@@ -19,7 +19,8 @@ POW2 = [2**i for i in range(4, 11)]
 @st.composite
 def configs(draw: st.DrawFn) -> DedupConfig:
     num_perm = draw(st.sampled_from(POW2[:5]))
-    sketch_bits = draw(st.sampled_from([2**i for i in range(6, 13) if 2**i >= num_perm]))
+    step = max(64, num_perm)  # any multiple of 64 and of num_perm, powers of two or not
+    sketch_bits = draw(st.integers(1, 4096 // step)) * step
     banding: dict[str, int] = {}
     if draw(st.booleans()):
         bands = draw(st.integers(1, num_perm))

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from neardup_stream.config import DedupConfig
+from neardup_stream.fingerprint.fingerprinter import kept_features
 from neardup_stream.mapping import domain_of
 from neardup_stream.models import Document
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
@@ -20,8 +22,9 @@ from worker.cluster.envelope import POSITION_BITS, Envelope, Passage
 from worker.codec import OutMessage
 from worker.decide import BatchOutput, DecideRules, InputRecord, admit, record_times
 
-# Room a document's fingerprints take in a log record (sketch, keys, small shingle sets).
-PER_DOCUMENT_BYTES = 4096
+# Room a document's fixed-size fingerprint fields take in a log record (hashes, sizes, time,
+# offsets, flags, the passage's source); its id and domain come from its value.
+FIXED_BYTES = 512
 MAX_DOCUMENTS = 1 << POSITION_BITS  # positions number the documents of a record in 16 bits
 
 
@@ -59,7 +62,8 @@ def ingest(
         kept.append(record)
     out = Ingested(admitted.messages, admitted.offsets, 0, admitted.dead)
     for partition, (docs, domains, kept) in sorted(groups.items()):
-        for a, b in _chunks(kept, rules.max_message_bytes):
+        room = fingerprint_bytes(fingerprinter.config)
+        for a, b in _chunks(kept, rules.max_message_bytes, room):
             fb = fingerprinter.batch(
                 docs[a:b], domains[a:b], np.arange(b - a), now, record_times(kept[a:b])
             )
@@ -70,12 +74,22 @@ def ingest(
     return out
 
 
-def _chunks(records: list[InputRecord], limit: int) -> list[tuple[int, int]]:
+def fingerprint_bytes(config: DedupConfig) -> int:
+    """Most room one document's fingerprints take in a log record besides its value and key:
+    the sketch, the LSH and SimHash keys, and the sorted shingle hashes a small document
+    carries for compact-set comparisons (at most `kept_features`: 5,120 bytes by default)."""
+    bands, _ = config.banding
+    keys = bands + config.simhash_k + 1
+    return config.sketch_bits // 8 + 8 * keys + 8 * kept_features(config) + FIXED_BYTES
+
+
+def _chunks(records: list[InputRecord], limit: int, room: int) -> list[tuple[int, int]]:
     """Ranges of `records` whose log record stays within `limit` bytes plus the topic's
-    headroom (a lone record always fits: inputs are at most `limit` bytes)."""
+    headroom (a lone record always fits: inputs are at most `limit` bytes), each record
+    taking its value, its key and `room` for its fingerprints."""
     out, start, size = [], 0, 0
     for i, r in enumerate(records):
-        need = len(r.value or b"") + len(r.key or b"") + PER_DOCUMENT_BYTES
+        need = len(r.value or b"") + len(r.key or b"") + room
         if i > start and (size + need > limit or i - start >= MAX_DOCUMENTS):
             out.append((start, i))
             start, size = i, 0

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from neardup_stream import DedupConfig
@@ -29,14 +29,27 @@ def _pair(n: int, inter: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 @settings(max_examples=60, deadline=None)
 @given(st.integers(1, LIMIT), st.integers(0, 2**31))
+@example(306, 825)  # 14 of 306 13-bit prefixes collide: the old estimator scored it 0.945
 def test_every_set_up_to_the_limit_fits_and_decodes_to_itself(n: int, seed: int) -> None:
     a, _ = _pair(n, n, seed)
     words = np.zeros(SKETCH_BITS // 64, dtype=np.uint64)
     assert compact_set.encode(a, words)
     common, b = compact_set.common_values(a, words)
     assert common == compact_set.distinct_prefixes(a, b)
-    same = compact_set.estimate(a, words, n)
-    assert abs(same - 1.0) < 1e-6 if b >= 36 else 0.95 < same <= 1.0
+    assert compact_set.stored_values(words) == common
+    assert compact_set.estimate(a, words, n) == 1.0  # at every prefix width
+
+
+def test_prefix_collisions_near_the_limit_do_not_bias_the_self_score() -> None:
+    colliding = 0
+    for seed in range(100):
+        a, _ = _pair(LIMIT - seed % 60, LIMIT - seed % 60, seed)
+        words = np.zeros(SKETCH_BITS // 64, dtype=np.uint64)
+        compact_set.encode(a, words)
+        common, _ = compact_set.common_values(a, words)
+        colliding += common < a.size
+        assert compact_set.estimate(a, words, a.size) == 1.0
+    assert colliding > 50  # the sets near the limit do lose values to shared prefixes
 
 
 @settings(max_examples=40, deadline=None)
@@ -58,9 +71,10 @@ def test_sets_near_the_limit_are_estimated_closely_and_without_bias() -> None:
         words = np.zeros(SKETCH_BITS // 64, dtype=np.uint64)
         compact_set.encode(b, words)
         errors.append(compact_set.estimate(a, words, n) - inter / (2 * n - inter))
-    # the 1-bit one-permutation sketch: a standard deviation of ~0.02-0.03 at these sizes
-    assert abs(float(np.mean(errors))) < 0.005
-    assert float(np.std(errors)) < 0.022
+    # the 1-bit one-permutation sketch: a standard deviation of ~0.015 at these sizes;
+    # measured here (3,072 bits, 512 shingles): mean ~0.0001, standard deviation ~0.004
+    assert abs(float(np.mean(errors))) < 0.002
+    assert float(np.std(errors)) < 0.01
 
 
 def _edit(text: str, positions: list[int]) -> str:

@@ -37,7 +37,8 @@ TEXTS = [
 ]
 CONFIGS = {
     "default": DedupConfig(),
-    "word3": DedupConfig(shingle="word", shingle_size=3),
+    "sketch2048": DedupConfig(sketch_bits=2048),  # the default before sketches of 3,072 bits
+    "word3": DedupConfig(shingle="word", shingle_size=3, sketch_bits=2048),
     "seed7_small": DedupConfig(seed=7, num_perm=64, sketch_bits=256, simhash_k=2),
 }
 

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
+
 from neardup_stream.config import DedupConfig
+from neardup_stream.fingerprint.fingerprinter import kept_features
 from neardup_stream.mapping import InputMapping
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.home import domain_partition
@@ -70,6 +73,31 @@ def test_log_records_are_split_to_stay_within_the_message_limit() -> None:
     assert len(envs) > 3
     assert all(len(m.value) <= limit + 64 * 1024 for m in out.messages)
     assert [p.source.offset for e in envs for p in e.passages] == list(range(30))
+
+
+def test_small_documents_carrying_their_shingle_sets_stay_within_the_limit() -> None:
+    # the worst case per byte of input: as many distinct 5-grams as a batch keeps (5,120
+    # bytes of hashes at the default sketch size) from ~650 characters of text
+    rng = np.random.default_rng(1)
+    alphabet = np.array(list("abcdefghijklmnopqrstuvwxyz0123456789"))
+    size = kept_features(CONFIG) + 4
+    texts = ["".join(rng.choice(alphabet, size)) for _ in range(300)]
+    prints = DocumentFingerprinter(CONFIG).fingerprinter.batch(texts[:5])
+    assert prints.feat_offsets[1] - prints.feat_offsets[0] > 0.95 * kept_features(CONFIG)
+    raw = [
+        json.dumps({"id": f"d{i}", "text": t, "site": "a"}).encode() for i, t in enumerate(texts)
+    ]
+    limit = 256 * 1024
+    out = ingest(
+        [record(i, r) for i, r in enumerate(raw)],
+        rules(limit),
+        DocumentFingerprinter(CONFIG),
+        "fp",
+        1,
+        1.8e9,
+    )
+    assert len(envelopes(out)) > 3
+    assert all(len(m.value) <= limit for m in out.messages)
 
 
 def test_the_domain_survives_a_custom_mapping() -> None:

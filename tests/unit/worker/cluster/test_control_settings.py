@@ -62,6 +62,17 @@ def test_cluster_with_at_least_once_is_refused_naming_both_settings() -> None:
         from_flags("--cluster", "--at-least-once")
 
 
+def test_cluster_with_longest_sentences_is_refused_naming_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("NEARDUP_DEDUP__LONGEST_SENTENCES", "3")
+    assert from_flags().dedup.longest_sentences == 3  # the single worker takes it
+    with pytest.raises(ValidationError, match=r"dedup.longest_sentences works in the single"):
+        from_flags("--cluster")
+    with pytest.raises(ValidationError, match=r"dedup.longest_sentences works in the single"):
+        from_flags("--cluster", "--home-shards", "1")
+
+
 def test_default_retention_keeps_a_margin_over_window_and_skew() -> None:
     s = from_flags("--cluster", "--max-age", "3600")
     assert s.internal_retention_ms == (3600 + 3600) * 1000 + 3_600_000
