@@ -102,7 +102,7 @@ def restore_partitions(
             )
     metrics.restored_records.inc(replayed)
     for reason, count in skip.counts.items():
-        log.error("%d changelog records skipped as %s", count, reason)
+        log.error("%d changelog records skipped as %s%s", count, reason, SKIP_HINTS.get(reason, ""))
     if skip.legacy:
         fresh = not any((committed or {}).get(p) for p in tps)
         log.warning(
@@ -221,6 +221,16 @@ def _apply(
             except Exception as exc:
                 skip("corrupt", tp, offset, f"{type(exc).__name__}: {exc}")
         return applied
+
+
+# What an operator can do about records skipped for a reason.
+SKIP_HINTS = {
+    "other_config": (
+        ": they were fingerprinted under other settings (shingling, seed, sketch size, banding), "
+        "so this index starts without them. Upgraded from 0.1 with default settings? Its sketch "
+        "was 2,048 bits: set NEARDUP_DEDUP__SKETCH_BITS=2048 to keep using that index"
+    ),
+}
 
 
 class _Skips:
