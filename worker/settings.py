@@ -243,6 +243,7 @@ class Settings(EngineSettings):
 
     def _check_cluster(self) -> None:
         if not self.cluster.enabled:
+            self._check_no_domains()
             return
         if not self.worker.exactly_once:
             raise ValueError(
@@ -259,6 +260,18 @@ class Settings(EngineSettings):
                 f"dedup.max_future_skew_seconds ({self.dedup.max_future_skew_seconds}) + a "
                 f"margin of {RETENTION_MARGIN_MS} ms, or a restore misses documents"
             )
+
+    def _check_no_domains(self) -> None:
+        """The single worker keeps one index per input partition and compares every document
+        of it: a dedup domain setting would be silently ignored, so it is refused."""
+        for name in ("domain_field", "domain_header", "domain_key_separator"):
+            if getattr(self.input, name) is not None:
+                flag = "--" + name.replace("_", "-")
+                raise ValueError(
+                    f"input.{name} ({flag}) needs cluster.enabled (--cluster): only the "
+                    "scale-out roles compare documents within their domain; the single "
+                    "worker would ignore it. Add --cluster, or drop the setting"
+                )
 
     @property
     def min_retention_ms(self) -> int | None:
