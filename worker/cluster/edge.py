@@ -16,7 +16,7 @@ import time
 from kafka import OffsetAndMetadata, TopicPartition
 
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
-from worker import clients, retry
+from worker import clients
 from worker.cluster.handover import Handover
 from worker.cluster.health import RoleHealth, forget_series
 from worker.cluster.ingest import Ingested, ingest
@@ -24,6 +24,7 @@ from worker.cluster.txn import RoleTransactions, role_settings
 from worker.decide import DecideRules, InputRecord, Source
 from worker.metrics import Metrics
 from worker.partitions import rewind_to_committed
+from worker.runtime.policy import FailurePolicy
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -56,9 +57,9 @@ class EdgeRole:
     def run(self) -> None:
         s = self.settings
         self.consumer.subscribe([s.topics.input])
-        failures = 0
+        policy = FailurePolicy(s.worker.retry_backoff_max_s)
         while not self._stop.is_set():
-            size = max(1, s.worker.max_batch >> min(failures, 16))
+            size = policy.shrunk(s.worker.max_batch)
             polled = self.consumer.poll(timeout_ms=s.worker.poll_timeout_ms, max_records=size)
             self.metrics.role_partitions.labels("edge").set(len(self.consumer.assignment()))
             self._export_lag()
@@ -83,18 +84,18 @@ class EdgeRole:
             try:
                 self.txn.commit(out.messages, offsets)
             except Exception:
-                failures += 1
+                delay = policy.failed()
                 self.health.failed()
                 log.exception("edge transaction failed; replaying from committed offsets")
                 self.metrics.role_failures.labels("edge").inc()
-                self._stop.wait(retry.backoff_s(s.worker.retry_backoff_max_s, failures))
+                self._stop.wait(delay)
                 owned = {tp.partition for tp in self.consumer.assignment()}
                 try:
                     rewind_to_committed(self.consumer, s.topics.input, owned)
                 except Exception:
                     log.exception("rewind failed")
                 continue
-            failures = 0
+            policy.succeeded()
             self.health.succeeded()
             self.metrics.role_transactions.labels("edge").inc()
             for reason in out.dead:

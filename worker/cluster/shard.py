@@ -28,7 +28,7 @@ from kafka import OffsetAndMetadata, TopicPartition
 
 from neardup_stream.sharded.changes import ShardChange
 from neardup_stream.sharded.voter import ShardVoter
-from worker import clients, retry
+from worker import clients
 from worker.cluster import checkpoint
 from worker.cluster.envelope import Envelope
 from worker.cluster.health import RoleHealth, Stop, forget_series
@@ -38,6 +38,7 @@ from worker.cluster.txn import RoleTransactions, role_settings
 from worker.codec import OutMessage
 from worker.metrics import Metrics
 from worker.partitions import Assignment
+from worker.runtime.policy import FailurePolicy
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -68,7 +69,7 @@ class ShardRole:
         c = settings.cluster
         self.log_partitions = [TopicPartition(c.fingerprints, p) for p in range(c.log_partitions)]
         self.assignment = Assignment(c.shards, metrics, lambda: None)
-        self._failures = 0
+        self.policy = FailurePolicy(settings.worker.retry_backoff_max_s)
         self._lost_upto: dict[int, int] = {}  # per log partition: losses reported below this
         self._restores: Restores[tuple[OwnedShard, Unreadable | None]] = Restores("shard", stop)
 
@@ -89,7 +90,7 @@ class ShardRole:
             self.metrics.role_partitions.labels("shard").set(len(self.owned))
             if not self.owned:
                 continue
-            size = max(1, c.max_records >> min(self._failures, 16))
+            size = self.policy.shrunk(c.max_records)
             polled = self.reader.poll(
                 timeout_ms=self.settings.worker.poll_timeout_ms, max_records=size
             )
@@ -99,16 +100,14 @@ class ShardRole:
             try:
                 self._commit(self._vote(polled))
             except Exception:
-                self._failures += 1
+                delay = self.policy.failed()
                 self.health.failed()
                 log.exception("shard transaction failed; rebuilding shards %s", sorted(self.owned))
                 self.metrics.role_failures.labels("shard").inc()
                 self.owned.clear()
-                self._stop.wait(
-                    retry.backoff_s(self.settings.worker.retry_backoff_max_s, self._failures)
-                )
+                self._stop.wait(delay)
                 continue
-            self._failures = 0
+            self.policy.succeeded()
             self.health.succeeded()
 
     def close(self) -> None:
