@@ -22,10 +22,11 @@ from kafka import TopicPartition
 
 from worker import clients, retry, security_errors, snapshots, topics
 from worker.changelog import pipeline_of, topic_of
-from worker.decide import BatchOutput, InputRecord, Source, Unrecordable, decide
+from worker.decide import Unrecordable, decide
 from worker.indexes import PartitionIndexes
 from worker.metrics import Metrics, account, index_gauges
 from worker.partitions import Assignment, rewind_to_committed, update_lag
+from worker.records import BatchOutput, InputRecord, Source
 from worker.rejections import Rejections
 from worker.runtime.policy import FailurePolicy
 from worker.settings import Settings

@@ -30,7 +30,7 @@ from prometheus_client import (
 from neardup_stream.deduplicator import Deduplicator
 
 if TYPE_CHECKING:
-    from worker.decide import BatchOutput
+    from worker.records import BatchOutput
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 

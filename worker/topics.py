@@ -27,8 +27,8 @@ from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
 from kafka.errors import InvalidPartitionsError, TopicAlreadyExistsError
 
 from worker import changelog
+from worker.admission import DecideRules
 from worker.clients import common_config
-from worker.decide import DecideRules
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)

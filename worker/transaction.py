@@ -25,7 +25,7 @@ from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartitio
 
 from worker import clients, failpoints
 from worker.changelog import topic_of
-from worker.decide import BatchOutput, Source
+from worker.records import BatchOutput, Source
 from worker.runtime.policy import blame
 from worker.settings import Settings
 

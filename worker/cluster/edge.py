@@ -17,13 +17,14 @@ from kafka import OffsetAndMetadata, TopicPartition
 
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from worker import clients
+from worker.admission import DecideRules
 from worker.cluster.handover import Handover
 from worker.cluster.health import RoleHealth, forget_series
 from worker.cluster.ingest import Ingested, ingest
 from worker.cluster.txn import RoleTransactions, role_settings
-from worker.decide import DecideRules, InputRecord, Source
 from worker.metrics import Metrics
 from worker.partitions import rewind_to_committed
+from worker.records import InputRecord, Source
 from worker.runtime.policy import FailurePolicy
 from worker.settings import Settings
 

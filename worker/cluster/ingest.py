@@ -16,9 +16,10 @@ from neardup_stream.mapping import domain_of
 from neardup_stream.models import Document
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.home import domain_partition
+from worker.admission import DecideRules, admit, record_times
 from worker.cluster.envelope import POSITION_BITS, Envelope, Passage
 from worker.codec import OutMessage
-from worker.decide import BatchOutput, DecideRules, InputRecord, admit, record_times
+from worker.records import BatchOutput, InputRecord
 
 # Room a document's fingerprints take in a log record (sketch, keys, small shingle sets).
 PER_DOCUMENT_BYTES = 4096
