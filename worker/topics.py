@@ -74,7 +74,7 @@ def ensure_topics(settings: Settings) -> TopicLayout:
         changelog_topic = changelog.topic_of(settings)
     except ValueError as exc:
         raise RuntimeError(str(exc)) from None
-    how = "named" if topics.changelog is not None else "derived from the group id"
+    how = "derived from the group id" if settings.is_derived("topics.changelog") else "named"
     log.info("index changelog %s (%s) of %s", changelog_topic, how, _pipeline(settings))
     admin = _admin(settings)
     try:
