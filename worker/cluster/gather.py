@@ -46,6 +46,7 @@ from worker.codec import OutMessage
 from worker.metrics import Metrics
 from worker.partitions import Assignment
 from worker.rejections import Rejections
+from worker.runtime import following
 from worker.runtime.policy import FailurePolicy
 from worker.settings import Settings
 
@@ -144,11 +145,15 @@ class GatherRole:
         more; when rebuilt after a failure it meets the record again.
         """
         c = self.settings.cluster
-        for p in (set(self.owned) - assigned) | dropped | (self._stopped_changelogs() - assigned):
+        stopped = self._stopped_changelogs()
+        gone = following.leaving(
+            set(self.owned), self._restores.pending(), assigned, dropped, stopped
+        )
+        for p in gone.release:
             self.owned.pop(p, None)
             self.gatherers.pop(p, None)
             self._release(p)
-        for p in (self._restores.pending() - assigned) | dropped:
+        for p in gone.cancel:
             self._restores.cancel(p)
         gained = set()
         for p, (gatherer, start, unreadable) in self._restores.finished():
@@ -157,8 +162,8 @@ class GatherRole:
                 continue
             self._take_on(p, gatherer, start)
             gained.add(p)
-        wanted = assigned - set(self.owned) - self._stopped_changelogs()
-        for p in sorted(wanted - self._restores.pending()):
+        pending, stopped = self._restores.pending(), self._stopped_changelogs()
+        for p in following.to_restore(assigned, set(self.owned), pending, stopped):
             self._release(p)
             votes_tp = TopicPartition(c.votes, p)
             _paused(self.consumer, votes_tp, True)  # its votes are read once restored

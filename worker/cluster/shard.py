@@ -38,6 +38,7 @@ from worker.cluster.txn import RoleTransactions, role_settings
 from worker.codec import OutMessage
 from worker.metrics import Metrics
 from worker.partitions import Assignment
+from worker.runtime import following
 from worker.runtime.policy import FailurePolicy
 from worker.settings import Settings
 
@@ -121,11 +122,15 @@ class ShardRole:
         """Drop shards no longer assigned (or lost); restore gained ones in the background
         (the other shards keep voting meanwhile) and take them on once restored."""
         c = self.settings.cluster
-        for s in (set(self.owned) - assigned) | dropped:
+        stopped = self._stopped_changelogs()
+        gone = following.leaving(
+            set(self.owned), self._restores.pending(), assigned, dropped, stopped
+        )
+        for s in gone.release:
             self.owned.pop(s, None)
             self.health.release(c.shard_changelog, s)
             forget_series(self.metrics.role_lag, "shard", str(s))
-        for s in (self._restores.pending() - assigned) | dropped:
+        for s in gone.cancel:
             self._restores.cancel(s)
         restored = False
         for s, (shard, unreadable) in self._restores.finished():
@@ -135,14 +140,18 @@ class ShardRole:
             self.owned[s] = shard
             restored = True
             log.info("shard %d: %d documents, resuming at %s", s, len(shard.voter), shard.next)
-        for s in sorted(assigned - set(self.owned) - self._restores.pending()):
-            if self.health.is_stopped(c.shard_changelog, s):
-                continue
+        pending, stopped = self._restores.pending(), self._stopped_changelogs()
+        for s in following.to_restore(assigned, set(self.owned), pending, stopped):
             start = checkpoint.read(self.consumer, TopicPartition(c.shards, s))
             self._restores.start(s, functools.partial(self._restore, s, start))
         self.metrics.partitions_restoring.set(len(self._restores.pending()))
         if restored:
             self._seek_log()
+
+    def _stopped_changelogs(self) -> set[int]:
+        """Shards stopped at an unreadable shard-changelog record."""
+        topic = self.settings.cluster.shard_changelog
+        return {stop.partition for stop in self.health.stopped() if stop.topic == topic}
 
     def _restore(
         self, s: int, start: dict[int, int], should_stop: Callable[[], bool]
