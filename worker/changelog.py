@@ -85,8 +85,10 @@ _TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
 def topic_of(settings: Settings) -> str:
     """The changelog topic: named (`topics.changelog`) or `<group id>.changelog`; raises
     ValueError when the name derived from the group id is no valid topic name."""
-    name = settings.topics.changelog_for(settings.worker.group_id)
-    if settings.topics.changelog is None and not _TOPIC_NAME.fullmatch(name):
+    name = settings.topics.changelog
+    if name is None:  # only a `TopicSettings` built alone leaves it unset
+        raise ValueError("topics.changelog is not set")
+    if settings.is_derived("topics.changelog") and not _TOPIC_NAME.fullmatch(name):
         raise ValueError(
             f"the default changelog topic {name!r}, derived from group id "
             f"{settings.worker.group_id!r}, is not a valid Kafka topic name; name one with "

@@ -27,6 +27,7 @@ from worker import changelog, clients, topics
 from worker.metrics import Metrics, index_gauges
 from worker.partitions import Assignment
 from worker.restore import OtherPipeline, RestoreInterrupted, restore_partitions
+from worker.runtime import following
 from worker.settings import Settings
 
 Indexes = dict[int, Deduplicator]
@@ -67,9 +68,11 @@ class PartitionIndexes(dict[int, Deduplicator]):
         if self.assignment.rebalancing:
             return  # revoked, not yet reassigned: what stays is not known yet
         owned, dropped = self.assignment.take()
-        self.drop({p for p in self if p not in owned or p in dropped})
         job = self._job
-        if job is not None and (job.partitions - owned or job.partitions & dropped):
+        restoring = set() if job is None else job.partitions
+        gone = following.leaving(set(self), restoring, owned, dropped)
+        self.drop(gone.release)
+        if job is not None and gone.cancel & restoring:  # one job restores them all
             job.cancel()
             self._job = job = None
         if job is not None and job.done:

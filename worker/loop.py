@@ -22,11 +22,13 @@ from kafka import TopicPartition
 
 from worker import clients, retry, security_errors, snapshots, topics
 from worker.changelog import pipeline_of, topic_of
-from worker.decide import BatchOutput, InputRecord, Source, Unrecordable, decide
+from worker.decide import Unrecordable, decide
 from worker.indexes import PartitionIndexes
 from worker.metrics import Metrics, account, index_gauges
 from worker.partitions import Assignment, rewind_to_committed, update_lag
+from worker.records import BatchOutput, InputRecord, Source
 from worker.rejections import Rejections
+from worker.runtime.policy import FailurePolicy
 from worker.settings import Settings
 from worker.transaction import Publisher, PublishFailure
 
@@ -44,7 +46,7 @@ class Worker:
         self.consuming = False
         self.rejected = Rejections(settings.topics.dlq)
         self._stop = threading.Event()
-        self._failures = 0
+        self.policy = FailurePolicy(settings.worker.retry_backoff_max_s)
         self._revoke_failure: PublishFailure | None = None
         self._last_snapshot = time.monotonic()
 
@@ -96,7 +98,7 @@ class Worker:
 
     def _batch_size(self) -> int:
         """Shrinks with consecutive failures, so a batch that keeps failing is bisected."""
-        return max(1, self.settings.worker.max_batch >> min(self._failures, 20))
+        return self.policy.shrunk(self.settings.worker.max_batch)
 
     def _live(self, polled: dict[TopicPartition, list]) -> list[InputRecord]:
         """Records of partitions with a complete index; others are rewound for later."""
@@ -139,7 +141,7 @@ class Worker:
     def _committed(self, output: BatchOutput, committed_at: float) -> None:
         """A batch committed (on the commit thread): count it; failures are over."""
         account(self.metrics, output, committed_at)
-        self._failures = 0
+        self.policy.succeeded()
 
     def _settle_before_revoke(self) -> None:
         """Rebalance listener: commit what is in flight while the partitions are ours."""
@@ -157,7 +159,7 @@ class Worker:
             self.rejected.undecidable(records[0].source, error)
         else:
             log.error("deciding %d records failed; retrying smaller", len(records), exc_info=error)
-            self._failures += 1
+            self.policy.bisect()
         self._recover(failure, also=touched, backoff=False)
 
     def _recover(
@@ -168,8 +170,7 @@ class Worker:
         for source, why in failure.rejected.items():
             self.rejected.unpublishable(source, why)
         if backoff and not failure.rejected:
-            self._failures += 1
-            delay = self._backoff(self._failures - 1)
+            delay = self.policy.failed()
             log.error("a batch failed; retrying in %.1f s", delay, exc_info=failure.error)
             self._stop.wait(delay)
         self.indexes.drop(failure.partitions | (also or set()))  # they ran ahead of the commit

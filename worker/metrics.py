@@ -1,8 +1,12 @@
 """Prometheus metrics of the worker, built on an injected registry, and the HTTP listener.
 
-`build_metrics(registry)` creates every metric on the given registry, so tests use a fresh
-`CollectorRegistry`. `serve(...)` exposes `/metrics` and `/healthz` (200 only once the index
-has been restored; 503 before) on a configurable address.
+`build_metrics(registry)` creates every metric on the given registry (tests use a fresh
+`CollectorRegistry`); both topologies export the same set, the cluster roles with a `role`
+label where one is documented (`docs/metrics.md` lists them). `account` counts a committed
+batch of the single worker, `index_gauges` its per-partition index sizes. `MetricsServer`
+exposes `/metrics` and `/healthz` on a configurable address: 200 once the process is ready
+(the single worker: every owned partition restored; a cluster replica: settings agreed and
+every role healthy), 503 before and while unready.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from prometheus_client import (
 from neardup_stream.deduplicator import Deduplicator
 
 if TYPE_CHECKING:
-    from worker.decide import BatchOutput
+    from worker.records import BatchOutput
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 

@@ -59,10 +59,10 @@ class KafkaSettings(_Section):
 class TopicSettings(_Section):
     """Topic names, and how to create them when they are missing.
 
-    The changelog holds one pipeline's index (`worker.changelog`); unless named, it is
-    `<group id>.changelog` (`changelog_for`), so pipelines of different groups never share
-    one by default; with the default group `neardup` that is `neardup.changelog`, the name
-    earlier versions used for every group.
+    The changelog holds one pipeline's index (`worker.changelog`); unless named, `Settings`
+    derives it as `<group id>.changelog` (`DERIVED_TOPICS`, like the internal topics), so
+    pipelines of different groups never share one by default; with the default group
+    `neardup` that is `neardup.changelog`, the name earlier versions used for every group.
     """
 
     input: str = "documents"
@@ -90,10 +90,6 @@ class TopicSettings(_Section):
                     "needs a topic of its own (topics.changelog)"
                 )
         return self
-
-    def changelog_for(self, group_id: str) -> str:
-        """The changelog topic of the pipeline consuming as `group_id`."""
-        return self.changelog if self.changelog is not None else f"{group_id}.changelog"
 
 
 class WorkerSettings(_Section):
@@ -141,7 +137,7 @@ class WorkerSettings(_Section):
 class ClusterSettings(_Section):
     """Scale-out: replicas share one sharded index through internal topics (`worker.cluster`).
 
-    The internal topics' names default to `<group>.<suffix>` (`INTERNAL_TOPICS`), so two
+    The internal topics' names default to `<group>.<suffix>` (`DERIVED_TOPICS`), so two
     pipelines with different group ids never share them; with the default group `neardup`
     they are `neardup.fingerprints`, ... Names given explicitly win.
     """
@@ -174,14 +170,17 @@ class ClusterSettings(_Section):
     )
 
 
-# Field of `ClusterSettings` -> suffix of its default name, `<group>.<suffix>`.
-INTERNAL_TOPICS = {
-    "fingerprints": "fingerprints",
-    "votes": "votes",
-    "shards": "shards",
-    "shard_changelog": "shard-changelog",
-    "gather_changelog": "gather-changelog",
-    "control": "control",
+# Every topic whose default name is derived from the group id: "section.field" -> suffix of
+# its default name, `<group>.<suffix>`. One mechanism for the single worker's changelog and
+# the cluster's internal topics; a name given explicitly wins.
+DERIVED_TOPICS = {
+    "topics.changelog": "changelog",
+    "cluster.fingerprints": "fingerprints",
+    "cluster.votes": "votes",
+    "cluster.shards": "shards",
+    "cluster.shard_changelog": "shard-changelog",
+    "cluster.gather_changelog": "gather-changelog",
+    "cluster.control": "control",
 }
 # `dedup.home_shards` in cluster mode when it is not set: divisible by 1, 2, 3, 4, 6, 8, 12, 24
 # replicas, so the index spreads evenly over any of them.
@@ -202,8 +201,8 @@ class Settings(EngineSettings):
     """Everything the worker can be configured with.
 
     Derived at construction, and derived again after `with_overrides` (so a flag such as
-    `--group-id` or `--cluster` moves them along): the internal topic names nobody set
-    (`<group>.<suffix>`), and `dedup.home_shards` = `CLUSTER_HOME_SHARDS` in cluster mode
+    `--group-id` or `--cluster` moves them along): the changelog and internal topic names
+    nobody set (`<group>.<suffix>`, `DERIVED_TOPICS`), and `dedup.home_shards` = `CLUSTER_HOME_SHARDS` in cluster mode
     when it is not set (and precise mode, which needs 1, is off).
     """
 
@@ -221,12 +220,13 @@ class Settings(EngineSettings):
         if isinstance(data, dict):
             data = dict(data)
             group = _given(data.get("worker"), "group_id") or WorkerSettings().group_id
-            cluster = _given_fields(data.get("cluster"))
-            for name, suffix in INTERNAL_TOPICS.items():
-                if cluster.get(name) is None:
-                    cluster[name] = f"{group}.{suffix}"
-                    derived.add(f"cluster.{name}")
-            data["cluster"] = cluster
+            sections = {name: _given_fields(data.get(name)) for name in ("topics", "cluster")}
+            for path, suffix in DERIVED_TOPICS.items():
+                section, name = path.split(".")
+                if sections[section].get(name) is None:
+                    sections[section][name] = f"{group}.{suffix}"
+                    derived.add(path)
+            data.update(sections)
         settings = handler(data)
         dedup = settings.dedup
         if (
@@ -244,6 +244,7 @@ class Settings(EngineSettings):
 
     def _check_cluster(self) -> None:
         if not self.cluster.enabled:
+            self._check_no_domains()
             return
         if not self.worker.exactly_once:
             raise ValueError(
@@ -266,6 +267,22 @@ class Settings(EngineSettings):
                 f"dedup.max_future_skew_seconds ({self.dedup.max_future_skew_seconds}) + a "
                 f"margin of {RETENTION_MARGIN_MS} ms, or a restore misses documents"
             )
+
+    def _check_no_domains(self) -> None:
+        """The single worker keeps one index per input partition and compares every document
+        of it: a dedup domain setting would be silently ignored, so it is refused."""
+        for name in ("domain_field", "domain_header", "domain_key_separator"):
+            if getattr(self.input, name) is not None:
+                flag = "--" + name.replace("_", "-")
+                raise ValueError(
+                    f"input.{name} ({flag}) needs cluster.enabled (--cluster): only the "
+                    "scale-out roles compare documents within their domain; the single "
+                    "worker would ignore it. Add --cluster, or drop the setting"
+                )
+
+    def is_derived(self, path: str) -> bool:
+        """Whether the setting at "section.field" was derived rather than given."""
+        return path in self._derived
 
     @property
     def min_retention_ms(self) -> int | None:

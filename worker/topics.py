@@ -27,8 +27,8 @@ from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
 from kafka.errors import InvalidPartitionsError, TopicAlreadyExistsError
 
 from worker import changelog
+from worker.admission import DecideRules
 from worker.clients import common_config
-from worker.decide import DecideRules
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -74,7 +74,7 @@ def ensure_topics(settings: Settings) -> TopicLayout:
         changelog_topic = changelog.topic_of(settings)
     except ValueError as exc:
         raise RuntimeError(str(exc)) from None
-    how = "named" if topics.changelog is not None else "derived from the group id"
+    how = "derived from the group id" if settings.is_derived("topics.changelog") else "named"
     log.info("index changelog %s (%s) of %s", changelog_topic, how, _pipeline(settings))
     admin = _admin(settings)
     try:

@@ -22,24 +22,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
-from kafka import errors as kafka_errors
 
 from worker import clients, failpoints
 from worker.changelog import topic_of
-from worker.decide import BatchOutput, Source
+from worker.records import BatchOutput, Source
+from worker.runtime.policy import blame
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
-
-# Broker or client rejections that repeat whenever the same record is sent again.
-DETERMINISTIC = (
-    kafka_errors.MessageSizeTooLargeError,
-    kafka_errors.RecordListTooLargeError,
-    kafka_errors.InvalidRecordError,
-    kafka_errors.CorruptRecordError,
-    kafka_errors.InvalidTimestampError,
-)
-
 
 COMMIT_POLL_S = 0.05
 
@@ -160,22 +150,12 @@ class Publisher:
             future.get(timeout=timeout)
 
     def _failure(self, sent: _Sent, error: BaseException) -> PublishFailure:
-        """Which input to blame: the one send() refused, else the largest message the broker
-        rejected (a rejection fails the other records of its batch too, so only one is
-        blamed per round; a replay that fails again blames the next)."""
+        """The failure, naming the one input a deterministic rejection is blamed on
+        (`runtime.policy.blame`)."""
         failure = PublishFailure(error, sent.output.partitions)
-        messages, sources = sent.output.messages, sent.output.message_sources
-        if isinstance(error, DETERMINISTIC) and len(sent.futures) < len(sources):
-            failure.rejected[sources[len(sent.futures)]] = _describe(error)
-            return failure
-        rejected = [
-            i
-            for i, f in enumerate(sent.futures)
-            if f.is_done and isinstance(f.exception, DETERMINISTIC)
-        ]
-        if rejected:
-            i = max(rejected, key=lambda j: len(messages[j].value) + len(messages[j].key or b""))
-            failure.rejected[sources[i]] = _describe(sent.futures[i].exception)
+        found = blame(error, sent.futures, sent.output.messages)
+        if found is not None:
+            failure.rejected[sent.output.message_sources[found.position]] = found.why
         return failure
 
     def reset(self) -> None:
@@ -188,7 +168,3 @@ class Publisher:
 
     def close(self) -> None:
         self.producer.close(timeout=10)
-
-
-def _describe(error: BaseException) -> str:
-    return f"the broker rejected the output: {type(error).__name__}: {error}"[:1000]

@@ -1,4 +1,4 @@
-"""Scale-out: an output the broker rejects for good dead-letters its input in the gather."""
+"""Scale-out: an output the broker rejects for good dead-letters its input (gather and edge)."""
 
 from __future__ import annotations
 
@@ -41,6 +41,38 @@ def test_a_pass_through_the_broker_rejects_is_dead_lettered_once_by_the_gather(
         (letter,) = [json.loads(m.value) for m in read_all(kafka_bootstrap, topics.dlq, 1)]
         assert letter["reason"] == "unpublishable" and letter["source"]["offset"] == 8
         assert "rejected" in letter["message"]
+        wait_metric(
+            worker, "neardup_dlq_messages_total", 'reason="unpublishable"', lambda v: v == 1
+        )
+        assert worker.alive() and worker.http("/healthz")[0] == 200
+    finally:
+        assert worker.stop() == 0, worker.log()
+
+
+def test_a_dead_letter_the_broker_rejects_is_dead_lettered_again_without_payload_by_the_edge(
+    kafka_bootstrap: str, kafka_admin: KafkaAdminClient, topics: Topics, tmp_path: Path
+) -> None:
+    docs = stream(12, seed=44)
+    [worker] = replicas(kafka_bootstrap, topics, tmp_path, 1)
+    try:
+        worker.wait_ready()
+        produce_to(kafka_bootstrap, topics.input, [(0, d) for d in docs[:4]])
+        assert len(decisions(kafka_bootstrap, topics, 4)) == 4
+        # The dead-letter topic is shrunk under the running replica: the dead letter of a
+        # large malformed input (its payload kept) no longer fits; only the broker refuses it.
+        resource = ConfigResource(
+            ConfigResourceType.TOPIC, topics.dlq, {"max.message.bytes": "4000"}
+        )
+        kafka_admin.alter_configs([resource])
+        malformed = {"id": "no-text", "body": "y" * 20_000}
+        produce_to(kafka_bootstrap, topics.input, [(0, d) for d in [*docs[4:8], malformed]])
+        produce_to(kafka_bootstrap, topics.input, [(0, d) for d in docs[8:]])
+        got = decisions(kafka_bootstrap, topics, len(docs), timeout=180)
+        assert set(got) == {str(d["id"]) for d in docs}
+        assert all(len(v) == 1 for v in got.values())
+        (letter,) = [json.loads(m.value) for m in read_all(kafka_bootstrap, topics.dlq, 1)]
+        assert letter["reason"] == "unpublishable" and letter["source"]["offset"] == 8
+        assert "rejected" in letter["message"] and letter["raw_base64"] == ""
         wait_metric(
             worker, "neardup_dlq_messages_total", 'reason="unpublishable"', lambda v: v == 1
         )

@@ -1,6 +1,9 @@
 """The edge role: input -> fingerprint log (and dead letters), one transaction per batch.
 
-A failed transaction replays from the committed input offsets with a halved batch; the
+A failed transaction replays from the committed input offsets with a halved batch (the
+failure policy, `runtime.policy`); a dead letter the broker rejects for good is blamed on its
+input, which the replay dead-letters as `unpublishable` (then without payload), as the single
+worker and the gather do, instead of retrying the same rejection forever. The
 consumer lag of the input partitions is exported as the single worker does
 (`neardup_consumer_lag_messages`) and as the edge's `neardup_role_lag_messages`. A
 committed input offset older than the partition's log start is reported as lost.
@@ -16,14 +19,17 @@ import time
 from kafka import OffsetAndMetadata, TopicPartition
 
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
-from worker import clients, retry
+from worker import clients
+from worker.admission import DecideRules
 from worker.cluster.handover import Handover
 from worker.cluster.health import RoleHealth, forget_series
 from worker.cluster.ingest import Ingested, ingest
-from worker.cluster.txn import RoleTransactions, role_settings
-from worker.decide import DecideRules, InputRecord, Source
+from worker.cluster.txn import Rejected, RoleTransactions, role_settings
 from worker.metrics import Metrics
 from worker.partitions import rewind_to_committed
+from worker.records import InputRecord, Source
+from worker.rejections import Rejections
+from worker.runtime.policy import FailurePolicy
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -49,6 +55,7 @@ class EdgeRole:
         self.fingerprinter = DocumentFingerprinter(settings.dedup)
         self.health = RoleHealth("edge", metrics)
         self._lagging: set[int] = set()
+        self.rejections = Rejections(settings.topics.dlq)
 
     def healthy(self) -> bool:
         return self.health.healthy()
@@ -56,9 +63,9 @@ class EdgeRole:
     def run(self) -> None:
         s = self.settings
         self.consumer.subscribe([s.topics.input])
-        failures = 0
+        policy = FailurePolicy(s.worker.retry_backoff_max_s)
         while not self._stop.is_set():
-            size = max(1, s.worker.max_batch >> min(failures, 16))
+            size = policy.shrunk(s.worker.max_batch)
             polled = self.consumer.poll(timeout_ms=s.worker.poll_timeout_ms, max_records=size)
             self.metrics.role_partitions.labels("edge").set(len(self.consumer.assignment()))
             self._export_lag()
@@ -82,23 +89,38 @@ class EdgeRole:
             }
             try:
                 self.txn.commit(out.messages, offsets)
-            except Exception:
-                failures += 1
-                self.health.failed()
-                log.exception("edge transaction failed; replaying from committed offsets")
-                self.metrics.role_failures.labels("edge").inc()
-                self._stop.wait(retry.backoff_s(s.worker.retry_backoff_max_s, failures))
-                owned = {tp.partition for tp in self.consumer.assignment()}
-                try:
-                    rewind_to_committed(self.consumer, s.topics.input, owned)
-                except Exception:
-                    log.exception("rewind failed")
+            except Rejected as exc:
+                source = out.sources[exc.index]
+                if source is not None:  # its replay dead-letters it smaller: no backoff
+                    self.rejections.unpublishable(source, exc.why)
+                    self.metrics.role_failures.labels("edge").inc()
+                    self._rewind()
+                    continue
+                self._failed(policy.failed())
                 continue
-            failures = 0
+            except Exception:
+                self._failed(policy.failed())
+                continue
+            policy.succeeded()
             self.health.succeeded()
             self.metrics.role_transactions.labels("edge").inc()
             for reason in out.dead:
                 self.metrics.dlq.labels(reason).inc()
+
+    def _failed(self, delay: float) -> None:
+        """A transient failure: count it, back off, replay from the committed offsets."""
+        self.health.failed()
+        log.exception("edge transaction failed; replaying from committed offsets")
+        self.metrics.role_failures.labels("edge").inc()
+        self._stop.wait(delay)
+        self._rewind()
+
+    def _rewind(self) -> None:
+        owned = {tp.partition for tp in self.consumer.assignment()}
+        try:
+            rewind_to_committed(self.consumer, self.settings.topics.input, owned)
+        except Exception:
+            log.exception("rewind failed")
 
     def _export_lag(self) -> None:
         topic = self.settings.topics.input
@@ -141,12 +163,21 @@ class EdgeRole:
             records, lambda r: self.handover.publishes(r.source)
         ):
             part = ingest(
-                list(run), self.rules, self.fingerprinter, c.fingerprints, c.log_partitions, now
+                list(run),
+                self.rules,
+                self.fingerprinter,
+                c.fingerprints,
+                c.log_partitions,
+                now,
+                self.rejections,
             )
             if not published:
-                part.messages = [m for m in part.messages if m.topic == c.fingerprints]
+                kept = [i for i, m in enumerate(part.messages) if m.topic == c.fingerprints]
+                part.messages = [part.messages[i] for i in kept]
+                part.sources = [part.sources[i] for i in kept]
                 part.dead = []
             out.messages += part.messages
+            out.sources += part.sources
             out.dead += part.dead
             out.documents += part.documents
             for tp, offset in part.offsets.items():

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from neardup_stream.sharded.fingerprints import FingerprintBatch
-from worker.decide import Source
+from worker.records import Source
 
 MAGIC = b"NE"
 VERSION = 1

@@ -33,7 +33,7 @@ from neardup_stream.sharded.changes import FirstDecisions
 from neardup_stream.sharded.gather import Gatherer
 from neardup_stream.sharded.join import Pending, VoteJoin
 from neardup_stream.sharded.votes import Votes
-from worker import clients, retry
+from worker import clients
 from worker.cluster import checkpoint
 from worker.cluster.envelope import Envelope
 from worker.cluster.handover import Handover
@@ -46,6 +46,8 @@ from worker.codec import OutMessage
 from worker.metrics import Metrics
 from worker.partitions import Assignment
 from worker.rejections import Rejections
+from worker.runtime import following
+from worker.runtime.policy import FailurePolicy
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -77,7 +79,7 @@ class GatherRole:
         self.owned: dict[int, VoteJoin[Envelope]] = {}
         self.gatherers: dict[int, Gatherer] = {}
         self.rejections = Rejections(settings.topics.dlq)
-        self._failures = 0
+        self.policy = FailurePolicy(settings.worker.retry_backoff_max_s)
         self._restores: Restores[tuple[Gatherer, int, Unreadable | None]] = Restores("gather", stop)
 
     def healthy(self) -> bool:
@@ -107,22 +109,23 @@ class GatherRole:
             except Rejected as exc:
                 source = batch.sources[exc.index]
                 if source is None:  # cannot be dead-lettered: fail and retry, visibly
-                    self._failed("a gather changelog record was rejected: " + exc.why)
-                    self._stop.wait(retry.backoff_s(w.retry_backoff_max_s, self._failures))
+                    self._stop.wait(
+                        self._failed("a gather changelog record was rejected: " + exc.why)
+                    )
                 else:  # the rebuild decides it again and dead-letters it instead
                     self.rejections.unpublishable(source, exc.why)
                     self.metrics.role_failures.labels("gather").inc()
                 self.owned.clear()
                 continue
             except Exception:
-                self._failures += 1
+                delay = self.policy.failed()
                 self.health.failed()
                 log.exception("gather transaction failed; rebuilding %s", sorted(self.owned))
                 self.metrics.role_failures.labels("gather").inc()
                 self.owned.clear()
-                self._stop.wait(retry.backoff_s(w.retry_backoff_max_s, self._failures))
+                self._stop.wait(delay)
                 continue
-            self._failures = 0
+            self.policy.succeeded()
             self.health.succeeded()
             batch.account(self.metrics)
 
@@ -142,11 +145,15 @@ class GatherRole:
         more; when rebuilt after a failure it meets the record again.
         """
         c = self.settings.cluster
-        for p in (set(self.owned) - assigned) | dropped | (self._stopped_changelogs() - assigned):
+        stopped = self._stopped_changelogs()
+        gone = following.leaving(
+            set(self.owned), self._restores.pending(), assigned, dropped, stopped
+        )
+        for p in gone.release:
             self.owned.pop(p, None)
             self.gatherers.pop(p, None)
             self._release(p)
-        for p in (self._restores.pending() - assigned) | dropped:
+        for p in gone.cancel:
             self._restores.cancel(p)
         gained = set()
         for p, (gatherer, start, unreadable) in self._restores.finished():
@@ -155,8 +162,8 @@ class GatherRole:
                 continue
             self._take_on(p, gatherer, start)
             gained.add(p)
-        wanted = assigned - set(self.owned) - self._stopped_changelogs()
-        for p in sorted(wanted - self._restores.pending()):
+        pending, stopped = self._restores.pending(), self._stopped_changelogs()
+        for p in following.to_restore(assigned, set(self.owned), pending, stopped):
             self._release(p)
             votes_tp = TopicPartition(c.votes, p)
             _paused(self.consumer, votes_tp, True)  # its votes are read once restored
@@ -269,8 +276,8 @@ class GatherRole:
 
     def _decide(self) -> Outcomes:
         w = self.settings.worker
-        limit_bytes = max(1 << 20, TXN_BYTES >> min(self._failures, 16))
-        limit_records = max(1, w.max_batch >> min(self._failures, 16))
+        limit_bytes = self.policy.shrunk(TXN_BYTES, floor=1 << 20)
+        limit_records = self.policy.shrunk(w.max_batch)
         batch = Outcomes(self.settings, self.rejections, self.handover)
         decided = 0
         for p, join in list(self.owned.items()):
@@ -296,11 +303,13 @@ class GatherRole:
         self.txn.commit(messages, offsets)
         self.metrics.role_transactions.labels("gather").inc()
 
-    def _failed(self, why: str) -> None:
-        self._failures += 1
+    def _failed(self, why: str) -> float:
+        """Count a failure that is not a transaction's; the seconds to back off."""
+        delay = self.policy.failed()
         self.health.failed()
         log.error("gather transaction failed: %s", why)
         self.metrics.role_failures.labels("gather").inc()
+        return delay
 
     def _export_progress(self) -> None:
         """Per log partition: undecided records, the oldest one's age, the shard it waits for."""

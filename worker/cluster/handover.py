@@ -23,7 +23,7 @@ from kafka import KafkaAdminClient, TopicPartition
 from worker import clients
 from worker.cluster import checkpoint, control
 from worker.cluster.envelope import Envelope
-from worker.decide import Source
+from worker.records import Source
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)

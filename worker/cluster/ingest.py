@@ -2,12 +2,14 @@
 
 Every input gets one outcome: a dead letter (the single worker's reasons and bounds), or a
 place in one fingerprint-log record of its domain's log partition. Inputs of one input
-partition keep their order within each log partition.
+partition keep their order within each log partition. An input whose dead letter the broker
+rejected before (`rejected`, from the failure policy's blame) is dead-lettered as
+`unpublishable`, then without its payload, as in the single worker.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -18,9 +20,10 @@ from neardup_stream.mapping import domain_of
 from neardup_stream.models import Document
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.home import domain_partition
+from worker.admission import DecideRules, admit, record_times
 from worker.cluster.envelope import POSITION_BITS, Envelope, Passage
 from worker.codec import OutMessage
-from worker.decide import BatchOutput, DecideRules, InputRecord, admit, record_times
+from worker.records import BatchOutput, InputRecord, Rejection, Source
 
 # Room a document's fixed-size fingerprint fields take in a log record (hashes, sizes, time,
 # offsets, flags, the passage's source); its id and domain come from its value.
@@ -33,6 +36,8 @@ class Ingested:
     """What one edge transaction publishes, and the next input offsets it commits."""
 
     messages: list[OutMessage] = field(default_factory=list)
+    # the input of each message: a dead letter's; None for a fingerprint-log record
+    sources: list[Source | None] = field(default_factory=list)
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     documents: int = 0
     dead: list[str] = field(default_factory=list)
@@ -45,12 +50,13 @@ def ingest(
     fingerprints_topic: str,
     log_partitions: int,
     now: float,
+    rejected: Mapping[Source, Rejection] | None = None,
 ) -> Ingested:
     """Parse, dead-letter or fingerprint every record (see the module docstring)."""
     admitted = BatchOutput()  # dead letters and offsets
     groups: dict[int, tuple[list[Document], list[str], list[InputRecord]]] = {}
     for record in records:
-        parsed = admit(admitted, record, rules, {})
+        parsed = admit(admitted, record, rules, rejected or {})
         if parsed is None:
             continue
         domain = domain_of(rules.mapping, parsed, record.key, record.headers)
@@ -60,7 +66,8 @@ def ingest(
         docs.append(parsed)
         domains.append(domain)
         kept.append(record)
-    out = Ingested(admitted.messages, admitted.offsets, 0, admitted.dead)
+    sources: list[Source | None] = list(admitted.message_sources)
+    out = Ingested(admitted.messages, sources, admitted.offsets, 0, admitted.dead)
     for partition, (docs, domains, kept) in sorted(groups.items()):
         room = fingerprint_bytes(fingerprinter.config)
         for a, b in _chunks(kept, rules.max_message_bytes, room):
@@ -70,6 +77,7 @@ def ingest(
             passages = [Passage(r.source, r.timestamp_ms, r.key, r.value or b"") for r in kept[a:b]]
             value = Envelope(fb, passages).pack()
             out.messages.append(OutMessage(fingerprints_topic, None, value, partition=partition))
+            out.sources.append(None)  # a log record holds many inputs: none to blame
             out.documents += b - a
     return out
 

@@ -17,11 +17,12 @@ from neardup_stream.models import Decision, ErrorRecord
 from neardup_stream.sharded.changes import FirstDecisions
 from neardup_stream.sharded.join import split_first_decisions
 from worker import codec
+from worker.admission import MAX_DLQ_KEY_BYTES
 from worker.cluster.envelope import Passage
 from worker.cluster.handover import Handover
 from worker.codec import OutMessage
-from worker.decide import MAX_DLQ_KEY_BYTES, Rejection, Source
 from worker.metrics import Metrics
+from worker.records import Rejection, Source
 from worker.rejections import Rejections
 from worker.settings import Settings
 
@@ -94,7 +95,7 @@ class Outcomes:
 
 
 def dead_letter(settings: Settings, passage: Passage, why: Rejection) -> OutMessage:
-    """The input's dead letter (bounded like the single worker's: `decide.dead_letter`)."""
+    """The input's dead letter (bounded like the single worker's: `admission.dead_letter`)."""
     error = ErrorRecord.build(
         why.reason,
         why.message,

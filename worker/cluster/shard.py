@@ -28,7 +28,7 @@ from kafka import OffsetAndMetadata, TopicPartition
 
 from neardup_stream.sharded.changes import ShardChange
 from neardup_stream.sharded.voter import ShardVoter
-from worker import clients, retry
+from worker import clients
 from worker.cluster import checkpoint
 from worker.cluster.envelope import Envelope
 from worker.cluster.health import RoleHealth, Stop, forget_series
@@ -38,6 +38,8 @@ from worker.cluster.txn import RoleTransactions, role_settings
 from worker.codec import OutMessage
 from worker.metrics import Metrics
 from worker.partitions import Assignment
+from worker.runtime import following
+from worker.runtime.policy import FailurePolicy
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -68,7 +70,7 @@ class ShardRole:
         c = settings.cluster
         self.log_partitions = [TopicPartition(c.fingerprints, p) for p in range(c.log_partitions)]
         self.assignment = Assignment(c.shards, metrics, lambda: None)
-        self._failures = 0
+        self.policy = FailurePolicy(settings.worker.retry_backoff_max_s)
         self._lost_upto: dict[int, int] = {}  # per log partition: losses reported below this
         self._restores: Restores[tuple[OwnedShard, Unreadable | None]] = Restores("shard", stop)
 
@@ -89,7 +91,7 @@ class ShardRole:
             self.metrics.role_partitions.labels("shard").set(len(self.owned))
             if not self.owned:
                 continue
-            size = max(1, c.max_records >> min(self._failures, 16))
+            size = self.policy.shrunk(c.max_records)
             polled = self.reader.poll(
                 timeout_ms=self.settings.worker.poll_timeout_ms, max_records=size
             )
@@ -99,16 +101,14 @@ class ShardRole:
             try:
                 self._commit(self._vote(polled))
             except Exception:
-                self._failures += 1
+                delay = self.policy.failed()
                 self.health.failed()
                 log.exception("shard transaction failed; rebuilding shards %s", sorted(self.owned))
                 self.metrics.role_failures.labels("shard").inc()
                 self.owned.clear()
-                self._stop.wait(
-                    retry.backoff_s(self.settings.worker.retry_backoff_max_s, self._failures)
-                )
+                self._stop.wait(delay)
                 continue
-            self._failures = 0
+            self.policy.succeeded()
             self.health.succeeded()
 
     def close(self) -> None:
@@ -122,11 +122,15 @@ class ShardRole:
         """Drop shards no longer assigned (or lost); restore gained ones in the background
         (the other shards keep voting meanwhile) and take them on once restored."""
         c = self.settings.cluster
-        for s in (set(self.owned) - assigned) | dropped:
+        stopped = self._stopped_changelogs()
+        gone = following.leaving(
+            set(self.owned), self._restores.pending(), assigned, dropped, stopped
+        )
+        for s in gone.release:
             self.owned.pop(s, None)
             self.health.release(c.shard_changelog, s)
             forget_series(self.metrics.role_lag, "shard", str(s))
-        for s in (self._restores.pending() - assigned) | dropped:
+        for s in gone.cancel:
             self._restores.cancel(s)
         restored = False
         for s, (shard, unreadable) in self._restores.finished():
@@ -136,14 +140,18 @@ class ShardRole:
             self.owned[s] = shard
             restored = True
             log.info("shard %d: %d documents, resuming at %s", s, len(shard.voter), shard.next)
-        for s in sorted(assigned - set(self.owned) - self._restores.pending()):
-            if self.health.is_stopped(c.shard_changelog, s):
-                continue
+        pending, stopped = self._restores.pending(), self._stopped_changelogs()
+        for s in following.to_restore(assigned, set(self.owned), pending, stopped):
             start = checkpoint.read(self.consumer, TopicPartition(c.shards, s))
             self._restores.start(s, functools.partial(self._restore, s, start))
         self.metrics.partitions_restoring.set(len(self._restores.pending()))
         if restored:
             self._seek_log()
+
+    def _stopped_changelogs(self) -> set[int]:
+        """Shards stopped at an unreadable shard-changelog record."""
+        topic = self.settings.cluster.shard_changelog
+        return {stop.partition for stop in self.health.stopped() if stop.topic == topic}
 
     def _restore(
         self, s: int, start: dict[int, int], should_stop: Callable[[], bool]

@@ -16,8 +16,8 @@ from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartitio
 
 from worker import clients, failpoints
 from worker.codec import OutMessage
+from worker.runtime.policy import Blame, blame
 from worker.settings import Settings
-from worker.transaction import DETERMINISTIC
 
 log = logging.getLogger(__name__)
 
@@ -26,10 +26,9 @@ class Rejected(RuntimeError):
     """The broker rejected message `index` of a transaction for a deterministic reason
     (too large, invalid): sending it again fails again."""
 
-    def __init__(self, index: int, error: BaseException) -> None:
-        why = f"the broker rejected the output: {type(error).__name__}: {error}"[:1000]
-        super().__init__(why)
-        self.index, self.why = index, why
+    def __init__(self, found: Blame) -> None:
+        super().__init__(found.why)
+        self.index, self.why = found.position, found.why
 
 
 def role_settings(settings: Settings, role: str) -> Settings:
@@ -82,9 +81,9 @@ class RoleTransactions:
             failpoints.hit(f"{self.role}_committed")
         except BaseException as exc:
             self.reset()  # a new producer with the same id fences and settles the old one
-            rejected = _rejected(exc, futures, messages)
-            if rejected is not None:
-                raise rejected from exc
+            found = blame(exc, futures, messages)
+            if found is not None:
+                raise Rejected(found) from exc
             raise
 
     def _with_deadline(self, action: Callable[[], None], timeout_s: float) -> None:
@@ -114,17 +113,3 @@ class RoleTransactions:
 
     def close(self) -> None:
         self.producer.close(timeout=5)
-
-
-def _rejected(error: BaseException, futures: list, messages: list[OutMessage]) -> Rejected | None:
-    """Which message the broker (or the client, before sending) refused for good, if any:
-    the one `send` raised on, else the largest whose delivery failed that way."""
-    if isinstance(error, DETERMINISTIC) and len(futures) < len(messages):
-        return Rejected(len(futures), error)
-    failed = [
-        i for i, f in enumerate(futures) if f.is_done and isinstance(f.exception, DETERMINISTIC)
-    ]
-    if not failed:
-        return None
-    i = max(failed, key=lambda j: len(messages[j].value) + len(messages[j].key or b""))
-    return Rejected(i, futures[i].exception)

@@ -14,6 +14,7 @@ from neardup_stream.sharded.home import domain_partition
 from worker.cluster.envelope import Envelope
 from worker.cluster.ingest import ingest
 from worker.decide import DecideRules, InputRecord, Source
+from worker.records import Rejection
 
 CONFIG = DedupConfig(home_shards=4)
 
@@ -113,3 +114,20 @@ def test_the_domain_survives_a_custom_mapping() -> None:
     )
     [env] = envelopes(out)
     assert env.fingerprints.domains == ["news.example"]
+
+
+def test_each_dead_letter_names_its_input_for_blame_and_a_log_record_none() -> None:
+    records = [record(0, doc(0)), record(1, b"{not json"), record(2, doc(2))]
+    out = ingest(records, rules(), DocumentFingerprinter(CONFIG), "fp", 1, 1.8e9)
+    assert len(out.sources) == len(out.messages)
+    by_topic = {m.topic: s for m, s in zip(out.messages, out.sources, strict=True)}
+    assert by_topic == {"q": Source("in", 0, 1), "fp": None}
+
+
+def test_an_input_whose_dead_letter_was_rejected_is_dead_lettered_as_unpublishable() -> None:
+    bad = record(1, b"{not json" + b"x" * 500)
+    rejected = {bad.source: Rejection("unpublishable", "rejected", keep_payload=False)}
+    out = ingest([bad], rules(), DocumentFingerprinter(CONFIG), "fp", 1, 1.8e9, rejected)
+    assert out.dead == ["unpublishable"] and out.sources == [bad.source]
+    letter = json.loads(out.messages[0].value)
+    assert letter["raw_base64"] == "" and letter["message"] == "rejected"

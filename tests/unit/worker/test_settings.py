@@ -1,0 +1,41 @@
+"""Worker settings refused at construction when the topology cannot honour them."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import ValidationError
+
+from worker.settings import Settings
+
+
+@pytest.mark.parametrize(
+    ("name", "flag"),
+    [
+        ("domain_field", "--domain-field"),
+        ("domain_header", "--domain-header"),
+        ("domain_key_separator", "--domain-key-separator"),
+    ],
+)
+def test_a_domain_setting_without_cluster_is_refused_naming_it(name: str, flag: str) -> None:
+    with pytest.raises(ValidationError, match=rf"input.{name} \({flag}\) needs cluster.enabled"):
+        Settings.model_validate({"input": {name: "site"}})
+
+
+def test_a_domain_setting_with_cluster_is_kept() -> None:
+    s = Settings.model_validate({"input": {"domain_field": "site"}, "cluster": {"enabled": True}})
+    assert s.input.domain_field == "site"
+
+
+def test_without_domains_the_single_worker_is_accepted() -> None:
+    assert Settings.model_validate({}).input.domain_field is None
+
+
+def test_every_derived_topic_follows_the_group_and_a_given_name_wins() -> None:
+    s = Settings.model_validate({"worker": {"group_id": "g"}, "topics": {"changelog": "mine"}})
+    assert s.topics.changelog == "mine" and not s.is_derived("topics.changelog")
+    assert s.cluster.votes == "g.votes" and s.is_derived("cluster.votes")
+    moved = s.with_overrides({"worker": {"group_id": "h"}})
+    assert moved.topics.changelog == "mine" and moved.cluster.votes == "h.votes"
+    derived = Settings.model_validate({"worker": {"group_id": "g"}})
+    assert derived.topics.changelog == "g.changelog" and derived.is_derived("topics.changelog")
+    assert derived.with_overrides({"worker": {"group_id": "h"}}).topics.changelog == "h.changelog"

@@ -1,0 +1,87 @@
+"""One failure policy for every loop (single worker, edge, shard, gather).
+
+A batch whose transaction failed is replayed: transient failures (broker down, timeouts,
+fencing) back off, doubling up to `worker.retry_backoff_max_s`, and shrink the next batch,
+halved per consecutive failure (so a batch that keeps failing is bisected down to the one
+input that causes it); a success resets both. A failure the broker causes for a deterministic
+reason (too large, invalid record) is blamed on exactly one output (`blame`): the loop
+dead-letters its input on the replay instead of sending it again, so the rejection never
+repeats. Written once here; the loops differ only in what they rebuild and where they rewind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from kafka import errors as kafka_errors
+
+from worker import retry
+from worker.codec import OutMessage
+
+# Broker or client rejections that repeat whenever the same record is sent again.
+DETERMINISTIC = (
+    kafka_errors.MessageSizeTooLargeError,
+    kafka_errors.RecordListTooLargeError,
+    kafka_errors.InvalidRecordError,
+    kafka_errors.CorruptRecordError,
+    kafka_errors.InvalidTimestampError,
+)
+
+# Consecutive failures that still shrink the batch: 2**16 = 65,536 is above any max_batch.
+MAX_HALVINGS = 16
+
+
+class Blame(NamedTuple):
+    """The output a deterministic rejection is blamed on, and why (for its dead letter)."""
+
+    position: int  # into the messages sent
+    why: str
+
+
+@dataclass
+class FailurePolicy:
+    """Consecutive failures of one loop, and what they imply for the next attempt."""
+
+    backoff_max_s: float
+    failures: int = 0
+
+    def shrunk(self, limit: int, floor: int = 1) -> int:
+        """`limit` halved per consecutive failure, never below `floor`."""
+        return max(floor, limit >> min(self.failures, MAX_HALVINGS))
+
+    def failed(self) -> float:
+        """Count a failure; the seconds to back off before the replay (0.5 s doubling)."""
+        self.failures += 1
+        return retry.backoff_s(self.backoff_max_s, self.failures - 1)
+
+    def bisect(self) -> None:
+        """Count a failure that only shrinks the next batch (no backoff: nothing transient)."""
+        self.failures += 1
+
+    def succeeded(self) -> None:
+        self.failures = 0
+
+
+def describe(error: BaseException) -> str:
+    """A rejection as it goes into the input's dead letter (bounded)."""
+    return f"the broker rejected the output: {type(error).__name__}: {error}"[:1000]
+
+
+def blame(
+    error: BaseException, futures: Sequence[Any], messages: Sequence[OutMessage]
+) -> Blame | None:
+    """Which message the broker (or the client, before sending) refused for good, if any:
+    the one `send` raised on (futures stop there), else the largest whose delivery failed
+    that way. A rejection fails the other records of its broker batch too, so only one is
+    blamed per round; a replay that fails again blames the next."""
+    if isinstance(error, DETERMINISTIC) and len(futures) < len(messages):
+        return Blame(len(futures), describe(error))
+    failed = [
+        i for i, f in enumerate(futures) if f.is_done and isinstance(f.exception, DETERMINISTIC)
+    ]
+    if not failed:
+        return None
+    i = max(failed, key=lambda j: len(messages[j].value) + len(messages[j].key or b""))
+    return Blame(i, describe(futures[i].exception))
