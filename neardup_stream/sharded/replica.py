@@ -1,0 +1,296 @@
+"""The shards one replica holds, probed through one merged candidate table: `ReplicaVoter`.
+
+§3.5a of docs/design/scale-out.md. Each shard keeps its own engine per domain (store, id
+registry, positions: the unit of ownership, retention and restore, a `ShardVoter`), but the
+band and block keys of all of them live in one table per domain (`merged_kernels`), so a
+document costs one probe per replica instead of one per shard. Its votes are exactly those
+of the shards' own `ShardVoter`s: entries are tagged with their shard, the bucket cap counts
+per (key, shard), and candidates are verified against their shard's store and window.
+
+Shards come and go at runtime (`add`: e.g. just restored from its changelog by a plain
+`ShardVoter`, whose table entries then move into the merged table; `remove`: its entries
+are dropped). `vote_and_record` may let only some held shards vote on a batch (a shard that
+restored later resumes at an earlier record than the others).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+from numba.typed import List
+
+from neardup_stream.config import DedupConfig
+from neardup_stream.index.bucket_table import BucketTable
+from neardup_stream.index.shards import ShardedIndex
+from neardup_stream.models import Decision
+from neardup_stream.sharded import merged_kernels as mk
+from neardup_stream.sharded.changes import ShardChange
+from neardup_stream.sharded.fingerprints import FingerprintBatch
+from neardup_stream.sharded.voter import ShardVoter, by_domain
+from neardup_stream.sharded.votes import NO_MATCH, Votes
+
+_MASK32 = 0xFFFFFFFF
+
+
+class ReplicaVoter:
+    """Shards of `config.home_shards` held together (see the module docstring)."""
+
+    def __init__(self, config: DedupConfig, shards: Iterable[int] = ()) -> None:
+        self.config = config
+        self.bits = 32 - max(1, (config.home_shards - 1).bit_length())
+        self._voters: dict[int, ShardVoter] = {}
+        self._tables: dict[str, BucketTable] = {}
+        self._dead: dict[str, int] = {}  # evictions per domain since its table was compacted
+        self._lists: dict[str, tuple[tuple[int, ...], List, List]] = {}
+        self._slot_of = np.full(config.home_shards, -1, dtype=np.int64)
+        self._order: list[int] = []
+        for s in shards:
+            self.add(ShardVoter(config, s))
+
+    @property
+    def shards(self) -> list[int]:
+        """The shards held, in slot order (ascending)."""
+        return list(self._order)
+
+    def voter(self, shard: int) -> ShardVoter:
+        """The held shard's own state (store, registry, positions; its table is merged)."""
+        return self._voters[shard]
+
+    def add(self, voter: ShardVoter) -> None:
+        """Hold `voter`'s shard from now on; its table entries move into the merged tables."""
+        if voter.config != self.config:
+            raise ValueError(f"shard {voter.shard} runs under other dedup settings")
+        if voter.shard in self._voters:
+            raise ValueError(f"shard {voter.shard} is held already")
+        self._voters[voter.shard] = voter
+        self._relayout()
+        for domain in voter.domains():
+            engine, _ = voter.engine(domain)
+            keys, refs = engine.index.key_refs()
+            st = engine.store
+            self._check_room(voter.shard, domain, st.count)
+            age = (refs.astype(np.int64) - st.base) & _MASK32
+            live = np.flatnonzero(age < st.count)
+            order = live[np.argsort(age[live], kind="stable")]  # oldest first, as stored
+            table = self._table(domain)
+            rows = table.rows
+            table.reserve(int(np.bincount(keys[order] % rows, minlength=rows).max(initial=0)))
+            mk.merged_insert_all(
+                table.arrays,
+                np.ascontiguousarray(keys[order]),
+                np.ascontiguousarray(refs[order]),
+                voter.shard,
+                self.config.bucket_cap,
+                st.window,
+                self.bits,
+            )
+            engine.index = ShardedIndex(self.config.shards, self.config.bucket_cap)
+
+    def remove(self, shard: int) -> None:
+        """Stop holding `shard` (moved to another replica): its entries are dropped."""
+        if shard not in self._voters:
+            raise ValueError(f"shard {shard} is not held here")
+        del self._voters[shard]
+        self._relayout()
+        if not self._voters:
+            self._tables.clear()
+            self._lists.clear()
+            return
+        for domain, table in self._tables.items():
+            _, _, windows = self._kernel_lists(domain)
+            mk.merged_compact(table.arrays, self._slot_of, windows, self.bits)
+            self._dead[domain] = 0
+
+    def vote(self, fb: FingerprintBatch) -> dict[int, Votes]:
+        """Every held shard's votes on `fb` (whose home documents they then store)."""
+        return {s: v for s, (v, _) in self.vote_and_record(fb, record=False).items()}
+
+    def vote_and_record(
+        self, fb: FingerprintBatch, record: bool = True, shards: Iterable[int] | None = None
+    ) -> dict[int, tuple[Votes, list[ShardChange]]]:
+        """Per voting shard (all held, or `shards`): what `ShardVoter.vote_and_record` gives."""
+        if fb.config_id != self.config.fingerprint_id:
+            raise ValueError(
+                f"fingerprints made under config {fb.config_id:#010x}, "
+                f"this replica uses {self.config.fingerprint_id:#010x}"
+            )
+        chosen = self._order if shards is None else sorted(set(shards))
+        for s in chosen:
+            if s not in self._voters:
+                raise ValueError(f"shard {s} is not held here")
+        voting = np.isin(np.array(self._order, dtype=np.int64), chosen)
+        n = len(fb)
+        out: dict[int, tuple[Votes, list[ShardChange]]] = {}
+        for s in chosen:
+            votes = Votes(
+                s,
+                np.full(n, NO_MATCH, dtype=np.int64),
+                np.zeros(n, dtype=np.float64),
+                np.zeros(n, dtype=np.int8),
+                np.zeros(n, dtype=np.bool_),
+                [None] * n,
+                np.zeros(n, dtype=np.bool_),
+            )
+            out[s] = (votes, [])
+        if not chosen:
+            return out
+        homes = self._slot_of[fb.homes(self.config.home_shards)]
+        homes[homes >= 0] = np.where(voting[homes[homes >= 0]], homes[homes >= 0], -1)
+        for domain, rows in by_domain(fb.domains):
+            self._vote_domain(fb, domain, rows, homes[rows], voting, record, out)
+        return out
+
+    def _vote_domain(
+        self,
+        fb: FingerprintBatch,
+        domain: str,
+        rows: np.ndarray,
+        home: np.ndarray,
+        voting: np.ndarray,
+        record: bool,
+        out: dict[int, tuple[Votes, list[ShardChange]]],
+    ) -> None:
+        engines = [self._voters[s].engine(domain) for s in self._order]
+        m = rows.size
+        for slot, (engine, _) in enumerate(engines):
+            self._check_room(self._order[slot], domain, engine.store.count + m)
+        batch = fb.rows(rows, home >= 0)
+        found: list[int | None] = [None] * m
+        for slot, (engine, _) in enumerate(engines):  # an id is known only at its home
+            mine = np.flatnonzero(home == slot).tolist()
+            refs = engine.registry.find_all([batch.ids[j] for j in mine], engine.store)
+            for j, ref in zip(mine, refs, strict=True):
+                if ref is not None:
+                    found[j] = slot << 32 | ref
+        batch.mark_known(
+            found, lambda tagged: engines[tagged >> 32][0].store.exact_of(tagged & _MASK32)
+        )
+        docs = batch.docs
+        docs.prior[docs.prior >= 0] &= _MASK32  # the home shard's own ref
+        known = np.zeros(m, dtype=np.bool_)
+        known[list(batch.known)] = True
+        repeat = np.zeros(m, dtype=np.bool_)
+        repeat[list(batch.repeat_of)] = True
+        for engine, _ in engines:
+            engine.store.reserve(m)
+        votes = mk.SlotVotes(
+            np.full((m, len(engines)), -1, dtype=np.int64),
+            np.zeros((m, len(engines)), dtype=np.float64),
+            np.zeros((m, len(engines)), dtype=np.int64),
+        )
+        first = engines[0][0]
+        run = mk.RunArgs(
+            voting,
+            np.array(self._order, dtype=np.int64),
+            self.bits,
+            first._limits,
+            first._rules,
+        )
+        _, stores, windows = self._kernel_lists(domain)
+        table = self._table(domain)
+        width = docs.keys.shape[1]
+        decisions = batch.decisions
+        i = 0
+        while i < m:
+            table.reserve(max(width, (m - i) * width // table.rows) + 64)
+            i = mk.vote_batch(
+                i,
+                m,
+                docs._replace(skip=repeat),
+                known,
+                home,
+                decisions,
+                votes,
+                table.arrays,
+                stores,
+                windows,
+                self._slot_of,
+                run,
+            )
+        stored_all = np.array(batch.stored(), dtype=np.int64)
+        for slot, (engine, positions) in enumerate(engines):
+            if not voting[slot]:
+                continue
+            s = self._order[slot]
+            shard_votes, changes = out[s]
+            st = engine.store
+            stored = stored_all[home[stored_all] == slot].tolist()
+            made = []
+            for j in stored:
+                st.record(int(decisions.ref[j]), batch.ids[j], None, None)
+                if record:
+                    update = bool(decisions.update[j])
+                    decision = Decision(id=batch.ids[j], decision="unique", update=update)
+                    made.append(engine._record(batch, j, decision, None))
+            if stored:  # refs of one batch are consecutive
+                positions.add(int(decisions.ref[stored[0]]), fb.positions[rows[stored]])
+            mine = home == slot
+            shard_votes.seen[rows] = (known | repeat) & mine
+            shard_votes.update[rows] = decisions.update & mine
+            for j in np.flatnonzero(votes.match[:, slot] >= 0).tolist():
+                ref, r = int(votes.match[j, slot]), int(rows[j])
+                shard_votes.match_position[r] = positions.get(ref)
+                shard_votes.similarity[r] = votes.similarity[j, slot]
+                shard_votes.method[r] = votes.method[j, slot]
+                shard_votes.match_ids[r] = st.doc_id(ref)
+            engine.registry.add(
+                [int(decisions.ref[j]) for j in stored], [batch.ids[j] for j in stored]
+            )
+            st.trim_blob()
+            if st.window["evicted"][0] > max(4096, st.count):
+                engine.registry.compact(st.base, st.count)
+                self._dead[domain] += int(st.window["evicted"][0])
+                st.window["evicted"][0] = 0
+            positions.trim(st.base)
+            if record:
+                changes.append(
+                    ShardChange(domain, engine.watermark, fb.positions[rows[stored]], made)
+                )
+        held = sum(e.store.count for e, _ in engines)
+        if self._dead[domain] > max(4096, held):
+            mk.merged_compact(table.arrays, self._slot_of, windows, self.bits)
+            self._dead[domain] = 0
+
+    def _relayout(self) -> None:
+        self._order = sorted(self._voters)
+        self._slot_of[:] = -1
+        self._slot_of[self._order] = np.arange(len(self._order))
+
+    def _table(self, domain: str) -> BucketTable:
+        if domain not in self._tables:
+            self._tables[domain] = BucketTable(self.config.bucket_cap, self.config.shards)
+            self._dead[domain] = 0
+        return self._tables[domain]
+
+    def _kernel_lists(self, domain: str) -> tuple[tuple[int, ...], List, List]:
+        """Typed lists of the slots' store columns and windows (rebuilt when one moved)."""
+        engines = [self._voters[s].engine(domain)[0] for s in self._order]
+        key = tuple(id(e.store.exact) for e in engines) + tuple(id(e.store.window) for e in engines)
+        cached = self._lists.get(domain)
+        if cached is None or cached[0] != key:
+            stores, windows = List(), List()
+            for e in engines:
+                stores.append(e.store.arrays())
+                windows.append(e.store.window)
+            cached = self._lists[domain] = (key, stores, windows)
+        return cached
+
+    def _check_room(self, shard: int, domain: str, count: int) -> None:
+        if count >= 1 << self.bits:
+            raise ValueError(
+                f"shard {shard} would hold {count} documents of domain {domain!r}, more than a "
+                f"merged table addresses at home_shards = {self.config.home_shards} "
+                f"(2**{self.bits}); set max_docs or max_age_seconds"
+            )
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self._voters.values())
+
+    def index_bytes(self) -> int:
+        tables = sum(t.nbytes for t in self._tables.values())
+        return tables + sum(v.index_bytes() for v in self._voters.values())
+
+    def index_entries(self) -> int:
+        """Entries of the merged tables (over all held shards and domains)."""
+        return sum(len(t) for t in self._tables.values())
