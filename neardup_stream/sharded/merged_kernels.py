@@ -5,7 +5,8 @@ domain). An entry's 32-bit ref is *tagged*: the home shard in the top `bits`-com
 (`ref >> bits`), the shard's own ref modulo 2**bits below. Liveness is the range check of
 `index.kernels` against that shard's window, modulo 2**bits (a shard holds fewer than
 2**bits documents, checked by the caller). Per local *slot* (the replica's k shards in
-order) the kernels get the shard's `StoreColumns` and window in typed lists, and
+order) the kernels get the shard's `StoreColumns` in a typed list and its window as row
+`s` of `wins` (a `columns.WINDOW` array the caller copies the stores' windows to and back), and
 `slot_of[shard]` (-1: not held here). The bucket cap counts live entries per (key, shard),
 so every shard's candidate set is exactly what its own table would hold.
 """
@@ -49,7 +50,7 @@ def _age(ref, window, smask):
 
 
 @njit(cache=True, nogil=True)
-def merged_probe(t, qkeys, slot_of, windows, voting, bits, out):
+def merged_probe(t, qkeys, slot_of, wins, voting, bits, out):
     """Write `(slot << 32) | ref` of the live entries under `qkeys` of the shards `voting`
     to `out` (refs are the shards' full 32-bit refs); returns how many (may exceed out)."""
     rows = t.heads.shape[0]
@@ -65,7 +66,7 @@ def merged_probe(t, qkeys, slot_of, windows, voting, bits, out):
                 tagged = np.uint64(refs[e])
                 s = slot_of[np.int64(tagged >> np.uint64(bits))]
                 if s >= 0 and voting[s]:
-                    w = windows[s]
+                    w = wins[s : s + 1]
                     age = _age(tagged & smask, w, smask)
                     if age < np.uint64(w[0].count):
                         if n < out.size:
@@ -119,7 +120,7 @@ def merged_insert_all(t, qkeys, qrefs, shard, cap, window, bits):
 
 
 @njit(cache=True, nogil=True)
-def merged_compact(t, slot_of, windows, bits):
+def merged_compact(t, slot_of, wins, bits):
     """Drop entries of shards not held (`slot_of` -1) and of refs out of their window."""
     smask = np.uint64((1 << bits) - 1)
     for r in range(t.heads.shape[0]):
@@ -128,7 +129,7 @@ def merged_compact(t, slot_of, windows, bits):
         for e in range(t.sizes[r]):
             tagged = np.uint64(refs[e])
             s = slot_of[np.int64(tagged >> np.uint64(bits))]
-            if s >= 0 and _age(tagged & smask, windows[s], smask) < np.uint64(windows[s][0].count):
+            if s >= 0 and _age(tagged & smask, wins[s : s + 1], smask) < np.uint64(wins[s].count):
                 keys[m] = keys[e]
                 refs[m] = refs[e]
                 m += 1
@@ -137,7 +138,7 @@ def merged_compact(t, slot_of, windows, bits):
 
 
 @njit(cache=True, nogil=True)
-def vote_batch(begin, end, docs, known, home, out, votes, t, stores, windows, slot_of, run):
+def vote_batch(begin, end, docs, known, home, out, votes, t, stores, wins, slot_of, run):
     """Vote on documents begin..end for every voting local shard, storing home documents.
 
     Per document and per voting shard this does what `kernels.decide_batch` does in that
@@ -167,18 +168,21 @@ def vote_batch(begin, end, docs, known, home, out, votes, t, stores, windows, sl
             return i
         for s in range(k):
             active[s] = voting[s] and not (s == h and known[i])
-            if active[s]:
-                _k.advance(windows[s], stores[s], docs.ts[i], limits, False)
+            if active[s]:  # (`advance` without room only evicts by age)
+                if limits.max_age > 0:
+                    _k.advance(wins[s : s + 1], stores[s], docs.ts[i], limits, False)
+                elif docs.ts[i] > wins[s].watermark:
+                    wins[s].watermark = docs.ts[i]
         stores_here = h >= 0 and not known[i]
         update = False
         if stores_here:
-            update = _k.supersede(i, docs, out, stores[h], windows[h])
+            update = _k.supersede(i, docs, out, stores[h], wins[h : h + 1])
         width = docs.nkeys[i]
         buf = np.empty(width * 64 + 64, dtype=np.int64)
-        n = merged_probe(t, docs.keys[i, :width], slot_of, windows, active, bits, buf)
+        n = merged_probe(t, docs.keys[i, :width], slot_of, wins, active, bits, buf)
         if n > buf.size:
             buf = np.empty(n, dtype=np.int64)
-            merged_probe(t, docs.keys[i, :width], slot_of, windows, active, bits, buf)
+            merged_probe(t, docs.keys[i, :width], slot_of, wins, active, bits, buf)
         cands = np.sort(buf[:n])
         best[:] = -1
         best_sim[:] = 0.0
@@ -196,7 +200,7 @@ def vote_batch(begin, end, docs, known, home, out, votes, t, stores, windows, sl
             ref = v & 0xFFFFFFFF
             if done[s]:
                 continue
-            store, w = stores[s], windows[s]
+            store, w = stores[s], wins[s : s + 1]
             p = _k._slot(ref, store, w)
             if store.superseded[p]:
                 continue
@@ -234,7 +238,7 @@ def vote_batch(begin, end, docs, known, home, out, votes, t, stores, windows, sl
                 votes.method[i, s] = best_method[s]
         if not stores_here:
             continue
-        st, w = stores[h], windows[h]
+        st, w = stores[h], wins[h : h + 1]
         _k.advance(w, st, docs.ts[i], limits, True)  # after the lookup: it saw max_docs
         out.update[i] = update
         ref = _k._append(i, docs, st, w, best_sim[h], best_method[h], update)

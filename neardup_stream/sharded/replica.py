@@ -22,6 +22,7 @@ from numba.typed import List
 
 from neardup_stream.config import DedupConfig
 from neardup_stream.index.bucket_table import BucketTable
+from neardup_stream.index.columns import WINDOW
 from neardup_stream.index.shards import ShardedIndex
 from neardup_stream.models import Decision
 from neardup_stream.sharded import merged_kernels as mk
@@ -42,7 +43,8 @@ class ReplicaVoter:
         self._voters: dict[int, ShardVoter] = {}
         self._tables: dict[str, BucketTable] = {}
         self._dead: dict[str, int] = {}  # evictions per domain since its table was compacted
-        self._lists: dict[str, tuple[tuple[int, ...], List, List]] = {}
+        self._lists: dict[str, tuple[tuple[int, ...], List]] = {}
+        self._bound: dict[str, tuple[tuple[int, ...], np.ndarray]] = {}
         self._slot_of = np.full(config.home_shards, -1, dtype=np.int64)
         self._order: list[int] = []
         for s in shards:
@@ -96,10 +98,10 @@ class ReplicaVoter:
         if not self._voters:
             self._tables.clear()
             self._lists.clear()
+            self._bound.clear()
             return
         for domain, table in self._tables.items():
-            _, _, windows = self._kernel_lists(domain)
-            mk.merged_compact(table.arrays, self._slot_of, windows, self.bits)
+            mk.merged_compact(table.arrays, self._slot_of, self._windows(domain), self.bits)
             self._dead[domain] = 0
 
     def vote(self, fb: FingerprintBatch) -> dict[int, Votes]:
@@ -152,13 +154,15 @@ class ReplicaVoter:
         out: dict[int, tuple[Votes, list[ShardChange]]],
     ) -> None:
         engines = [self._voters[s].engine(domain) for s in self._order]
-        m = rows.size
-        for slot, (engine, _) in enumerate(engines):
-            self._check_room(self._order[slot], domain, engine.store.count + m)
+        m, k = rows.size, len(engines)
         batch = fb.rows(rows, home >= 0)
+        homed: dict[int, list[int]] = {}  # slot -> its home rows
+        for j, h in enumerate(home.tolist()):
+            if h >= 0:
+                homed.setdefault(h, []).append(j)
         found: list[int | None] = [None] * m
-        for slot, (engine, _) in enumerate(engines):  # an id is known only at its home
-            mine = np.flatnonzero(home == slot).tolist()
+        for slot, mine in homed.items():  # an id is known only at its home
+            engine = engines[slot][0]
             refs = engine.registry.find_all([batch.ids[j] for j in mine], engine.store)
             for j, ref in zip(mine, refs, strict=True):
                 if ref is not None:
@@ -172,50 +176,39 @@ class ReplicaVoter:
         known[list(batch.known)] = True
         repeat = np.zeros(m, dtype=np.bool_)
         repeat[list(batch.repeat_of)] = True
-        for engine, _ in engines:
-            engine.store.reserve(m)
+        for slot in homed:
+            engines[slot][0].store.reserve(m)
+        stores = self._store_list(domain)
+        wins = self._windows(domain)
+        if int(wins["count"].max()) + m >= 1 << self.bits:
+            fullest = int(wins["count"].argmax())
+            self._check_room(self._order[fullest], domain, int(wins["count"][fullest]) + m)
         votes = mk.SlotVotes(
-            np.full((m, len(engines)), -1, dtype=np.int64),
-            np.zeros((m, len(engines)), dtype=np.float64),
-            np.zeros((m, len(engines)), dtype=np.int64),
+            np.full((m, k), -1, dtype=np.int64),
+            np.zeros((m, k), dtype=np.float64),
+            np.zeros((m, k), dtype=np.int64),
         )
         first = engines[0][0]
-        run = mk.RunArgs(
-            voting,
-            np.array(self._order, dtype=np.int64),
-            self.bits,
-            first._limits,
-            first._rules,
-        )
-        _, stores, windows = self._kernel_lists(domain)
+        order = np.array(self._order, dtype=np.int64)
+        run = mk.RunArgs(voting, order, self.bits, first._limits, first._rules)
         table = self._table(domain)
         width = docs.keys.shape[1]
         decisions = batch.decisions
+        kernel_docs = docs._replace(skip=repeat)
         i = 0
         while i < m:
             table.reserve(max(width, (m - i) * width // table.rows) + 64)
-            i = mk.vote_batch(
-                i,
-                m,
-                docs._replace(skip=repeat),
-                known,
-                home,
-                decisions,
-                votes,
-                table.arrays,
-                stores,
-                windows,
-                self._slot_of,
-                run,
-            )
-        stored_all = np.array(batch.stored(), dtype=np.int64)
+            args = (kernel_docs, known, home, decisions, votes, table.arrays)
+            i = mk.vote_batch(i, m, *args, stores, wins, self._slot_of, run)
+        matched = set(np.flatnonzero((votes.match >= 0).any(axis=0)).tolist())
+        seen = known | repeat
+        window = {name: wins[name].tolist() for name in ("base", "count", "watermark", "evicted")}
         for slot, (engine, positions) in enumerate(engines):
             if not voting[slot]:
                 continue
-            s = self._order[slot]
-            shard_votes, changes = out[s]
+            shard_votes, changes = out[self._order[slot]]
             st = engine.store
-            stored = stored_all[home[stored_all] == slot].tolist()
+            stored = [j for j in homed.get(slot, ()) if not seen[j]]
             made = []
             for j in stored:
                 st.record(int(decisions.ref[j]), batch.ids[j], None, None)
@@ -225,31 +218,31 @@ class ReplicaVoter:
                     made.append(engine._record(batch, j, decision, None))
             if stored:  # refs of one batch are consecutive
                 positions.add(int(decisions.ref[stored[0]]), fb.positions[rows[stored]])
-            mine = home == slot
-            shard_votes.seen[rows] = (known | repeat) & mine
-            shard_votes.update[rows] = decisions.update & mine
-            for j in np.flatnonzero(votes.match[:, slot] >= 0).tolist():
-                ref, r = int(votes.match[j, slot]), int(rows[j])
-                shard_votes.match_position[r] = positions.get(ref)
-                shard_votes.similarity[r] = votes.similarity[j, slot]
-                shard_votes.method[r] = votes.method[j, slot]
-                shard_votes.match_ids[r] = st.doc_id(ref)
-            engine.registry.add(
-                [int(decisions.ref[j]) for j in stored], [batch.ids[j] for j in stored]
-            )
-            st.trim_blob()
-            if st.window["evicted"][0] > max(4096, st.count):
-                engine.registry.compact(st.base, st.count)
-                self._dead[domain] += int(st.window["evicted"][0])
-                st.window["evicted"][0] = 0
-            positions.trim(st.base)
+                stored_refs = [int(decisions.ref[j]) for j in stored]
+                engine.registry.add(stored_refs, [batch.ids[j] for j in stored])
+            if slot in homed:
+                at_home = rows[homed[slot]]
+                shard_votes.seen[at_home] = seen[homed[slot]]
+                shard_votes.update[at_home] = decisions.update[homed[slot]]
+            if slot in matched:
+                for j in np.flatnonzero(votes.match[:, slot] >= 0).tolist():
+                    ref, r = int(votes.match[j, slot]), int(rows[j])
+                    shard_votes.match_position[r] = positions.get(ref)
+                    shard_votes.similarity[r] = votes.similarity[j, slot]
+                    shard_votes.method[r] = votes.method[j, slot]
+                    shard_votes.match_ids[r] = st.doc_id(ref)
+            if window["evicted"][slot]:
+                st.trim_blob()
+                if window["evicted"][slot] > max(4096, window["count"][slot]):
+                    engine.registry.compact(window["base"][slot], window["count"][slot])
+                    self._dead[domain] += window["evicted"][slot]
+                    st.window["evicted"][0] = 0
+                positions.trim(window["base"][slot])
             if record:
-                changes.append(
-                    ShardChange(domain, engine.watermark, fb.positions[rows[stored]], made)
-                )
-        held = sum(e.store.count for e, _ in engines)
-        if self._dead[domain] > max(4096, held):
-            mk.merged_compact(table.arrays, self._slot_of, windows, self.bits)
+                at = fb.positions[rows[stored]]
+                changes.append(ShardChange(domain, window["watermark"][slot], at, made))
+        if self._dead[domain] > max(4096, sum(window["count"])):
+            mk.merged_compact(table.arrays, self._slot_of, wins, self.bits)
             self._dead[domain] = 0
 
     def _relayout(self) -> None:
@@ -263,18 +256,32 @@ class ReplicaVoter:
             self._dead[domain] = 0
         return self._tables[domain]
 
-    def _kernel_lists(self, domain: str) -> tuple[tuple[int, ...], List, List]:
-        """Typed lists of the slots' store columns and windows (rebuilt when one moved)."""
+    def _windows(self, domain: str) -> np.ndarray:
+        """The held shards' store windows of `domain`, one `WINDOW` row per slot: the stores
+        read and write their rows in place (rebound when the shards held changed)."""
+        order = tuple(self._order)
+        bound = self._bound.get(domain)
+        if bound is not None and bound[0] == order:
+            return bound[1]
+        engines = [self._voters[s].engine(domain)[0] for s in order]
+        wins = np.zeros(len(engines), dtype=WINDOW)
+        for slot, e in enumerate(engines):
+            wins[slot] = e.store.window[0]
+            e.store.window = wins[slot : slot + 1]
+        self._bound[domain] = (order, wins)
+        return wins
+
+    def _store_list(self, domain: str) -> List:
+        """Typed list of the slots' store columns (rebuilt when one was reallocated)."""
         engines = [self._voters[s].engine(domain)[0] for s in self._order]
-        key = tuple(id(e.store.exact) for e in engines) + tuple(id(e.store.window) for e in engines)
+        key = tuple(id(e.store.exact) for e in engines)
         cached = self._lists.get(domain)
         if cached is None or cached[0] != key:
-            stores, windows = List(), List()
+            stores = List()
             for e in engines:
                 stores.append(e.store.arrays())
-                windows.append(e.store.window)
-            cached = self._lists[domain] = (key, stores, windows)
-        return cached
+            cached = self._lists[domain] = (key, stores)
+        return cached[1]
 
     def _check_room(self, shard: int, domain: str, count: int) -> None:
         if count >= 1 << self.bits:
