@@ -298,6 +298,16 @@ class ReplicaVoter:
         tables = sum(t.nbytes for t in self._tables.values())
         return tables + sum(v.index_bytes() for v in self._voters.values())
 
+    def shard_bytes(self) -> dict[int, int]:
+        """Per held shard: its own state plus its share of the merged tables (by entries)."""
+        out = {s: v.index_bytes() for s, v in self._voters.items()}
+        for table in self._tables.values():
+            _, refs = table.entries()
+            tags = np.bincount(refs >> np.uint32(self.bits), minlength=self.config.home_shards)
+            for s in out:
+                out[s] += int(table.nbytes * tags[s] / max(1, refs.size))
+        return out
+
     def index_entries(self) -> int:
         """Entries of the merged tables (over all held shards and domains)."""
         return sum(len(t) for t in self._tables.values())
