@@ -32,6 +32,7 @@ from neardup_stream.sharded.voter import ShardVoter, by_domain
 from neardup_stream.sharded.votes import NO_MATCH, Votes
 
 _MASK32 = 0xFFFFFFFF
+_NONE = np.empty(0, dtype=np.int64)  # positions of a change that stored nothing
 
 
 class ReplicaVoter:
@@ -43,7 +44,7 @@ class ReplicaVoter:
         self._voters: dict[int, ShardVoter] = {}
         self._tables: dict[str, BucketTable] = {}
         self._dead: dict[str, int] = {}  # evictions per domain since its table was compacted
-        self._lists: dict[str, tuple[tuple[int, ...], List]] = {}
+        self._lists: dict[str, tuple[list[int], List]] = {}
         self._bound: dict[str, tuple[tuple[int, ...], np.ndarray]] = {}
         self._slot_of = np.full(config.home_shards, -1, dtype=np.int64)
         self._order: list[int] = []
@@ -201,7 +202,9 @@ class ReplicaVoter:
             args = (kernel_docs, known, home, decisions, votes, table.arrays)
             i = mk.vote_batch(i, m, *args, stores, wins, self._slot_of, run)
         matched = set(np.flatnonzero((votes.match >= 0).any(axis=0)).tolist())
-        seen = known | repeat
+        seen = (known | repeat).tolist()
+        refs, updates = decisions.ref.tolist(), decisions.update.tolist()
+        at = fb.positions[rows]
         window = {name: wins[name].tolist() for name in ("base", "count", "watermark", "evicted")}
         for slot, (engine, positions) in enumerate(engines):
             if not voting[slot]:
@@ -211,19 +214,16 @@ class ReplicaVoter:
             stored = [j for j in homed.get(slot, ()) if not seen[j]]
             made = []
             for j in stored:
-                st.record(int(decisions.ref[j]), batch.ids[j], None, None)
+                st.record(refs[j], batch.ids[j], None, None)
                 if record:
-                    update = bool(decisions.update[j])
-                    decision = Decision(id=batch.ids[j], decision="unique", update=update)
+                    decision = Decision(id=batch.ids[j], decision="unique", update=updates[j])
                     made.append(engine._record(batch, j, decision, None))
             if stored:  # refs of one batch are consecutive
-                positions.add(int(decisions.ref[stored[0]]), fb.positions[rows[stored]])
-                stored_refs = [int(decisions.ref[j]) for j in stored]
-                engine.registry.add(stored_refs, [batch.ids[j] for j in stored])
-            if slot in homed:
-                at_home = rows[homed[slot]]
-                shard_votes.seen[at_home] = seen[homed[slot]]
-                shard_votes.update[at_home] = decisions.update[homed[slot]]
+                positions.add(refs[stored[0]], at[stored])
+                engine.registry.add([refs[j] for j in stored], [batch.ids[j] for j in stored])
+            for j in homed.get(slot, ()):
+                shard_votes.seen[rows[j]] = seen[j]
+                shard_votes.update[rows[j]] = updates[j]
             if slot in matched:
                 for j in np.flatnonzero(votes.match[:, slot] >= 0).tolist():
                     ref, r = int(votes.match[j, slot]), int(rows[j])
@@ -236,16 +236,17 @@ class ReplicaVoter:
                 if window["evicted"][slot] > max(4096, window["count"][slot]):
                     engine.registry.compact(window["base"][slot], window["count"][slot])
                     self._dead[domain] += window["evicted"][slot]
-                    st.window["evicted"][0] = 0
+                    wins["evicted"][slot] = 0
                 positions.trim(window["base"][slot])
             if record:
-                at = fb.positions[rows[stored]]
-                changes.append(ShardChange(domain, window["watermark"][slot], at, made))
+                stored_at = at[stored] if stored else _NONE
+                changes.append(ShardChange(domain, window["watermark"][slot], stored_at, made))
         if self._dead[domain] > max(4096, sum(window["count"])):
             mk.merged_compact(table.arrays, self._slot_of, wins, self.bits)
             self._dead[domain] = 0
 
     def _relayout(self) -> None:
+        self._lists.clear()
         self._order = sorted(self._voters)
         self._slot_of[:] = -1
         self._slot_of[self._order] = np.arange(len(self._order))
@@ -272,16 +273,23 @@ class ReplicaVoter:
         return wins
 
     def _store_list(self, domain: str) -> List:
-        """Typed list of the slots' store columns (rebuilt when one was reallocated)."""
+        """Typed list of the slots' store columns; a slot whose store was reallocated since
+        is replaced alone (boxing a whole list per batch would cost more than the probe)."""
         engines = [self._voters[s].engine(domain)[0] for s in self._order]
-        key = tuple(id(e.store.exact) for e in engines)
+        key = [id(e.store.exact) for e in engines]
         cached = self._lists.get(domain)
-        if cached is None or cached[0] != key:
+        if cached is None or len(cached[0]) != len(key):
             stores = List()
             for e in engines:
                 stores.append(e.store.arrays())
-            cached = self._lists[domain] = (key, stores)
-        return cached[1]
+            self._lists[domain] = (key, stores)
+            return stores
+        old, stores = cached
+        for slot, e in enumerate(engines):
+            if old[slot] != key[slot]:
+                stores[slot] = e.store.arrays()
+                old[slot] = key[slot]
+        return stores
 
     def _check_room(self, shard: int, domain: str, count: int) -> None:
         if count >= 1 << self.bits:
