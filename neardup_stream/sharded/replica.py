@@ -61,7 +61,8 @@ class ReplicaVoter:
         return self._voters[shard]
 
     def add(self, voter: ShardVoter) -> None:
-        """Hold `voter`'s shard from now on; its table entries move into the merged tables."""
+        """Hold `voter`'s shard from now on; its table entries move into the merged tables,
+        so from then on `voter` is this replica's (use it through `voter(shard)` only)."""
         if voter.config != self.config:
             raise ValueError(f"shard {voter.shard} runs under other dedup settings")
         if voter.shard in self._voters:
