@@ -1,18 +1,23 @@
 """Per-role CPU cost of the scale-out path, and the throughput model it gives.
 
-    python -m bench.bench_scale_cpu --docs 20000 --shards 24 --batch 50
+    python -m bench.bench_scale_cpu --docs 20000 --shards 24 --replicas 1 3 [--prefill N]
 
 Runs each role's pure work in this process on one core, in fingerprint-log records of
-`--batch` documents, as the roles do, and times it (process CPU):
+`--batch` documents, as the roles do, and times it (process CPU), one variant after the
+other (so no variant's tables evict another's from the caches while it is timed):
 
 - edge: parse + fingerprint + pack the log record (once per document, cluster-wide);
-- shard: unpack the record (once per replica) + vote (once per shard: S per document);
+- shard: unpack the record (once per replica) + the votes of one replica holding S/W shards
+  (shards s with s mod W == 0): `separate`, a `ShardVoter` per shard (one probe per shard),
+  and `merged`, one `ReplicaVoter` (one probe of one merged table per replica);
 - gather: decide from S votes + build the outputs (once per document);
-- single worker: today's one-engine decide, for comparison.
+- one engine: a plain `Deduplicator` deciding and storing the same fingerprints.
 
-Model, W replicas of one core each: every replica unpacks every record and votes for its
-S/W shards; edge and gather work is spread, so a replica spends per document of the stream
-edge/W + unpack + (S/W) x vote + gather/W, and the cluster decides 1 / that documents/s.
+`--prefill N` first puts N other documents into every variant's index, untimed, so the costs
+are those of an index of N + docs documents.
+
+Model, W replicas of one core each: a replica spends per document of the stream
+edge/W + unpack + shard(W) + gather/W, and the cluster decides 1 / that documents/s.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import replace
+from collections.abc import Callable
 
 import numpy as np
 
@@ -31,53 +36,119 @@ from neardup_stream.parsing import parse_document
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.fingerprints import FingerprintBatch
 from neardup_stream.sharded.gather import Gatherer
+from neardup_stream.sharded.replica import ReplicaVoter
 from neardup_stream.sharded.voter import ShardVoter
 from worker import codec
+
+
+def log_records(config: DedupConfig, n: int, batch: int) -> tuple[list[bytes], float]:
+    """The packed fingerprint-log records of n documents, and the edge CPU they took."""
+    raw = [json.dumps({"id": d.id, "text": d.text}).encode() for d in corpus(n)]
+    fingerprinter = DocumentFingerprinter(config)
+    fingerprinter.batch([parse_document(raw[0])], [""], np.arange(1), 1.8e9)  # type: ignore[list-item]
+    records, cost = [], 0.0
+    for k in range(0, n, batch):
+        t = time.process_time()
+        docs = [parse_document(r) for r in raw[k : k + batch]]
+        fb = fingerprinter.batch(docs, [""] * len(docs), np.arange(k, k + len(docs)), 1.8e9)  # type: ignore[arg-type]
+        records.append(fb.pack())
+        cost += time.process_time() - t
+    return records, cost
+
+
+def run(config: DedupConfig, records: list[bytes], timed_from: int, vote: Callable) -> float:
+    """CPU seconds `vote(fb)` takes on the records from `timed_from` on (earlier: prefill)."""
+    cost = 0.0
+    for r, data in enumerate(records):
+        fb = FingerprintBatch.unpack(data, config.fingerprint_id)
+        t = time.process_time()
+        vote(fb)
+        if r >= timed_from:
+            cost += time.process_time() - t
+    return cost
+
+
+def merged(
+    config: DedupConfig, records: list[bytes], timed_from: int, held: list[int]
+) -> tuple[float, float]:
+    """CPU seconds of one `ReplicaVoter` holding `held`, and (when it holds every shard, so
+    every vote is here) of the gather step and its outputs, over the timed records."""
+    replica, gatherer = ReplicaVoter(config, held), Gatherer(config)
+    gather = [0.0]
+    timed_at = timed_from * (len(FingerprintBatch.unpack(records[0], config.fingerprint_id)))
+
+    def vote(fb: FingerprintBatch) -> None:
+        votes = replica.vote_and_record(fb)
+        if len(held) == config.home_shards:
+            t = time.process_time()
+            for d in gatherer.decide(fb, [v for v, _ in votes.values()]):
+                if d.is_duplicate:
+                    codec.duplicate_message("d", d)
+                else:
+                    codec.unique_message("u", d, b"")
+            if fb.positions[0] >= timed_at:
+                gather[0] += time.process_time() - t
+
+    cost = run(config, records, timed_from, vote)
+    return cost - gather[0], gather[0]
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--docs", type=int, default=20_000)
+    ap.add_argument("--prefill", type=int, default=0)
     ap.add_argument("--shards", type=int, default=24)
     ap.add_argument("--batch", type=int, default=50)
+    ap.add_argument("--replicas", type=int, nargs="+", default=[1, 3])
+    ap.add_argument("--variants", nargs="+", default=["merged", "separate", "engine"])
     args = ap.parse_args()
-    raw = [json.dumps({"id": d.id, "text": d.text}).encode() for d in corpus(args.docs)]
     config = DedupConfig(home_shards=args.shards)
-    fingerprinter = DocumentFingerprinter(config)
-    voters = [ShardVoter(config, s) for s in range(args.shards)]
-    gatherer = Gatherer(config)
-    single = Deduplicator(DedupConfig())
-    cost = dict.fromkeys(("edge", "unpack", "vote", "gather", "single"), 0.0)
-    for k in range(0, len(raw), args.batch):
-        t = time.process_time()
-        docs = [parse_document(r) for r in raw[k : k + args.batch]]
-        fb = fingerprinter.batch(docs, [""] * len(docs), np.arange(k, k + len(docs)), 1.8e9)  # type: ignore[arg-type]
-        packed = fb.pack()
-        cost["edge"] += time.process_time() - t
-        t = time.process_time()
-        fb = FingerprintBatch.unpack(packed, config.fingerprint_id)
-        fb = replace(fb, positions=np.arange(k, k + len(fb), dtype=np.int64))
-        cost["unpack"] += time.process_time() - t
-        t = time.process_time()
-        votes = [v.vote_and_record(fb)[0] for v in voters]
-        cost["vote"] += time.process_time() - t
-        t = time.process_time()
-        decisions = gatherer.decide(fb, votes)
-        for d in decisions:
-            codec.duplicate_message("d", d) if d.is_duplicate else codec.unique_message("u", d, b"")
-        cost["gather"] += time.process_time() - t
-        t = time.process_time()
-        single.check_batch([parse_document(r) for r in raw[k : k + args.batch]])  # type: ignore[misc]
-        cost["single"] += time.process_time() - t
-    n, s = len(raw), args.shards
-    us = {role: c / n * 1e6 for role, c in cost.items()}
-    print(f"{n} documents, S = {s}, {args.batch} per log record; CPU µs per document:")
-    print(f"  edge {us['edge']:.1f} | shard: unpack {us['unpack']:.1f} + vote {us['vote'] / s:.1f} x S"
-          f" | gather {us['gather']:.1f} | single worker {us['single']:.1f}")  # fmt: skip
-    print("  W | µs per stream document per replica | cluster docs/s | vs one single worker")
-    for w in (1, 2, 4, 8):
-        per = us["edge"] / w + us["unpack"] + us["vote"] / w + us["gather"] / w
-        print(f"  {w} | {per:.1f} | {1e6 / per:,.0f} | {us['single'] / per:.2f}x")
+    total = args.prefill + args.docs
+    records, edge = log_records(config, total, args.batch)
+    timed_from = args.prefill // args.batch
+    n = total - timed_from * args.batch
+    us: dict[str, float] = {"edge": edge / total * 1e6}
+    t = time.process_time()
+    for data in records:
+        FingerprintBatch.unpack(data, config.fingerprint_id)
+    us["unpack"] = (time.process_time() - t) / total * 1e6
+    if "engine" in args.variants:
+        engine = Deduplicator(config.model_copy(update={"home_shards": 1}))
+
+        def one(fb: FingerprintBatch) -> None:
+            engine.vote(fb.rows(np.arange(len(fb)), np.ones(len(fb), dtype=np.bool_)), True)
+
+        us["engine"] = run(config, records, timed_from, one) / n * 1e6
+        del engine
+    for w in args.replicas:
+        held = [s for s in range(args.shards) if s % w == 0]
+        if "separate" in args.variants:
+            voters = [ShardVoter(config, s) for s in held]
+
+            def separate(fb: FingerprintBatch, voters: list[ShardVoter] = voters) -> None:
+                for v in voters:
+                    v.vote_and_record(fb)
+
+            us[f"separate W={w}"] = run(config, records, timed_from, separate) / n * 1e6
+            del voters
+        if "merged" in args.variants:
+            cost, gather = merged(config, records, timed_from, held)
+            us[f"merged W={w}"] = cost / n * 1e6
+            if gather:
+                us["gather"] = gather / n * 1e6
+    print(f"{n} documents timed after {args.prefill} prefilled, S = {args.shards}, "
+          f"{args.batch} per log record; CPU µs per document of the stream:")  # fmt: skip
+    for role, cost in us.items():
+        print(f"  {role:>14} {cost:8.1f}")
+    gather = us.get("gather", 0.0)
+    print("  W | variant | shard µs per stream doc per replica | replica µs/doc | cluster docs/s")
+    for w in args.replicas:
+        for variant in ("separate", "merged"):
+            if f"{variant} W={w}" in us:
+                shard = us["unpack"] + us[f"{variant} W={w}"]
+                per = us["edge"] / w + shard + gather / w
+                print(f"  {w} | {variant} | {shard:.1f} | {per:.1f} | {1e6 / per:,.0f}")
+    print(json.dumps({"docs": n, "prefill": args.prefill, "shards": args.shards, "us": us}))
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
     python -m bench.bench_scale_memory --docs 100000 --shards 24
 
 Runs the sharded core in one process (decisions are the same however shards are placed)
-and sums each replica's shards round-robin, next to one plain engine for comparison.
+and sums each replica's shards round-robin (each with its share of the merged candidate
+table, by entries), next to one plain engine for comparison.
 """
 
 from __future__ import annotations
@@ -47,7 +48,8 @@ def main() -> None:
     n = len(docs)
     print(f"{n} documents, S = {args.shards}")
     print(f"one engine: {plain.index_bytes() / n:.0f} B/doc")
-    per_shard = [v.index_bytes() for v in sharded.voters]
+    shares = sharded.replica.shard_bytes()  # merged table split by entries
+    per_shard = [shares[s] for s in range(args.shards)]
     print(
         f"all shards: {sum(per_shard) / n:.0f} B/doc; gather state: {len(sharded.gatherer)} entries"
     )

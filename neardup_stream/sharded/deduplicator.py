@@ -1,8 +1,10 @@
 """All home shards and the gather step in one process: `ShardedDeduplicator`.
 
 This is what `neardup-stream dedup` runs when `home_shards` > 1, and the reference the
-scale-out worker must match: the worker runs the same `ShardVoter`s and `Gatherer` on the
-same fingerprint batches, only spread over processes, so its decisions are these.
+scale-out worker must match: the worker runs the same shards and `Gatherer` on the same
+fingerprint batches, only spread over processes, so its decisions are these. All S shards
+are held by one `ReplicaVoter` (one merged candidate table: one probe per document), which
+votes exactly as S separate `ShardVoter`s do.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from neardup_stream.fingerprint.fingerprinter import Fingerprinter
 from neardup_stream.models import Decision, Document
 from neardup_stream.sharded.fingerprints import FingerprintBatch
 from neardup_stream.sharded.gather import Gatherer
-from neardup_stream.sharded.voter import ShardVoter
+from neardup_stream.sharded.replica import ReplicaVoter
 
 
 class DocumentFingerprinter:
@@ -51,7 +53,8 @@ class ShardedDeduplicator:
     def __init__(self, config: DedupConfig) -> None:
         self.config = config
         self.fingerprinter = DocumentFingerprinter(config)
-        self.voters = [ShardVoter(config, s) for s in range(config.home_shards)]
+        self.replica = ReplicaVoter(config, range(config.home_shards))
+        self.voters = [self.replica.voter(s) for s in range(config.home_shards)]
         self.gatherer = Gatherer(config)
         self._next_position = 0
 
@@ -68,13 +71,13 @@ class ShardedDeduplicator:
         positions = np.arange(self._next_position, self._next_position + len(docs))
         self._next_position += len(docs)
         fb = self.fingerprinter.batch(docs, domains or [""] * len(docs), positions, now, times)
-        return self.gatherer.decide(fb, [v.vote(fb) for v in self.voters])
+        return self.gatherer.decide(fb, list(self.replica.vote(fb).values()))
 
     def check_batch(self, docs: Sequence[Document], now: float | None = None) -> list[Decision]:
         return self.process(docs, now=now)
 
     def __len__(self) -> int:
-        return sum(len(v) for v in self.voters)
+        return len(self.replica)
 
     def index_bytes(self) -> int:
-        return sum(v.index_bytes() for v in self.voters)
+        return self.replica.index_bytes()

@@ -23,7 +23,7 @@ from neardup_stream.sharded.votes import NO_MATCH, Votes
 _REF_MASK = 0xFFFFFFFF
 
 
-class _Positions:
+class Positions:
     """Position of every document an engine stores, by ref (refs are consecutive)."""
 
     def __init__(self) -> None:
@@ -71,7 +71,7 @@ class ShardVoter:
         if config.max_docs is not None:
             per_shard = math.ceil(config.max_docs / config.home_shards)
         self._engine_config = config.model_copy(update={"max_docs": per_shard})
-        self._engines: dict[str, tuple[Deduplicator, _Positions]] = {}
+        self._engines: dict[str, tuple[Deduplicator, Positions]] = {}
 
     def vote(self, fb: FingerprintBatch) -> Votes:
         """This shard's votes on `fb`, whose home documents it then stores."""
@@ -98,7 +98,7 @@ class ShardVoter:
             np.zeros(n, dtype=np.bool_),
         )
         changes = []
-        for domain, rows in _by_domain(fb.domains):
+        for domain, rows in by_domain(fb.domains):
             change = self._vote_domain(fb, domain, rows, home[rows], votes, record)
             if change is not None:
                 changes.append(change)
@@ -115,9 +115,17 @@ class ShardVoter:
         engine.advance_to(change.watermark)
         positions.trim(engine.store.base)
 
-    def _engine(self, domain: str) -> tuple[Deduplicator, _Positions]:
+    def engine(self, domain: str) -> tuple[Deduplicator, Positions]:
+        """The engine of `domain` here and the positions of what it stores (made if new)."""
+        return self._engine(domain)
+
+    def domains(self) -> list[str]:
+        """The domains this shard has an engine for, in the order they first came."""
+        return list(self._engines)
+
+    def _engine(self, domain: str) -> tuple[Deduplicator, Positions]:
         if domain not in self._engines:
-            self._engines[domain] = (Deduplicator(self._engine_config), _Positions())
+            self._engines[domain] = (Deduplicator(self._engine_config), Positions())
         return self._engines[domain]
 
     def _vote_domain(
@@ -160,7 +168,7 @@ class ShardVoter:
         return sum(int(e.index.entries) for e, _ in self._engines.values())
 
 
-def _by_domain(domains: list[str]) -> list[tuple[str, np.ndarray]]:
+def by_domain(domains: list[str]) -> list[tuple[str, np.ndarray]]:
     """Rows of each domain, in order; one group without copying when there is one domain."""
     first = domains[0] if domains else ""
     if all(d == first for d in domains):

@@ -1,0 +1,254 @@
+"""Compiled kernels of a replica's merged candidate table (§3.5a of docs/design/scale-out.md).
+
+One `TableArrays` holds the band and block keys of every shard a replica owns (for one
+domain). An entry's 32-bit ref is *tagged*: the home shard in the top `bits`-complement
+(`ref >> bits`), the shard's own ref modulo 2**bits below. Liveness is the range check of
+`index.kernels` against that shard's window, modulo 2**bits (a shard holds fewer than
+2**bits documents, checked by the caller). Per local *slot* (the replica's k shards in
+order) the kernels get the shard's `StoreColumns` in a typed list and its window as row
+`s` of `wins` (a `columns.WINDOW` array the caller copies the stores' windows to and back), and
+`slot_of[shard]` (-1: not held here). The bucket cap counts live entries per (key, shard),
+so every shard's candidate set is exactly what its own table would hold.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+from numba import njit
+
+from neardup_stream.fingerprint.kernels import oph_sketch, popcount64
+from neardup_stream.index import kernels as _k
+from neardup_stream.index.columns import EXACT, MINHASH, SIMHASH, UNIQUE, Limits, Rules
+
+_U32 = np.uint64(0xFFFFFFFF)
+
+
+class RunArgs(NamedTuple):
+    """What one `vote_batch` call needs besides the batch, the table and the stores."""
+
+    voting: np.ndarray  # bool[k]: the local slots that vote on this batch
+    shards: np.ndarray  # int64[k]: the shard held in each slot
+    bits: int  # refs keep their low `bits` bits; the shard is above them
+    limits: Limits
+    rules: Rules
+
+
+class SlotVotes(NamedTuple):
+    """Each voting slot's vote per document: [n, k] arrays."""
+
+    match: np.ndarray  # int64: the shard's ref of the matched document, -1 for none
+    similarity: np.ndarray  # float64
+    method: np.ndarray  # int64: UNIQUE, EXACT, SIMHASH or MINHASH
+
+
+@njit(inline="always", cache=True)
+def _age(ref, window, smask):
+    """Position of (untagged, modulo 2**bits) `ref` in its shard's window; >= count: dead."""
+    return (np.uint64(ref) - np.uint64(window[0].base)) & smask
+
+
+@njit(cache=True, nogil=True)
+def merged_probe(t, qkeys, slot_of, wins, voting, bits, out):
+    """Write `(slot << 32) | ref` of the live entries under `qkeys` of the shards `voting`
+    to `out` (refs are the shards' full 32-bit refs); returns how many (may exceed out)."""
+    rows = t.heads.shape[0]
+    mask = t.heads.shape[1] - 1
+    smask = np.uint64((1 << bits) - 1)
+    n = 0
+    for q in qkeys:
+        r = q % rows
+        heads, nxt, keys, refs = t.heads[r], t.nxt[r], t.keys[r], t.refs[r]
+        e = heads[_k._bucket(q, mask)]
+        while e >= 0:
+            if keys[e] == q:
+                tagged = np.uint64(refs[e])
+                s = slot_of[np.int64(tagged >> np.uint64(bits))]
+                if s >= 0 and voting[s]:
+                    w = wins[s : s + 1]
+                    age = _age(tagged & smask, w, smask)
+                    if age < np.uint64(w[0].count):
+                        if n < out.size:
+                            full = (np.uint64(w[0].base) + age) & _U32
+                            out[n] = (np.int64(s) << 32) | np.int64(full)
+                        n += 1
+            e = nxt[e]
+    return n
+
+
+@njit(cache=True, nogil=True)
+def merged_insert(t, q, tagged, cap, window, bits):
+    """Store `tagged` under key q; when its shard already holds `cap` live refs under q, the
+    oldest of them gives way (as `kernels._insert_one` does within one shard's table)."""
+    r = q % t.heads.shape[0]
+    heads, nxt, keys, refs = t.heads[r], t.nxt[r], t.keys[r], t.refs[r]
+    b = _k._bucket(q, heads.size - 1)
+    smask = np.uint64((1 << bits) - 1)
+    tag = np.uint64(tagged) >> np.uint64(bits)
+    e = heads[b]
+    same = 0
+    oldest = -1
+    oldest_age = _U32
+    while e >= 0:
+        if keys[e] == q and (np.uint64(refs[e]) >> np.uint64(bits)) == tag:
+            age = _age(np.uint64(refs[e]) & smask, window, smask)
+            if age < np.uint64(window[0].count):
+                same += 1
+                if age < oldest_age:
+                    oldest, oldest_age = e, age
+        e = nxt[e]
+    if same >= cap:
+        refs[oldest] = tagged
+        return
+    size = t.sizes[r]
+    keys[size] = q
+    refs[size] = tagged
+    nxt[size] = heads[b]
+    heads[b] = size
+    t.sizes[r] = size + 1
+
+
+@njit(cache=True, nogil=True)
+def merged_insert_all(t, qkeys, qrefs, shard, cap, window, bits):
+    """Insert (qkeys[i], qrefs[i]) of one shard, in order (refs untagged, full 32-bit)."""
+    smask = np.uint64((1 << bits) - 1)
+    top = np.uint64(shard) << np.uint64(bits)
+    for i in range(qkeys.size):
+        tagged = np.uint32(top | (np.uint64(qrefs[i]) & smask))
+        merged_insert(t, qkeys[i], tagged, cap, window, bits)
+
+
+@njit(cache=True, nogil=True)
+def merged_compact(t, slot_of, wins, bits):
+    """Drop entries of shards not held (`slot_of` -1) and of refs out of their window."""
+    smask = np.uint64((1 << bits) - 1)
+    for r in range(t.heads.shape[0]):
+        keys, refs = t.keys[r], t.refs[r]
+        m = 0
+        for e in range(t.sizes[r]):
+            tagged = np.uint64(refs[e])
+            s = slot_of[np.int64(tagged >> np.uint64(bits))]
+            if s >= 0 and _age(tagged & smask, wins[s : s + 1], smask) < np.uint64(wins[s].count):
+                keys[m] = keys[e]
+                refs[m] = refs[e]
+                m += 1
+        t.sizes[r] = m
+    _k.tables_rehash(t)
+
+
+@njit(cache=True, nogil=True)
+def vote_batch(begin, end, docs, known, home, out, votes, t, stores, wins, slot_of, run):
+    """Vote on documents begin..end for every voting local shard, storing home documents.
+
+    Per document and per voting shard this does what `kernels.decide_batch` does in that
+    shard's own engine: advance its window; at the home shard, supersede the id's earlier
+    version; then one probe of the merged table gives every shard its candidates, verified
+    against that shard's store and chosen by the same rule (ascending refs, the first exact
+    match wins, else the strictly highest estimate); the home shard then makes room, stores
+    and indexes the document. `home[i]` is the document's slot (-1: not held or not voting),
+    `known[i]` that its home already stores it, `docs.skip[i]` that it repeats an earlier row
+    of the batch (no shard votes on it). `votes` (match, similarity, method: [n, k] each)
+    receive each shard's vote; `out` the home shard's decision (as `decide_batch` writes it).
+    Returns the next document when the table needs to grow first (`end` when done).
+    """
+    voting, bits, limits, rules = run.voting, run.bits, run.limits, run.rules
+    k = voting.size
+    active = np.empty(k, dtype=np.bool_)
+    best = np.empty(k, dtype=np.int64)
+    best_sim = np.empty(k, dtype=np.float64)
+    best_method = np.empty(k, dtype=np.int64)
+    done = np.empty(k, dtype=np.bool_)
+    smask = np.uint64((1 << bits) - 1)
+    for i in range(begin, end):
+        if docs.skip[i]:
+            continue
+        h = home[i]
+        if h >= 0 and not known[i] and not _k._has_room(i, docs, t):
+            return i
+        for s in range(k):
+            active[s] = voting[s] and not (s == h and known[i])
+            if active[s]:  # (`advance` without room only evicts by age)
+                if limits.max_age > 0:
+                    _k.advance(wins[s : s + 1], stores[s], docs.ts[i], limits, False)
+                elif docs.ts[i] > wins[s].watermark:
+                    wins[s].watermark = docs.ts[i]
+        stores_here = h >= 0 and not known[i]
+        update = False
+        if stores_here:
+            update = _k.supersede(i, docs, out, stores[h], wins[h : h + 1])
+        width = docs.nkeys[i]
+        buf = np.empty(width * 64 + 64, dtype=np.int64)
+        n = merged_probe(t, docs.keys[i, :width], slot_of, wins, active, bits, buf)
+        if n > buf.size:
+            buf = np.empty(n, dtype=np.int64)
+            merged_probe(t, docs.keys[i, :width], slot_of, wins, active, bits, buf)
+        cands = np.sort(buf[:n])
+        best[:] = -1
+        best_sim[:] = 0.0
+        best_method[:] = UNIQUE
+        done[:] = False
+        query_feats = docs.feats[docs.feat_offsets[i] : docs.feat_offsets[i + 1]]
+        query_oph = np.empty(0, dtype=np.uint64)
+        last = np.int64(-1)
+        for c in range(n):
+            v = cands[c]
+            if v == last:
+                continue
+            last = v
+            s = v >> 32
+            ref = v & 0xFFFFFFFF
+            if done[s]:
+                continue
+            store, w = stores[s], wins[s : s + 1]
+            p = _k._slot(ref, store, w)
+            if store.superseded[p]:
+                continue
+            exact = store.exact[p, 0] == docs.exact[i, 0] and store.exact[p, 1] == docs.exact[i, 1]
+            if exact:
+                best[s], best_sim[s], best_method[s], done[s] = ref, 1.0, EXACT, True
+                continue
+            if (
+                docs.nfeat[i] == 0
+                or store.nfeat[p] == 0
+                or _k._sizes_exclude(docs.nfeat[i], store.nfeat[p], rules.threshold)
+            ):
+                continue
+            if query_oph.size == 0 and store.nfeat[p] > rules.compact_max:
+                query_oph = docs.sketch[i]
+                if docs.nfeat[i] <= rules.compact_max:
+                    query_oph = np.zeros(docs.sketch.shape[1], dtype=np.uint64)
+                    oph_sketch(query_feats, docs.sketch.shape[1] * 64, query_oph)
+            sim = _k.similarity(
+                query_feats,
+                docs.nfeat[i],
+                query_oph,
+                store.sketch[p],
+                store.nfeat[p],
+                rules.compact_max,
+            )
+            if sim >= rules.threshold and sim > best_sim[s]:
+                ham = popcount64(docs.simhash[i] ^ store.simhash[p])
+                best[s], best_sim[s] = ref, sim
+                best_method[s] = SIMHASH if ham <= rules.simhash_k else MINHASH
+        for s in range(k):
+            if active[s]:
+                votes.match[i, s] = best[s]
+                votes.similarity[i, s] = best_sim[s]
+                votes.method[i, s] = best_method[s]
+        if not stores_here:
+            continue
+        st, w = stores[h], wins[h : h + 1]
+        _k.advance(w, st, docs.ts[i], limits, True)  # after the lookup: it saw max_docs
+        out.update[i] = update
+        ref = _k._append(i, docs, st, w, best_sim[h], best_method[h], update)
+        late = _k.expired(w, docs.ts[i], limits)
+        indexed = _k.is_indexed(best_method[h], late, rules.index_duplicates)
+        out.ref[i], out.match[i], out.similarity[i] = ref, best[h], best_sim[h]
+        out.method[i], out.indexed[i] = best_method[h], indexed
+        if indexed:
+            tag = np.uint64(run.shards[h]) << np.uint64(bits)
+            for j in range(docs.nkeys[i]):
+                tagged = np.uint32(tag | (np.uint64(ref) & smask))
+                merged_insert(t, docs.keys[i, j], tagged, limits.bucket_cap, w, bits)
+    return end
