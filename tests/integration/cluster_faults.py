@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +29,7 @@ def cluster_env(topics: Topics) -> dict[str, str]:
         "NEARDUP_CLUSTER__GATHER_CHANGELOG": f"{topics.input}.gather-changelog",
         "NEARDUP_DEDUP__HOME_SHARDS": str(SHARDS),
         "NEARDUP_WORKER__TRANSACTION_TIMEOUT_MS": "10000",
+        "PYTHONFAULTHANDLER": "1",  # a replica that hangs dumps its threads on SIGABRT
     }
 
 
@@ -65,6 +67,22 @@ class Cluster:
         for w in started:
             w.wait_ready()
         return started
+
+    def stop(self, i: int, timeout: float = 60) -> int:
+        """SIGTERM replica i and wait for it; one that does not stop in time gets SIGABRT, so
+        its log ends with every thread's stack, and the test fails with it."""
+        worker = self.workers[i]
+        assert worker.proc is not None
+        worker.proc.send_signal(signal.SIGTERM)
+        try:
+            return worker.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            worker.proc.send_signal(signal.SIGABRT)
+            worker.proc.wait(30)
+            stacks = worker.log_path.read_text(errors="replace")
+            raise AssertionError(
+                f"r{i} still running {timeout}s after SIGTERM:\n{stacks[-20000:]}"
+            ) from None
 
     def alive(self) -> list[WorkerProcess]:
         return [w for w in self.workers.values() if w.alive()]

@@ -30,8 +30,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.faults]
 SESSION_MS = 6000  # the least the worker accepts: the pause outlasts it sooner
 
 
-def feed(bootstrap: str, topics: Topics, docs: list[dict[str, object]], chunks: int) -> Feeder:
-    feeder = Feeder(bootstrap, topics.input, doc_records(docs), chunks=chunks, every=0.5)
+def feed(
+    bootstrap: str, topics: Topics, docs: list[dict[str, object]], chunks: int, every: float = 0.5
+) -> Feeder:
+    feeder = Feeder(bootstrap, topics.input, doc_records(docs), chunks=chunks, every=every)
     feeder.start()
     return feeder
 
@@ -82,10 +84,15 @@ def test_a_rolling_restart_while_input_flows(
     cluster = Cluster(kafka_bootstrap, topics, tmp_path)
     try:
         cluster.start_all()
-        feeder = feed(kafka_bootstrap, topics, docs, chunks=40)
+        feeder = feed(kafka_bootstrap, topics, docs, chunks=60, every=1.0)  # 60 s or more
         for i in range(cluster.size):
-            wait_for(f"input flowing before r{i} restarts", lambda: feeder.sent > 0, 120)
-            assert cluster.workers[i].stop() == 0, cluster.workers[i].log()
+            # r0, r1, r2 go down at a quarter, half, three quarters of the input: with more
+            # to come each time, so each restart meets input flowing.
+            part = (i + 1) * len(docs) // (cluster.size + 1)
+            wait_for(
+                f"{part} inputs fed before r{i} restarts", lambda p=part: feeder.sent >= p, 120
+            )
+            assert cluster.stop(i) == 0, cluster.workers[i].log()
             cluster.start(i).wait_ready()
         fed(feeder)
         decided_like_offline(kafka_bootstrap, topics, docs)
