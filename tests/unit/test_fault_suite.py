@@ -1,5 +1,6 @@
 """The suite's split: `make test` runs everything not marked `faults`, `make test-faults` the
-fault-injection modules (tests/integration/test_faults_*.py, all marked), and CI both."""
+fault-injection modules (tests/integration/test_faults_*.py and test_resilience.py, all
+marked), and CI both."""
 
 from __future__ import annotations
 
@@ -27,8 +28,9 @@ def module_marks(path: Path) -> set[str]:
 
 
 def test_every_fault_injection_module_is_marked_faults() -> None:
-    modules = sorted((ROOT / "tests" / "integration").glob("test_faults_*.py"))
-    assert len(modules) >= 7
+    here = ROOT / "tests" / "integration"
+    modules = [*sorted(here.glob("test_faults_*.py")), here / "test_resilience.py"]
+    assert len(modules) >= 8
     unmarked = [m.name for m in modules if module_marks(m) != {"integration", "faults"}]
     assert not unmarked, f"not marked integration + faults: {unmarked}"
 
