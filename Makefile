@@ -1,11 +1,12 @@
-# Developer entry points. `make test` is the command CI runs (.ci/run).
+# Developer entry points. CI runs `make lint` and `make test-ci` (.ci/run): `make test` and
+# `make test-faults` at once, on two brokers.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 # The test broker gets its own port, so it never collides with a demo/dev broker on 9092.
 TEST_KAFKA_PORT ?= 19092
 
-.PHONY: install test unit lint demo bench kafka-start kafka-stop clean
+.PHONY: install test test-faults test-ci unit lint demo bench kafka-start kafka-stop clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -19,12 +20,41 @@ install: $(PY)
 	$(PY) -m pip install --quiet -e '.[dev]'
 	$(PY) -m neardup_stream.warmup
 
-# The whole suite: unit tests and integration tests against a real local Kafka broker.
-test: install
+# Runs $(1) with KAFKA_BOOTSTRAP_SERVERS set to a local test broker on $(TEST_KAFKA_PORT),
+# started first (reused if this checkout's broker already runs) and stopped afterwards.
+define with_test_broker
 	@set -e; export KAFKA_PORT=$(TEST_KAFKA_PORT); \
 	bootstrap=$$(deploy/local/kafka.sh start | tail -n 1); \
 	trap 'deploy/local/kafka.sh stop' EXIT; \
-	KAFKA_BOOTSTRAP_SERVERS=$$bootstrap $(PY) -m pytest
+	export KAFKA_BOOTSTRAP_SERVERS=$$bootstrap; $(1)
+endef
+
+# Extra pytest arguments for the three targets below, e.g. PYTEST_ARGS="-x --durations=20".
+PYTEST_ARGS ?=
+
+# The suite: unit tests and integration tests against a real local Kafka broker, except the
+# slow fault-injection scenarios (marked `faults`), which `make test-faults` runs.
+test: install
+	$(call with_test_broker,$(PY) -m pytest -m "not faults" $(PYTEST_ARGS))
+
+# The fault-injection scenarios (tests/integration/test_faults_*.py): kills, pauses, outages,
+# storms, against the real broker.
+test-faults: install
+	$(call with_test_broker,$(PY) -m pytest -m faults $(PYTEST_ARGS))
+
+# What CI runs (.ci/run): both of the above at once, each against a broker of its own (the
+# fault half restarts and pauses brokers; the main half must not see that). The test broker is
+# started first, so a first start fetches the broker jars once. The fault run's output follows.
+FAULTS_KAFKA_PORT ?= 19192
+test-ci: install
+	@set -e; KAFKA_PORT=$(TEST_KAFKA_PORT) deploy/local/kafka.sh start >/dev/null; \
+	log=$$(mktemp); \
+	$(MAKE) --no-print-directory -o install test-faults TEST_KAFKA_PORT=$(FAULTS_KAFKA_PORT) \
+		PYTEST_ARGS="-p no:cacheprovider $(PYTEST_ARGS)" >"$$log" 2>&1 & faults=$$!; \
+	main=0; $(MAKE) --no-print-directory -o install test || main=$$?; \
+	fault=0; wait $$faults || fault=$$?; \
+	echo "== make test-faults (exit $$fault)"; cat "$$log"; rm -f "$$log"; \
+	exit $$((main || fault))
 
 # The main job end to end: local broker, a worker, a bundled sample, a summary.
 # The demo's own flags go in ARGS, e.g. `make demo ARGS="--metrics-port 9200 --stop-broker"`.

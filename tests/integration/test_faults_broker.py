@@ -32,7 +32,7 @@ from tests.integration.harness import (
 )
 from tests.integration.test_worker import expected
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.faults]  # `make test-faults`
 
 SESSION_TIMEOUT_S = 10  # the worker's default session.timeout.ms
 PAUSE_S = SESSION_TIMEOUT_S + 6

@@ -34,7 +34,7 @@ from tests.integration.harness import (
 )
 from tests.unit.conftest import mutate, random_text
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.faults]  # `make test-faults`
 
 WINDOW_S = 72 * 3600
 SPAN_S = 100 * 3600

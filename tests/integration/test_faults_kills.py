@@ -35,7 +35,7 @@ from tests.integration.harness import (
     decisions,
 )
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.faults]  # `make test-faults`
 
 DOCS = 15_000
 BATCH = ["--max-batch", "500"]

@@ -30,7 +30,7 @@ from tests.integration.harness import (
 from tests.integration.test_worker import expected, stream
 from tests.unit.conftest import random_text
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.faults]  # `make test-faults`
 
 DLQ_PAYLOAD_BYTES = 65_536  # the worker's default bound on the raw bytes a dead letter carries
 INPUT_LIMIT = 8 * 1024 * 1024  # the worker's default --max-message-bytes

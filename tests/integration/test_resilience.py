@@ -16,7 +16,7 @@ from tests.integration.conftest import KAFKA_SH
 from tests.integration.harness import Topics, WorkerProcess, decisions, produce_docs, read_all
 from tests.integration.test_worker import expected, stream
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.faults]  # `make test-faults`
 
 
 def _feed(

@@ -9,6 +9,7 @@ from typing import NamedTuple
 
 from kafka import KafkaConsumer, TopicPartition
 
+from worker import failpoints
 from worker.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,7 @@ def replay(
             except ValueError as exc:
                 unreadable = Unreadable(record.offset, f"unreadable changelog record: {exc}")
                 break
+        failpoints.hit("restore_batch")
     metrics.restored_records.inc(applied)
     log.info(
         "replayed %s: %d records%s in %.1f s",
