@@ -1,12 +1,12 @@
-# Developer entry points. CI runs `make lint` and `make test-ci` (.ci/run): `make test` and
-# `make test-faults` at once, on two brokers.
+# Developer entry points. `make test` is the whole suite, the README's test command, and what CI
+# runs after `make lint` (.ci/run): `make test-main` and `make test-faults` at once, on two brokers.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 # The test broker gets its own port, so it never collides with a demo/dev broker on 9092.
 TEST_KAFKA_PORT ?= 19092
 
-.PHONY: install test test-faults test-ci unit lint demo bench kafka-start kafka-stop clean
+.PHONY: install test test-main test-faults unit lint demo bench kafka-start kafka-stop clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -32,9 +32,9 @@ endef
 # Extra pytest arguments for the three targets below, e.g. PYTEST_ARGS="-x --durations=20".
 PYTEST_ARGS ?=
 
-# The suite: unit tests and integration tests against a real local Kafka broker, except the
-# slow fault-injection scenarios (marked `faults`), which `make test-faults` runs.
-test: install
+# Unit tests and integration tests against a real local Kafka broker, except the slow
+# fault-injection scenarios (marked `faults`), which `make test-faults` runs.
+test-main: install
 	$(call with_test_broker,$(PY) -m pytest -m "not faults" $(PYTEST_ARGS))
 
 # The fault-injection scenarios (tests/integration/test_faults_*.py): kills, pauses, outages,
@@ -42,16 +42,17 @@ test: install
 test-faults: install
 	$(call with_test_broker,$(PY) -m pytest -m faults $(PYTEST_ARGS))
 
-# What CI runs (.ci/run): both of the above at once, each against a broker of its own (the
-# fault half restarts and pauses brokers; the main half must not see that). The test broker is
-# started first, so a first start fetches the broker jars once. The fault run's output follows.
+# The whole suite (the README's test command; CI runs it): both of the above at once, each
+# against a broker of its own (the fault half restarts and pauses brokers; the main half must
+# not see that). The test broker is started first, so a first start fetches the broker jars
+# once. The fault run's output follows.
 FAULTS_KAFKA_PORT ?= 19192
-test-ci: install
+test: install
 	@set -e; KAFKA_PORT=$(TEST_KAFKA_PORT) deploy/local/kafka.sh start >/dev/null; \
 	log=$$(mktemp); \
 	$(MAKE) --no-print-directory -o install test-faults TEST_KAFKA_PORT=$(FAULTS_KAFKA_PORT) \
 		PYTEST_ARGS="-p no:cacheprovider $(PYTEST_ARGS)" >"$$log" 2>&1 & faults=$$!; \
-	main=0; $(MAKE) --no-print-directory -o install test || main=$$?; \
+	main=0; $(MAKE) --no-print-directory -o install test-main || main=$$?; \
 	fault=0; wait $$faults || fault=$$?; \
 	echo "== make test-faults (exit $$fault)"; cat "$$log"; rm -f "$$log"; \
 	exit $$((main || fault))
