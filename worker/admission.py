@@ -12,12 +12,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from neardup_stream.mapping import InputMapping
 from neardup_stream.models import Document, ErrorRecord
 from neardup_stream.parsing import ParseError, parse_document
 from worker import changelog, codec
 from worker.records import BatchOutput, InputRecord, Rejection, Source
+
+if TYPE_CHECKING:
+    from worker.settings import Settings
 
 # Record-batch and header overhead counted against a topic's max.message.bytes.
 RECORD_OVERHEAD_BYTES = 1024
@@ -37,6 +41,23 @@ class DecideRules:
     unique_limit: int  # the unique topic's max.message.bytes
     changelog_limit: int = 1 << 62  # the changelog topic's max.message.bytes
     pipeline: changelog.Pipeline | None = None  # whose changelog records; required to write
+
+    @classmethod
+    def of(cls, settings: Settings, limits: Mapping[str, int]) -> DecideRules:
+        """The rules of `settings`; `limits` maps output topics to their max.message.bytes (a
+        topic missing from it gets the limit the worker gives the topics it creates)."""
+        s, default = settings, settings.worker.output_max_message_bytes
+        return cls(
+            s.topics.unique,
+            s.topics.duplicate,
+            s.topics.dlq,
+            s.input,
+            s.worker.max_message_bytes,
+            s.worker.dlq_payload_bytes,
+            limits.get(s.topics.unique, default),
+            limits.get(changelog.topic_of(s), default),
+            changelog.pipeline_of(s),
+        )
 
 
 def dead_letter(

@@ -182,6 +182,8 @@ DERIVED_TOPICS = {
     "cluster.gather_changelog": "gather-changelog",
     "cluster.control": "control",
 }
+# The `ClusterSettings` fields naming the scale-out roles' internal topics.
+CLUSTER_TOPICS = tuple(k.split(".", 1)[1] for k in DERIVED_TOPICS if k.startswith("cluster."))
 # `dedup.home_shards` in cluster mode when it is not set: divisible by 1, 2, 3, 4, 6, 8, 12, 24
 # replicas, so the index spreads evenly over any of them.
 CLUSTER_HOME_SHARDS = 24

@@ -44,18 +44,7 @@ class TopicLayout:
 
     def decide_rules(self, settings: Settings) -> DecideRules:
         """What the decide step needs, with the limits these topics really have."""
-        s = settings
-        return DecideRules(
-            s.topics.unique,
-            s.topics.duplicate,
-            s.topics.dlq,
-            s.input,
-            s.worker.max_message_bytes,
-            s.worker.dlq_payload_bytes,
-            self.limits[s.topics.unique],
-            self.limits[changelog.topic_of(s)],
-            changelog.pipeline_of(s),
-        )
+        return DecideRules.of(settings, self.limits)
 
 
 def _admin(settings: Settings) -> KafkaAdminClient:

@@ -104,6 +104,17 @@ def live_hits(t, qkeys, base, count):
 
 
 @njit(inline="always", cache=True)
+def _link(t, r, b, q, ref):
+    """Append (q, ref) to row r's entries, at the head of bucket b's chain."""
+    size = t.sizes[r]
+    t.keys[r, size] = q
+    t.refs[r, size] = ref
+    t.nxt[r, size] = t.heads[r, b]
+    t.heads[r, b] = size
+    t.sizes[r] = size + 1
+
+
+@njit(inline="always", cache=True)
 def _insert_one(t, q, ref, cap, base, count):
     """Store ref under q; a key already holding `cap` live refs gives up its oldest instead.
 
@@ -127,12 +138,7 @@ def _insert_one(t, q, ref, cap, base, count):
     if same >= cap:
         refs[oldest] = ref
         return
-    size = t.sizes[r]
-    keys[size] = q
-    refs[size] = ref
-    nxt[size] = heads[b]
-    heads[b] = size
-    t.sizes[r] = size + 1
+    _link(t, r, b, q, ref)
 
 
 @njit(cache=True, nogil=True)

@@ -101,12 +101,7 @@ def merged_insert(t, q, tagged, cap, window, bits):
     if same >= cap:
         refs[oldest] = tagged
         return
-    size = t.sizes[r]
-    keys[size] = q
-    refs[size] = tagged
-    nxt[size] = heads[b]
-    heads[b] = size
-    t.sizes[r] = size + 1
+    _k._link(t, r, b, q, tagged)
 
 
 @njit(cache=True, nogil=True)

@@ -29,7 +29,7 @@ from neardup_stream.sharded import merged_kernels as mk
 from neardup_stream.sharded.changes import ShardChange
 from neardup_stream.sharded.fingerprints import FingerprintBatch
 from neardup_stream.sharded.voter import ShardVoter, by_domain
-from neardup_stream.sharded.votes import NO_MATCH, Votes
+from neardup_stream.sharded.votes import Votes
 
 _MASK32 = 0xFFFFFFFF
 _NONE = np.empty(0, dtype=np.int64)  # positions of a change that stored nothing
@@ -127,15 +127,7 @@ class ReplicaVoter:
         n = len(fb)
         out: dict[int, tuple[Votes, list[ShardChange]]] = {}
         for s in chosen:
-            votes = Votes(
-                s,
-                np.full(n, NO_MATCH, dtype=np.int64),
-                np.zeros(n, dtype=np.float64),
-                np.zeros(n, dtype=np.int8),
-                np.zeros(n, dtype=np.bool_),
-                [None] * n,
-                np.zeros(n, dtype=np.bool_),
-            )
+            votes = Votes.none(s, n)
             out[s] = (votes, [])
         if not chosen:
             return out

@@ -18,7 +18,7 @@ from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.sharded.changes import ShardChange
 from neardup_stream.sharded.fingerprints import FingerprintBatch
-from neardup_stream.sharded.votes import NO_MATCH, Votes
+from neardup_stream.sharded.votes import Votes
 
 _REF_MASK = 0xFFFFFFFF
 
@@ -88,15 +88,7 @@ class ShardVoter:
             )
         n, shards = len(fb), self.config.home_shards
         home = fb.homes(shards) == self.shard
-        votes = Votes(
-            self.shard,
-            np.full(n, NO_MATCH, dtype=np.int64),
-            np.zeros(n, dtype=np.float64),
-            np.zeros(n, dtype=np.int8),
-            np.zeros(n, dtype=np.bool_),
-            [None] * n,
-            np.zeros(n, dtype=np.bool_),
-        )
+        votes = Votes.none(self.shard, n)
         changes = []
         for domain, rows in by_domain(fb.domains):
             change = self._vote_domain(fb, domain, rows, home[rows], votes, record)

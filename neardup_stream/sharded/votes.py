@@ -32,6 +32,19 @@ class Votes(NamedTuple):
     match_ids: list[str | None]
     update: np.ndarray  # bool[n]: (home shard only) the id is stored with other content
 
+    @classmethod
+    def none(cls, shard: int, n: int) -> Votes:
+        """`shard`'s votes before it looked: no match, nothing seen, for `n` documents."""
+        return cls(
+            shard,
+            np.full(n, NO_MATCH, dtype=np.int64),
+            np.zeros(n, dtype=np.float64),
+            np.zeros(n, dtype=np.int8),
+            np.zeros(n, dtype=np.bool_),
+            [None] * n,
+            np.zeros(n, dtype=np.bool_),
+        )
+
     def pack(self) -> bytes:
         n = self.match_position.size
         ids = [m.encode("utf-8", "surrogatepass") if m is not None else b"" for m in self.match_ids]

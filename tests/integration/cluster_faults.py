@@ -22,11 +22,7 @@ def cluster_env(topics: Topics) -> dict[str, str]:
     """The replicas' environment: per-test internal topics, SHARDS home shards, a short
     transaction timeout (a killed replica's open transaction holds back readers until then)."""
     return {
-        "NEARDUP_CLUSTER__FINGERPRINTS": f"{topics.input}.fingerprints",
-        "NEARDUP_CLUSTER__VOTES": f"{topics.input}.votes",
-        "NEARDUP_CLUSTER__SHARDS": f"{topics.input}.shards",
-        "NEARDUP_CLUSTER__SHARD_CHANGELOG": f"{topics.input}.shard-changelog",
-        "NEARDUP_CLUSTER__GATHER_CHANGELOG": f"{topics.input}.gather-changelog",
+        **topics.internal_env(),
         "NEARDUP_DEDUP__HOME_SHARDS": str(SHARDS),
         "NEARDUP_WORKER__TRANSACTION_TIMEOUT_MS": "10000",
         "PYTHONFAULTHANDLER": "1",  # a replica that hangs dumps its threads on SIGABRT

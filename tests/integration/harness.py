@@ -54,6 +54,16 @@ class Topics:
             self.changelog,
         ]
 
+    def internal_env(self) -> dict[str, str]:
+        """The scale-out roles' internal topics, fresh for this test, as environment."""
+        return {
+            "NEARDUP_CLUSTER__FINGERPRINTS": f"{self.input}.fingerprints",
+            "NEARDUP_CLUSTER__VOTES": f"{self.input}.votes",
+            "NEARDUP_CLUSTER__SHARDS": f"{self.input}.shards",
+            "NEARDUP_CLUSTER__SHARD_CHANGELOG": f"{self.input}.shard-changelog",
+            "NEARDUP_CLUSTER__GATHER_CHANGELOG": f"{self.input}.gather-changelog",
+        }
+
 
 @dataclass
 class WorkerProcess:

@@ -45,11 +45,7 @@ def test_a_stalled_shard_owner_shows_in_the_oldest_undecided_age_and_fires_the_a
 ) -> None:
     assert {domain_partition(s, 2) for s in SITES} == {0, 1}
     env = {
-        "NEARDUP_CLUSTER__FINGERPRINTS": f"{topics.input}.fingerprints",
-        "NEARDUP_CLUSTER__VOTES": f"{topics.input}.votes",
-        "NEARDUP_CLUSTER__SHARDS": f"{topics.input}.shards",
-        "NEARDUP_CLUSTER__SHARD_CHANGELOG": f"{topics.input}.shard-changelog",
-        "NEARDUP_CLUSTER__GATHER_CHANGELOG": f"{topics.input}.gather-changelog",
+        **topics.internal_env(),
         "NEARDUP_DEDUP__HOME_SHARDS": str(SHARDS),
         "NEARDUP_WORKER__TRANSACTION_TIMEOUT_MS": "10000",
         # The frozen replica keeps its shards while frozen: a stall, not a rebalance.

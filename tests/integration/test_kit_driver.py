@@ -52,11 +52,7 @@ MAX_DOCS = 30  # a bound the single and the sharded index apply differently (per
 def cluster_env(topics: Topics) -> dict[str, str]:
     """A scale-out worker's internal topics (fresh) and home shards, as its environment."""
     return {
-        "NEARDUP_CLUSTER__FINGERPRINTS": f"{topics.input}.fingerprints",
-        "NEARDUP_CLUSTER__VOTES": f"{topics.input}.votes",
-        "NEARDUP_CLUSTER__SHARDS": f"{topics.input}.shards",
-        "NEARDUP_CLUSTER__SHARD_CHANGELOG": f"{topics.input}.shard-changelog",
-        "NEARDUP_CLUSTER__GATHER_CHANGELOG": f"{topics.input}.gather-changelog",
+        **topics.internal_env(),
         "NEARDUP_DEDUP__HOME_SHARDS": str(SHARDS),
     }
 

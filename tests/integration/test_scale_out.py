@@ -32,11 +32,7 @@ def replicas(
     extra: list[str] | None = None,
 ) -> list[WorkerProcess]:
     env = {
-        "NEARDUP_CLUSTER__FINGERPRINTS": f"{topics.input}.fingerprints",
-        "NEARDUP_CLUSTER__VOTES": f"{topics.input}.votes",
-        "NEARDUP_CLUSTER__SHARDS": f"{topics.input}.shards",
-        "NEARDUP_CLUSTER__SHARD_CHANGELOG": f"{topics.input}.shard-changelog",
-        "NEARDUP_CLUSTER__GATHER_CHANGELOG": f"{topics.input}.gather-changelog",
+        **topics.internal_env(),
         "NEARDUP_DEDUP__HOME_SHARDS": str(SHARDS),
         # A killed replica's open transactions hold back readers until the broker aborts them.
         "NEARDUP_WORKER__TRANSACTION_TIMEOUT_MS": "10000",

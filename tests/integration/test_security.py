@@ -80,17 +80,6 @@ def secure_decisions(
     return got
 
 
-def cluster_env(topics: Topics) -> dict[str, str]:
-    """Per-test internal topics of the scale-out roles (as tests/integration/test_scale_out)."""
-    return {
-        "NEARDUP_CLUSTER__FINGERPRINTS": f"{topics.input}.fingerprints",
-        "NEARDUP_CLUSTER__VOTES": f"{topics.input}.votes",
-        "NEARDUP_CLUSTER__SHARDS": f"{topics.input}.shards",
-        "NEARDUP_CLUSTER__SHARD_CHANGELOG": f"{topics.input}.shard-changelog",
-        "NEARDUP_CLUSTER__GATHER_CHANGELOG": f"{topics.input}.gather-changelog",
-    }
-
-
 def secure_worker(
     env: dict[str, str], topics: Topics, log: Path, cluster: bool, **overrides: str
 ) -> WorkerProcess:
@@ -101,7 +90,7 @@ def secure_worker(
         "g-" + topics.input,
         log,
         extra=extra,
-        env={**env, **(cluster_env(topics) if cluster else {}), **overrides},
+        env={**env, **(topics.internal_env() if cluster else {}), **overrides},
     )
 
 

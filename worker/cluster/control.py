@@ -19,22 +19,14 @@ from typing import Any, NamedTuple
 
 import mmh3
 
-from worker.settings import Settings
+from worker.settings import CLUSTER_TOPICS, Settings
 
 RECORD_FORMAT = 1
 KEY_PREFIX = "settings"
 SETTINGS_CHANGE_DOC = "docs/operations/settings-change.md"
 # Worker settings that change an outcome (decided, or dead-lettered) or the transactions.
 _WORKER_FIELDS = ("exactly_once", "max_message_bytes", "dlq_payload_bytes")
-_CLUSTER_FIELDS = (
-    "fingerprints",
-    "votes",
-    "shards",
-    "shard_changelog",
-    "gather_changelog",
-    "control",
-    "log_partitions",
-)
+_CLUSTER_FIELDS = (*CLUSTER_TOPICS, "log_partitions")
 _OUTPUT_FIELDS = ("unique", "duplicate", "dlq")
 
 

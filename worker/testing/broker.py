@@ -25,18 +25,10 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from worker import changelog
 from worker.clients import common_config
 from worker.embedded import EmbeddedWorker
-from worker.settings import Settings
+from worker.settings import CLUSTER_TOPICS, Settings
 
 log = logging.getLogger(__name__)
-# The scale-out roles' internal topics (`ClusterSettings`) and consumer-group suffixes.
-CLUSTER_TOPICS = (
-    "fingerprints",
-    "votes",
-    "shards",
-    "shard_changelog",
-    "gather_changelog",
-    "control",
-)
+# The scale-out roles' consumer-group suffixes.
 CLUSTER_ROLES = ("edge", "shards", "gather")
 
 

@@ -93,7 +93,7 @@ class Driver:
         start_ms: int = DEFAULT_START_MS,
     ) -> None:
         self.settings = settings
-        self.rules = driver_rules(settings, topic_limits or {})
+        self.rules = DecideRules.of(settings, topic_limits or {})
         self.cluster: ClusterPipeline | None = None
         if settings.cluster.enabled:
             from worker.testing.cluster import ClusterPipeline
@@ -204,20 +204,3 @@ class Driver:
         ]
         dedup.apply_records(records)
         return dedup
-
-
-def driver_rules(settings: Settings, topic_limits: Mapping[str, int]) -> DecideRules:
-    """`TopicLayout.decide_rules` with the limits of topics the worker would create (or
-    `topic_limits`), built without a broker (a unit test checks both agree)."""
-    s, default = settings, settings.worker.output_max_message_bytes
-    return DecideRules(
-        s.topics.unique,
-        s.topics.duplicate,
-        s.topics.dlq,
-        s.input,
-        s.worker.max_message_bytes,
-        s.worker.dlq_payload_bytes,
-        topic_limits.get(s.topics.unique, default),
-        topic_limits.get(changelog.topic_of(s), default),
-        changelog.pipeline_of(s),
-    )
