@@ -314,8 +314,15 @@ jvm_log_opts() {
 }
 
 new_cluster_id() {
-    # Kafka cluster ids are 16 random bytes, URL-safe base64 without padding.
-    head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n'
+    # Kafka cluster ids are 16 random bytes, URL-safe base64 without padding. Like Kafka's
+    # own Uuid.randomUuid, never one that starts with '-': the storage tool would read it as
+    # an option ("argument --cluster-id/-t: expected one argument").
+    local id
+    while :; do
+        id="$(head -c 16 /dev/urandom | base64 | tr '+/' '-_' | tr -d '=\n')"
+        [[ "$id" != -* ]] && break
+    done
+    printf '%s\n' "$id"
 }
 
 format_storage() {

@@ -12,6 +12,7 @@ raised instead when topic creation is on; longer retention or larger messages ar
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any, NamedTuple
 
 from kafka import KafkaAdminClient
@@ -156,6 +157,20 @@ def _raise_retention(
     return True
 
 
+def _described_after_raise(
+    admin: KafkaAdminClient, specs: list[TopicSpec], names: list[str], settings: Settings
+) -> dict[str, TopicState]:
+    """Describe again until the raised retentions show: a broker answers a describe from its
+    metadata, which may not have applied the change yet. Bounded by the request timeout; a
+    retention still short then is refused like any other mismatch."""
+    deadline = time.monotonic() + settings.kafka.request_timeout_ms / 1000
+    while True:
+        actual = describe(admin, names)
+        if not short_retention(specs, actual) or time.monotonic() >= deadline:
+            return actual
+        time.sleep(0.1)
+
+
 def ensure_internal_topics(settings: Settings) -> list[str]:
     """Create the missing internal topics, raise short retentions (when topic creation is
     on), then check all of them: the refusal lines."""
@@ -174,7 +189,7 @@ def ensure_internal_topics(settings: Settings) -> list[str]:
         names = [s.name for s in specs]
         actual = describe(admin, names)
         if settings.topics.create and _raise_retention(admin, specs, actual):
-            actual = describe(admin, names)
+            actual = _described_after_raise(admin, specs, names, settings)
         return mismatches(specs, actual)
     finally:
         admin.close()
