@@ -42,15 +42,14 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.corpus import (
+from bench.corpus import DATA_DIR, write_jsonl
+from bench.corpus_mutator import Mutator
+from bench.corpus_sources import (
     COPYRIGHT_GLOB,
-    DATA_DIR,
     LICENSE_DIR,
-    Mutator,
-    _read_man,
-    _read_plain,
+    read_man,
+    read_plain,
     split_chunks,
-    write_jsonl,
 )
 from bench.textnorm import jaccard, normalize, shingle_set
 
@@ -124,7 +123,7 @@ def collect_bases(seed: int, per_locale: int) -> list[dict]:
             out.append({"text": text, "lang": lang, "source": source})
 
     for lang, source, path in items:
-        reader = _read_man if source.startswith("man:") else _read_plain
+        reader = read_man if source.startswith("man:") else read_plain
         text = reader(path)
         if not text:
             continue
@@ -271,7 +270,7 @@ def build(
     for d in bases:
         docs.append({**d, "mutation": None, "target": None, "parent": None, "pj": None})
         docs[-1]["t"] = rng.random()
-    from bench.corpus import Doc
+    from bench.corpus_sources import Doc
 
     mutator = Mutator(rng, [Doc(text=d["text"], lang=d["lang"], source=d["source"]) for d in bases])
     calib = Calibrator(mutator, rng)
