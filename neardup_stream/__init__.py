@@ -7,7 +7,7 @@ The core is pure Python + numpy (+ numba kernels) and knows nothing about Kafka:
     dedup.check(Document(id="a", text="The quick brown fox jumps over the lazy dog."))
 
 Layers: `fingerprint/` (text -> fingerprints), `index/` (where fingerprints are kept and
-found), then `deduplicator` (decisions), `snapshot` and `records` (state on disk and in the
+found), then `deduplicator` (decisions; its parts in `engine/`), `snapshot` and `records` (state on disk and in the
 changelog). The names below are imported on first use, so `import neardup_stream.config` or
 `neardup-stream --help` does not load the compiled kernels.
 """

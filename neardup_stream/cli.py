@@ -18,7 +18,7 @@ import os
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import IO, Any
@@ -29,7 +29,7 @@ from pydantic_settings import SettingsError
 from neardup_stream import __version__
 from neardup_stream.config import DedupConfig
 from neardup_stream.mapping import DEFAULT_MAPPING, InputMapping
-from neardup_stream.models import Document, json_schemas
+from neardup_stream.models import Decision, Document, json_schemas
 from neardup_stream.options import (
     add_engine_flags,
     add_input_flags,
@@ -74,6 +74,22 @@ def _progress(total_bytes: int | None) -> Any:
     return tqdm(total=total_bytes, unit="B", unit_scale=True, file=sys.stderr, desc="dedup")
 
 
+def _decider(
+    config: DedupConfig, mapping: InputMapping
+) -> Callable[[list[Document]], list[Decision]]:
+    """What decides a batch: one engine, or (several home shards or domains) the sharded
+    engine; each is imported only when used, so a run loads only its own kernels."""
+    if config.home_shards > 1 or mapping.domain_field is not None:
+        from neardup_stream.mapping import domain_of
+        from neardup_stream.sharded.deduplicator import ShardedDeduplicator
+
+        sharded = ShardedDeduplicator(config)
+        return lambda docs: sharded.process(docs, [domain_of(mapping, doc) for doc in docs])
+    from neardup_stream.deduplicator import Deduplicator
+
+    return Deduplicator(config).check_batch
+
+
 def run_dedup(
     config: DedupConfig,
     source: IO[bytes],
@@ -85,24 +101,16 @@ def run_dedup(
 ) -> Counter[str]:
     """Stream JSONL documents from `source` to decisions on `sink`; returns counters."""
     from neardup_stream.caches import announce_compilation
-    from neardup_stream.deduplicator import Deduplicator  # the compiled kernels load here
-    from neardup_stream.mapping import domain_of
-    from neardup_stream.sharded.deduplicator import ShardedDeduplicator
 
     announce_compilation(err)
-    sharded = config.home_shards > 1 or mapping.domain_field is not None
-    dedup = ShardedDeduplicator(config) if sharded else Deduplicator(config)
+    decide = _decider(config, mapping)  # the compiled kernels load here
     counts: Counter[str] = Counter()
     batch: list[Document] = []
     bar = _progress(total_bytes)
     started = time.perf_counter()
 
     def flush() -> None:
-        if isinstance(dedup, ShardedDeduplicator):
-            decisions = dedup.process(batch, [domain_of(mapping, doc) for doc in batch])
-        else:
-            decisions = dedup.check_batch(batch)
-        for d in decisions:
+        for d in decide(batch):
             counts[d.decision] += 1
             if d.method:
                 counts[f"method:{d.method}"] += 1

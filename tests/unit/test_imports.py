@@ -1,0 +1,93 @@
+"""What each entry point imports: commands that decide nothing never load numba.
+
+Importing numba takes about 0.25-0.4 s and loading the compiled kernels about as much again,
+so `--help`, `--version`, `schemas` and the settings must not pay it, and an unsharded
+`dedup` must not import the sharded engine. Each case runs in a fresh interpreter and reads
+its `sys.modules` (never a wall-clock time).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+_REPORT = (
+    "import json, sys\n"
+    "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules} | "
+    "{m for m in sys.modules if m.startswith('neardup_stream.')})))\n"
+)
+
+
+def _modules_after(code: str, tmp_path: Path) -> set[str]:
+    """The modules a fresh interpreter holds after running `code` (stdout is free for it)."""
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import contextlib, io\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        + "".join(f"    {line}\n" for line in code.splitlines())
+        + _REPORT
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, check=True
+    )
+    return set(json.loads(proc.stdout.splitlines()[-1]))
+
+
+def _cli(*args: str) -> str:
+    return (
+        "from neardup_stream.cli import main\n"
+        f"try:\n    main({list(args)!r})\n"
+        "except SystemExit:\n    pass"
+    )
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "import neardup_stream",
+        "import neardup_stream.settings",
+        "from neardup_stream import DedupConfig, Document",
+        _cli("--help"),
+        _cli("--version"),
+        _cli("dedup", "--help"),
+        _cli("schemas"),
+    ],
+    ids=["package", "settings", "config-and-models", "help", "version", "dedup-help", "schemas"],
+)
+def test_commands_that_decide_nothing_do_not_load_numba(code: str, tmp_path: Path) -> None:
+    modules = _modules_after(code, tmp_path)
+    assert "neardup_stream" in modules  # the probe ran what it was given
+    assert not {"numba", "llvmlite"} & modules
+    assert "neardup_stream.deduplicator" not in modules
+
+
+def test_an_unsharded_dedup_loads_one_engine_not_the_sharded_one(tmp_path: Path) -> None:
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text('{"id": "a", "text": "one text"}\n{"id": "b", "text": "one text!"}\n')
+    out = tmp_path / "out.jsonl"
+    modules = _modules_after(_cli("dedup", "--input", str(docs), "--output", str(out)), tmp_path)
+    assert [json.loads(line)["decision"] for line in out.read_text().splitlines()] == [
+        "unique",
+        "duplicate",
+    ]
+    assert {"numba", "neardup_stream.deduplicator"} <= modules
+    assert not {m for m in modules if m.startswith("neardup_stream.sharded")}
+
+
+def test_a_dedup_with_home_shards_loads_the_sharded_engine(tmp_path: Path) -> None:
+    docs = tmp_path / "docs.jsonl"
+    docs.write_text('{"id": "a", "text": "one text"}\n{"id": "b", "text": "one text!"}\n')
+    out = tmp_path / "out.jsonl"
+    args = ("dedup", "--home-shards", "2", "--input", str(docs), "--output", str(out))
+    modules = _modules_after(_cli(*args), tmp_path)
+    assert [json.loads(line)["decision"] for line in out.read_text().splitlines()] == [
+        "unique",
+        "duplicate",
+    ]
+    assert "neardup_stream.sharded.deduplicator" in modules
