@@ -7,8 +7,10 @@ fresh child process, `--repeat` times (the median is reported):
   (a fresh `NUMBA_CACHE_DIR`): what a first run, a new container or a CI job waits for. The
   package's own compiled kernels (built by `setup.py`) are all it can use.
 * `dedup warm`: the same command again, with the cache that run left.
-* `imports`: inside a warm process, importing the engine (numba included) and loading the
-  compiled kernels (the first call of a batch of two documents), split.
+* `imports`: inside a warm process, the CLI's own imports, numba's, the engine's, numba's
+  registries (which its first cached load fills) and loading the compiled kernels (the first
+  call of a batch of two documents), split (`STAGES`), wall and CPU.
+* `--version`: a command that decides nothing, so loads no numba.
 * `worker cold`: `neardup-stream worker` against `--bootstrap-servers`, with fresh topics and an
   empty numba cache, from spawn until `/healthz` answers 200 (polled every 20 ms), and until
   the decision of one document produced then is committed (read_committed): the worker
@@ -53,16 +55,33 @@ _TEXTS = [
 
 _IMPORTS = """
 import time
-t0 = time.perf_counter()
+cpu, wall = [time.process_time()], [time.perf_counter()]
+def mark():
+    cpu.append(time.process_time())
+    wall.append(time.perf_counter())
+import neardup_stream.cli
+mark()
 import numba
-t1 = time.perf_counter()
+mark()
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.models import Document
-t2 = time.perf_counter()
-Deduplicator().check_batch([Document(id="a", text="one text"), Document(id="b", text="one text!")])
-t3 = time.perf_counter()
-print(f"{t1 - t0:.3f} {t2 - t1:.3f} {t3 - t2:.3f}")
+dedup = Deduplicator()
+mark()
+from numba.core.registry import cpu_target
+cpu_target.target_context.refresh()
+cpu_target.typing_context.refresh()
+mark()
+dedup.check_batch([Document(id="a", text="one text"), Document(id="b", text="one text!")])
+mark()
+print(" ".join(f"{w1 - w0:.4f}:{c1 - c0:.4f}" for w0, w1, c0, c1 in zip(wall, wall[1:], cpu, cpu[1:])))
 """
+STAGES = (
+    "import the CLI (argparse, pydantic, settings; no numba)",
+    "import numba",
+    "import the engine, numba excluded",
+    "numba's typing and lowering registries (its first cached load)",
+    "load the kernels from the cache + a first batch",
+)
 
 
 def _env(numba_cache: Path) -> dict[str, str]:
@@ -104,16 +123,21 @@ def dedup_times(cli: Path, work: Path) -> tuple[Timing, Timing]:
     return cold, warm
 
 
-def import_times(python: Path, work: Path) -> tuple[float, float, float]:
-    """(numba import, engine import, kernel loading) seconds in a warm process."""
+def import_times(python: Path, work: Path) -> list[Timing]:
+    """Per stage of `STAGES` (wall, CPU) seconds in a warm process."""
     cache = Path(tempfile.mkdtemp(dir=work, prefix="numba-"))
     _timed([str(python), "-c", _IMPORTS], _env(cache), work)  # fills the cache
     out = subprocess.run(
         [str(python), "-c", _IMPORTS], env=_env(cache), cwd=work, capture_output=True, text=True
     )
     shutil.rmtree(cache)
-    numba_s, engine_s, load_s = (float(x) for x in out.stdout.split())
-    return numba_s, engine_s, load_s
+    pairs = (field.split(":") for field in out.stdout.split())
+    return [Timing(float(w), float(c)) for w, c in pairs]
+
+
+def version_time(cli: Path, work: Path) -> Timing:
+    """`neardup-stream --version`: a command that loads no kernels."""
+    return _timed([str(cli), "--version"], _env(work / "numba-unused"), work)
 
 
 def _healthy(port: int) -> bool:
@@ -205,10 +229,12 @@ def main(argv: list[str] | None = None) -> int:
             rows.setdefault("dedup 10 docs, warm cache", []).append(warm.wall)
             cpu.setdefault("dedup 10 docs, cold cache", []).append(cold.cpu)
             cpu.setdefault("dedup 10 docs, warm cache", []).append(warm.cpu)
-            numba_s, engine_s, load_s = import_times(args.python, work)
-            rows.setdefault("import numba", []).append(numba_s)
-            rows.setdefault("import the engine, numba excluded", []).append(engine_s)
-            rows.setdefault("load the kernels + a first batch", []).append(load_s)
+            for stage, timing in zip(STAGES, import_times(args.python, work), strict=True):
+                rows.setdefault(stage, []).append(timing.wall)
+                cpu.setdefault(stage, []).append(timing.cpu)
+            version = version_time(cli, work)
+            rows.setdefault("neardup-stream --version", []).append(version.wall)
+            cpu.setdefault("neardup-stream --version", []).append(version.cpu)
             if args.bootstrap_servers:
                 started = worker_start(cli, work, args.bootstrap_servers)
                 rows.setdefault("worker ready, cold cache", []).append(started.ready)
