@@ -293,6 +293,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _cmd_schemas(args)
     except UsageError as exc:
         sys.stderr.write(f"neardup-stream {args.command}: error: {exc}\n")
+    except BrokenPipeError:
+        # The reader went away (`dedup ... | head`): stop quietly, like other Unix tools, and
+        # point stdout at /dev/null so the interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a tool killed by the pipe
     return 2
 
 

@@ -255,3 +255,25 @@ def test_dedup_marks_a_changed_document_as_an_update() -> None:
     decided = [json.loads(line) for line in proc.stdout.decode().splitlines()]
     assert [d["update"] for d in decided] == [False, False, True]
     assert "1 updates" in proc.stderr.decode()
+
+
+def test_dedup_into_a_reader_that_stops_early_exits_quietly(tmp_path: Path) -> None:
+    """`neardup-stream dedup ... | head -1`: no traceback, the shell's SIGPIPE status."""
+    src = tmp_path / "in.jsonl"
+    src.write_text(
+        "".join(json.dumps({"id": str(i), "text": random_text(i)}) + "\n" for i in range(3000))
+    )
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "neardup_stream.cli", "dedup", "--input", str(src)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=clean,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # the reader goes away, as `head -1` does
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=300) == 141, err
+    assert json.loads(first)["id"] == "0"
+    assert "Traceback" not in err and "BrokenPipe" not in err, err
