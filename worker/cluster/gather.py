@@ -31,10 +31,10 @@ from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 
 from neardup_stream.sharded.changes import FirstDecisions
 from neardup_stream.sharded.gather import Gatherer
-from neardup_stream.sharded.join import Pending, VoteJoin
+from neardup_stream.sharded.join import Joined, Pending, VoteJoin
 from neardup_stream.sharded.votes import Votes
 from worker import clients
-from worker.cluster import checkpoint
+from worker.cluster import checkpoint, gathering
 from worker.cluster.envelope import Envelope
 from worker.cluster.handover import Handover
 from worker.cluster.health import RoleHealth, Stop, forget_series
@@ -109,11 +109,11 @@ class GatherRole:
         if not batch.messages:
             return None
         votes = self.settings.cluster.votes
-        offsets = {}
-        for p, join in self.owned.items():
-            tp = TopicPartition(votes, p)
-            first_needed = join.first_needed(self.consumer.position(tp))
-            offsets[tp] = OffsetAndMetadata(first_needed, checkpoint.encode({p: join.next}), -1)
+        positions = {p: self.consumer.position(TopicPartition(votes, p)) for p in self.owned}
+        offsets = {
+            TopicPartition(votes, p): OffsetAndMetadata(commit.offset, commit.metadata, -1)
+            for p, commit in gathering.commits(self.owned, positions).items()
+        }
         return Output(Transaction(batch.messages, batch.sources, offsets), batch)
 
     def committed(self, carried: Outcomes) -> None:
@@ -270,46 +270,34 @@ class GatherRole:
                 self.consumer.seek(TopicPartition(self.settings.cluster.votes, p), at)
 
     def _decide(self, limits: Limits) -> Outcomes:
-        limit_bytes, limit_records = limits.bytes, limits.records
         batch = Outcomes(self.settings, self.rejections, self.handover)
-        decided = 0
-        for p, join in list(self.owned.items()):
-            gatherer = self.gatherers[p]
-            while decided < limit_records and batch.size < limit_bytes:
-                ready = join.ready()
-                if ready is None:
-                    break
-                env = ready.payload
-                decisions, firsts = gatherer.decide_and_record(env.fingerprints, ready.votes)
-                batch.add_record(p, ready.offset, decisions, env.passages, firsts)
-                join.pop()
-                decided += 1
+
+        def decide(p: int, ready: Joined[Envelope]) -> None:
+            env = ready.payload
+            decisions, firsts = self.gatherers[p].decide_and_record(env.fingerprints, ready.votes)
+            batch.add_record(p, ready.offset, decisions, env.passages, firsts)
+
+        gathering.assemble(self.owned, limits.records, limits.bytes, lambda: batch.size, decide)
         return batch
 
     def _export_progress(self) -> None:
         """Per log partition: undecided records, the oldest one's age, the shard it waits for."""
         c, now_ms = self.settings.cluster, time.time() * 1000
-        held = 0
         for p, join in self.owned.items():
-            held += join.held_bytes
             tp = TopicPartition(c.fingerprints, p)
-            end = self.reader.highwater(tp)
             try:
-                unread = 0 if end is None else max(0, end - self.reader.position(tp))
+                position: int | None = self.reader.position(tp)
             except Exception:  # not positioned yet after a seek
-                unread = 0
-            lag = len(join.records) + unread
-            if self._is_stopped(p) and end is not None:  # its reader ran ahead of the stop
-                lag = max(0, end - join.next)
-            self.metrics.role_lag.labels("gather", str(p)).set(lag)
-            oldest = join.oldest_ms()
-            age = 0.0 if oldest is None else max(0.0, (now_ms - oldest) / 1000)
-            self.metrics.oldest_undecided.labels(str(p)).set(age)
-            missing = join.waiting_for()
-            if missing:
-                self.metrics.waiting_for_shard.labels(str(p)).set(missing[0])
+                position = None
+            end = self.reader.highwater(tp)
+            found = gathering.progress(join, end, position, self._is_stopped(p), now_ms)
+            self.metrics.role_lag.labels("gather", str(p)).set(found.lag)
+            self.metrics.oldest_undecided.labels(str(p)).set(found.oldest_age_s)
+            if found.waiting_for is not None:
+                self.metrics.waiting_for_shard.labels(str(p)).set(found.waiting_for)
             else:
                 forget_series(self.metrics.waiting_for_shard, str(p))
+        held = sum(join.held_bytes for join in self.owned.values())
         self.metrics.gather_buffered_bytes.set(held)
 
 
