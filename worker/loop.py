@@ -4,8 +4,8 @@ It ties the parts together: `partitions.Assignment` says what this worker owns,
 `indexes.PartitionIndexes` holds one complete index per owned partition and restores the ones
 it gains in the background (paused until complete, so the loop keeps polling within the poll
 interval), `decide.decide` turns a batch into
-outputs against one index per partition, and `transaction.Publisher` commits them exactly
-once. When a batch fails, only the partitions it touched are rebuilt (their indexes ran
+outputs against one index per partition, and `runtime.publisher.Publisher` (in flight: the
+commit runs while the next batch is decided) commits them exactly once. When a batch fails, only the partitions it touched are rebuilt (their indexes ran
 ahead of what Kafka committed); inputs the broker rejected for a deterministic reason are
 dead-lettered on the replay; transient failures back off and shrink the next batch.
 """
@@ -18,10 +18,11 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from kafka import TopicPartition
+from kafka import OffsetAndMetadata, TopicPartition
 
 from worker import clients, retry, security_errors, snapshots, topics
 from worker.changelog import pipeline_of, topic_of
+from worker.codec import OutMessage
 from worker.decide import Unrecordable, decide
 from worker.indexes import PartitionIndexes
 from worker.metrics import Metrics, account, index_gauges
@@ -29,8 +30,8 @@ from worker.partitions import Assignment, rewind_to_committed, update_lag
 from worker.records import BatchOutput, InputRecord, Source
 from worker.rejections import Rejections
 from worker.runtime.policy import FailurePolicy
+from worker.runtime.publisher import Publisher, PublishFailure, Transaction
 from worker.settings import Settings
-from worker.transaction import Publisher, PublishFailure
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -47,7 +48,7 @@ class Worker:
         self.rejected = Rejections(settings.topics.dlq)
         self._stop = threading.Event()
         self.policy = FailurePolicy(settings.worker.retry_backoff_max_s)
-        self._revoke_failure: PublishFailure | None = None
+        self._revoke_failure: PublishFailure[BatchOutput] | None = None
         self._last_snapshot = time.monotonic()
 
     def request_stop(self) -> None:
@@ -61,7 +62,9 @@ class Worker:
             return
         self.rules = layout.decide_rules(s)
         self.consumer = clients.make_consumer(s)
-        self.publisher = Publisher(s, self.consumer, self._committed)
+        self.publisher: Publisher[BatchOutput] = Publisher(
+            s, self.consumer, "batch", in_flight=True, on_committed=self._committed
+        )
         self.assignment = Assignment(s.topics.input, self.metrics, self._settle_before_revoke)
         self.indexes = PartitionIndexes(
             s,
@@ -127,9 +130,22 @@ class Worker:
         if failure is not None:
             self._recover(failure, also=output.partitions)
             return
-        failure = self.publisher.publish(output)
+        failure = self.publisher.publish(self._transaction(output), output)
         if failure is not None:
             self._recover(failure)
+
+    def _transaction(self, output: BatchOutput) -> Transaction:
+        """The batch's outputs, then its changelog records (they answer for no input)."""
+        changelog = topic_of(self.settings)
+        records = [
+            OutMessage(changelog, r.key, r.value, partition=r.partition) for r in output.changelog
+        ]
+        offsets = {
+            TopicPartition(topic, partition): OffsetAndMetadata(offset, "", -1)
+            for (topic, partition), offset in output.offsets.items()
+        }
+        sources: list[Source | None] = [*output.message_sources, *([None] * len(records))]
+        return Transaction([*output.messages, *records], sources, offsets)
 
     def _settle(self) -> bool:
         failure = self.publisher.settle()
@@ -152,7 +168,7 @@ class Worker:
     def _decide_failed(self, records: list[InputRecord], error: Exception) -> None:
         """The engine raised: bisect down to the input that causes it, then dead-letter it."""
         touched = {r.source.partition for r in records}
-        failure = self.publisher.settle() or PublishFailure(error, set())
+        failure = self.publisher.settle() or PublishFailure(error, BatchOutput())
         if isinstance(error, Unrecordable):
             self.rejected.unpublishable(error.source, str(error))
         elif len(records) == 1:
@@ -163,17 +179,23 @@ class Worker:
         self._recover(failure, also=touched, backoff=False)
 
     def _recover(
-        self, failure: PublishFailure, also: set[int] | None = None, backoff: bool = True
+        self,
+        failure: PublishFailure[BatchOutput],
+        also: set[int] | None = None,
+        backoff: bool = True,
     ) -> None:
         """Drop what was not committed: rebuild the touched partitions, rewind, retry."""
         self.metrics.transaction_aborts.inc()
-        for source, why in failure.rejected.items():
-            self.rejected.unpublishable(source, why)
-        if backoff and not failure.rejected:
+        rejected = failure.rejected
+        if rejected is not None:
+            self.rejected.unpublishable(rejected.source, rejected.why)
+        if backoff and rejected is None:
             delay = self.policy.failed()
             log.error("a batch failed; retrying in %.1f s", delay, exc_info=failure.error)
             self._stop.wait(delay)
-        self.indexes.drop(failure.partitions | (also or set()))  # they ran ahead of the commit
+        self.indexes.drop(
+            failure.carried.partitions | (also or set())
+        )  # they ran ahead of the commit
         self._retry(self.publisher.reset)
         owned = self.assignment.owned()
         self._retry(lambda: rewind_to_committed(self.consumer, self.settings.topics.input, owned))

@@ -1,7 +1,7 @@
 """The edge role: input -> fingerprint log (and dead letters), one transaction per batch.
 
-A failed transaction replays from the committed input offsets with a halved batch (the
-failure policy, `runtime.policy`); a dead letter the broker rejects for good is blamed on its
+A `runtime.runner.Role`: the runner polls, steps, publishes and applies the failure policy. A
+failed transaction replays from the committed input offsets with a halved batch; a dead letter the broker rejects for good is blamed on its
 input, which the replay dead-letters as `unpublishable` (then without payload), as the single
 worker and the gather do, instead of retrying the same rejection forever. The
 consumer lag of the input partitions is exported as the single worker does
@@ -24,12 +24,13 @@ from worker.admission import DecideRules
 from worker.cluster.handover import Handover
 from worker.cluster.health import RoleHealth, forget_series
 from worker.cluster.ingest import Ingested, ingest
-from worker.cluster.txn import Rejected, RoleTransactions, role_settings
 from worker.metrics import Metrics
 from worker.partitions import rewind_to_committed
 from worker.records import InputRecord, Source
 from worker.rejections import Rejections
-from worker.runtime.policy import FailurePolicy
+from worker.runtime.publisher import Transaction
+from worker.runtime.role import role_settings
+from worker.runtime.runner import Limits, Output
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,9 @@ log = logging.getLogger(__name__)
 
 class EdgeRole:
     """Reads the input partitions this replica is assigned (group `<group>-edge`)."""
+
+    name = "edge"
+    max_bytes = 0  # not capped in bytes: a batch is `max_records` inputs
 
     def __init__(
         self,
@@ -51,68 +55,50 @@ class EdgeRole:
         self.handover = handover or Handover("", {})
         self.role = role_settings(settings, "edge")
         self.consumer = clients.make_consumer(self.role)
-        self.txn = RoleTransactions(self.role, self.consumer, "edge")
         self.fingerprinter = DocumentFingerprinter(settings.dedup)
         self.health = RoleHealth("edge", metrics)
         self._lagging: set[int] = set()
         self.rejections = Rejections(settings.topics.dlq)
+        self.max_records = settings.worker.max_batch
 
-    def healthy(self) -> bool:
-        return self.health.healthy()
+    def start(self) -> None:
+        self.consumer.subscribe([self.settings.topics.input])
 
-    def run(self) -> None:
-        s = self.settings
-        self.consumer.subscribe([s.topics.input])
-        policy = FailurePolicy(s.worker.retry_backoff_max_s)
-        while not self._stop.is_set():
-            size = policy.shrunk(s.worker.max_batch)
-            polled = self.consumer.poll(timeout_ms=s.worker.poll_timeout_ms, max_records=size)
-            self.metrics.role_partitions.labels("edge").set(len(self.consumer.assignment()))
-            self._export_lag()
-            records = [
-                InputRecord(
-                    Source(tp.topic, tp.partition, m.offset),
-                    m.key,
-                    m.value,
-                    m.timestamp if m.timestamp is not None else -1,
-                    tuple(m.headers or ()),
-                )
-                for tp, messages in polled.items()
-                for m in messages
-            ]
-            if not records:
-                continue
-            out = self._ingest(records)
-            offsets = {
-                TopicPartition(topic, p): OffsetAndMetadata(o, "", -1)
-                for (topic, p), o in out.offsets.items()
-            }
-            try:
-                self.txn.commit(out.messages, offsets)
-            except Rejected as exc:
-                source = out.sources[exc.index]
-                if source is not None:  # its replay dead-letters it smaller: no backoff
-                    self.rejections.unpublishable(source, exc.why)
-                    self.metrics.role_failures.labels("edge").inc()
-                    self._rewind()
-                    continue
-                self._failed(policy.failed())
-                continue
-            except Exception:
-                self._failed(policy.failed())
-                continue
-            policy.succeeded()
-            self.health.succeeded()
-            self.metrics.role_transactions.labels("edge").inc()
-            for reason in out.dead:
-                self.metrics.dlq.labels(reason).inc()
+    def poll(self, limits: Limits) -> list[InputRecord]:
+        """The next input records (the edge holds no state: no restores to follow)."""
+        wait = self.settings.worker.poll_timeout_ms
+        polled = self.consumer.poll(timeout_ms=wait, max_records=limits.records)
+        self.metrics.role_partitions.labels("edge").set(len(self.consumer.assignment()))
+        self._export_lag()
+        return [
+            InputRecord(
+                Source(tp.topic, tp.partition, m.offset),
+                m.key,
+                m.value,
+                m.timestamp if m.timestamp is not None else -1,
+                tuple(m.headers or ()),
+            )
+            for tp, messages in polled.items()
+            for m in messages
+        ]
 
-    def _failed(self, delay: float) -> None:
-        """A transient failure: count it, back off, replay from the committed offsets."""
-        self.health.failed()
-        log.exception("edge transaction failed; replaying from committed offsets")
-        self.metrics.role_failures.labels("edge").inc()
-        self._stop.wait(delay)
+    def step(self, polled: list[InputRecord], limits: Limits) -> Output[Ingested] | None:
+        """The fingerprint-log records and dead letters of `polled`, and the next offsets."""
+        if not polled:
+            return None
+        out = self._ingest(polled)
+        offsets = {
+            TopicPartition(topic, p): OffsetAndMetadata(o, "", -1)
+            for (topic, p), o in out.offsets.items()
+        }
+        return Output(Transaction(out.messages, out.sources, offsets), out)
+
+    def committed(self, carried: Ingested) -> None:
+        for reason in carried.dead:
+            self.metrics.dlq.labels(reason).inc()
+
+    def rebuild(self) -> None:
+        """Stateless: replay from the committed input offsets."""
         self._rewind()
 
     def _rewind(self) -> None:
@@ -185,5 +171,4 @@ class EdgeRole:
         return out
 
     def close(self) -> None:
-        self.txn.close()
         self.consumer.close()

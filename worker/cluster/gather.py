@@ -31,23 +31,23 @@ from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 
 from neardup_stream.sharded.changes import FirstDecisions
 from neardup_stream.sharded.gather import Gatherer
-from neardup_stream.sharded.join import Pending, VoteJoin
+from neardup_stream.sharded.join import Joined, Pending, VoteJoin
 from neardup_stream.sharded.votes import Votes
 from worker import clients
-from worker.cluster import checkpoint
+from worker.cluster import checkpoint, gathering
 from worker.cluster.envelope import Envelope
 from worker.cluster.handover import Handover
 from worker.cluster.health import RoleHealth, Stop, forget_series
 from worker.cluster.outcomes import Outcomes
 from worker.cluster.replay import Unreadable, replay
 from worker.cluster.restores import Restores
-from worker.cluster.txn import Rejected, RoleTransactions, role_settings
-from worker.codec import OutMessage
 from worker.metrics import Metrics
 from worker.partitions import Assignment
 from worker.rejections import Rejections
 from worker.runtime import following
-from worker.runtime.policy import FailurePolicy
+from worker.runtime.publisher import Transaction
+from worker.runtime.role import role_settings
+from worker.runtime.runner import Limits, Output
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -58,6 +58,9 @@ TXN_BYTES = 32 << 20  # outputs per gather transaction (halved after each failur
 
 class GatherRole:
     """Decisions of the log partitions this replica owns (see the module docstring)."""
+
+    name = "gather"
+    max_bytes = TXN_BYTES
 
     def __init__(
         self,
@@ -73,65 +76,57 @@ class GatherRole:
         self.consumer = clients.make_consumer(self.role)
         self.reader = clients.make_reader(settings)
         self.restorer = clients.make_reader(settings)
-        self.txn = RoleTransactions(self.role, self.consumer, "gather")
         self.health = RoleHealth("gather", metrics)
         self.assignment = Assignment(settings.cluster.votes, metrics, lambda: None)
         self.owned: dict[int, VoteJoin[Envelope]] = {}
         self.gatherers: dict[int, Gatherer] = {}
         self.rejections = Rejections(settings.topics.dlq)
-        self.policy = FailurePolicy(settings.worker.retry_backoff_max_s)
+        self.max_records = settings.worker.max_batch
         self._restores: Restores[tuple[Gatherer, int, Unreadable | None]] = Restores("gather", stop)
 
-    def healthy(self) -> bool:
-        return self.health.healthy()
+    def start(self) -> None:
+        self.consumer.subscribe([self.settings.cluster.votes], listener=self.assignment)
 
-    def run(self) -> None:
-        c, w = self.settings.cluster, self.settings.worker
-        self.consumer.subscribe([c.votes], listener=self.assignment)
-        while not self._stop.is_set():
-            polled = self.consumer.poll(timeout_ms=w.poll_timeout_ms, max_records=w.max_batch)
-            owned, dropped = self.assignment.take()
-            fresh = self._follow(owned, dropped)
-            self.metrics.role_partitions.labels("gather").set(len(self.owned))
-            for tp, recs in polled.items():
-                if tp.partition in fresh or tp.partition not in self.owned:
-                    continue  # fetched before its rewind: read again
-                for rec in recs:
-                    self._add_votes(tp.partition, rec.offset, rec.key, rec.value)
-            self._read_log()
-            batch = self._decide()
-            self._read_votes_again()
-            self._export_progress()
-            if not batch.messages:
-                continue
-            try:
-                self._commit(batch.messages)
-            except Rejected as exc:
-                source = batch.sources[exc.index]
-                if source is None:  # cannot be dead-lettered: fail and retry, visibly
-                    self._stop.wait(
-                        self._failed("a gather changelog record was rejected: " + exc.why)
-                    )
-                else:  # the rebuild decides it again and dead-letters it instead
-                    self.rejections.unpublishable(source, exc.why)
-                    self.metrics.role_failures.labels("gather").inc()
-                self.owned.clear()
-                continue
-            except Exception:
-                delay = self.policy.failed()
-                self.health.failed()
-                log.exception("gather transaction failed; rebuilding %s", sorted(self.owned))
-                self.metrics.role_failures.labels("gather").inc()
-                self.owned.clear()
-                self._stop.wait(delay)
-                continue
-            self.policy.succeeded()
-            self.health.succeeded()
-            batch.account(self.metrics)
+    def poll(self, limits: Limits) -> None:
+        """Read votes, follow the assignment, read the fingerprint log into the joins."""
+        w = self.settings.worker
+        polled = self.consumer.poll(timeout_ms=w.poll_timeout_ms, max_records=w.max_batch)
+        owned, dropped = self.assignment.take()
+        fresh = self._follow(owned, dropped)
+        self.metrics.role_partitions.labels("gather").set(len(self.owned))
+        for tp, recs in polled.items():
+            if tp.partition in fresh or tp.partition not in self.owned:
+                continue  # fetched before its rewind: read again
+            for rec in recs:
+                self._add_votes(tp.partition, rec.offset, rec.key, rec.value)
+        self._read_log()
+
+    def step(self, polled: None, limits: Limits) -> Output[Outcomes] | None:
+        """Decide what the joins hold, within `limits`; the checkpoints ride in the offsets."""
+        batch = self._decide(limits)
+        self._read_votes_again()
+        self._export_progress()
+        if not batch.messages:
+            return None
+        votes = self.settings.cluster.votes
+        positions = {p: self.consumer.position(TopicPartition(votes, p)) for p in self.owned}
+        offsets = {
+            TopicPartition(votes, p): OffsetAndMetadata(commit.offset, commit.metadata, -1)
+            for p, commit in gathering.commits(self.owned, positions).items()
+        }
+        return Output(Transaction(batch.messages, batch.sources, offsets), batch)
+
+    def committed(self, carried: Outcomes) -> None:
+        carried.account(self.metrics)
+
+    def rebuild(self) -> None:
+        """Every owned partition ran ahead of the commit: restored again from its changelog
+        (an input whose output was refused is then decided again and dead-lettered)."""
+        log.info("rebuilding log partitions %s", sorted(self.owned))
+        self.owned.clear()
 
     def close(self) -> None:
         self._restores.close()
-        self.txn.close()
         self.reader.close()
         self.restorer.close()
         self.consumer.close()
@@ -274,67 +269,35 @@ class GatherRole:
             if at is not None:
                 self.consumer.seek(TopicPartition(self.settings.cluster.votes, p), at)
 
-    def _decide(self) -> Outcomes:
-        w = self.settings.worker
-        limit_bytes = self.policy.shrunk(TXN_BYTES, floor=1 << 20)
-        limit_records = self.policy.shrunk(w.max_batch)
+    def _decide(self, limits: Limits) -> Outcomes:
         batch = Outcomes(self.settings, self.rejections, self.handover)
-        decided = 0
-        for p, join in list(self.owned.items()):
-            gatherer = self.gatherers[p]
-            while decided < limit_records and batch.size < limit_bytes:
-                ready = join.ready()
-                if ready is None:
-                    break
-                env = ready.payload
-                decisions, firsts = gatherer.decide_and_record(env.fingerprints, ready.votes)
-                batch.add_record(p, ready.offset, decisions, env.passages, firsts)
-                join.pop()
-                decided += 1
+
+        def decide(p: int, ready: Joined[Envelope]) -> None:
+            env = ready.payload
+            decisions, firsts = self.gatherers[p].decide_and_record(env.fingerprints, ready.votes)
+            batch.add_record(p, ready.offset, decisions, env.passages, firsts)
+
+        gathering.assemble(self.owned, limits.records, limits.bytes, lambda: batch.size, decide)
         return batch
-
-    def _commit(self, messages: list[OutMessage]) -> None:
-        votes = self.settings.cluster.votes
-        offsets = {}
-        for p, join in self.owned.items():
-            tp = TopicPartition(votes, p)
-            first_needed = join.first_needed(self.consumer.position(tp))
-            offsets[tp] = OffsetAndMetadata(first_needed, checkpoint.encode({p: join.next}), -1)
-        self.txn.commit(messages, offsets)
-        self.metrics.role_transactions.labels("gather").inc()
-
-    def _failed(self, why: str) -> float:
-        """Count a failure that is not a transaction's; the seconds to back off."""
-        delay = self.policy.failed()
-        self.health.failed()
-        log.error("gather transaction failed: %s", why)
-        self.metrics.role_failures.labels("gather").inc()
-        return delay
 
     def _export_progress(self) -> None:
         """Per log partition: undecided records, the oldest one's age, the shard it waits for."""
         c, now_ms = self.settings.cluster, time.time() * 1000
-        held = 0
         for p, join in self.owned.items():
-            held += join.held_bytes
             tp = TopicPartition(c.fingerprints, p)
-            end = self.reader.highwater(tp)
             try:
-                unread = 0 if end is None else max(0, end - self.reader.position(tp))
+                position: int | None = self.reader.position(tp)
             except Exception:  # not positioned yet after a seek
-                unread = 0
-            lag = len(join.records) + unread
-            if self._is_stopped(p) and end is not None:  # its reader ran ahead of the stop
-                lag = max(0, end - join.next)
-            self.metrics.role_lag.labels("gather", str(p)).set(lag)
-            oldest = join.oldest_ms()
-            age = 0.0 if oldest is None else max(0.0, (now_ms - oldest) / 1000)
-            self.metrics.oldest_undecided.labels(str(p)).set(age)
-            missing = join.waiting_for()
-            if missing:
-                self.metrics.waiting_for_shard.labels(str(p)).set(missing[0])
+                position = None
+            end = self.reader.highwater(tp)
+            found = gathering.progress(join, end, position, self._is_stopped(p), now_ms)
+            self.metrics.role_lag.labels("gather", str(p)).set(found.lag)
+            self.metrics.oldest_undecided.labels(str(p)).set(found.oldest_age_s)
+            if found.waiting_for is not None:
+                self.metrics.waiting_for_shard.labels(str(p)).set(found.waiting_for)
             else:
                 forget_series(self.metrics.waiting_for_shard, str(p))
+        held = sum(join.held_bytes for join in self.owned.values())
         self.metrics.gather_buffered_bytes.set(held)
 
 

@@ -22,6 +22,7 @@ from worker.cluster.gather import GatherRole
 from worker.cluster.handover import Handover
 from worker.cluster.shard import ShardRole
 from worker.metrics import Metrics
+from worker.runtime.runner import RoleRunner
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -98,13 +99,13 @@ class Replica:
             self._refuse(prepared)
             return
         rules = prepared.layout.decide_rules(s)
-        roles: list[Any] = [
-            EdgeRole(s, self.metrics, self._stop, rules, prepared.handover),
-            ShardRole(s, self.metrics, self._stop),
-            GatherRole(s, self.metrics, self._stop, prepared.handover),
-        ]
-        self._roles = roles  # (roles: healthy() hook for /healthz)
-        threads = [threading.Thread(target=self._guard, args=(r,), daemon=True) for r in roles]
+        m, stop = self.metrics, self._stop  # each role runs on the one role loop
+        edge = RoleRunner(EdgeRole(s, m, stop, rules, prepared.handover), m, stop)
+        shard = RoleRunner(ShardRole(s, m, stop), m, stop)
+        gather = RoleRunner(GatherRole(s, m, stop, prepared.handover), m, stop)
+        runners: list[Any] = [edge, shard, gather]
+        self._roles = runners  # (roles: healthy() hook for /healthz)
+        threads = [threading.Thread(target=self._guard, args=(r,), daemon=True) for r in runners]
         self.consuming = True
         self.ready.set()
         self.metrics.ready.set(1)
@@ -112,11 +113,11 @@ class Replica:
             t.start()
         for t in threads:
             t.join()
-        for r in roles:
+        for r in runners:
             try:
                 r.close()
             except Exception:
-                log.exception("closing %s failed", type(r).__name__)
+                log.exception("closing the %s role failed", r.role.name)
         if self._failed:
             raise RuntimeError(f"scale-out role(s) failed: {', '.join(self._failed)}")
 
@@ -130,11 +131,12 @@ class Replica:
         self.consuming = True  # a signal now stops it the ordinary way
         self._stop.wait()
 
-    def _guard(self, role: Any) -> None:
+    def _guard(self, runner: Any) -> None:
         """A role that dies takes the replica down (the orchestrator restarts it)."""
         try:
-            role.run()
+            runner.run()
         except BaseException:
-            log.exception("%s failed; stopping the replica", type(role).__name__)
-            self._failed.append(type(role).__name__)
+            name = type(runner.role).__name__
+            log.exception("%s failed; stopping the replica", name)
+            self._failed.append(name)
             self._stop.set()

@@ -6,7 +6,8 @@ home documents. In one transaction per batch it publishes the votes (votes topic
 stored, and its watermark) and its position in the fingerprint log (the metadata of its
 committed offset on the shards topic). A shard it gains is rebuilt from its changelog (its
 retention follows the dedup window), on a restore thread while the other shards go on
-voting, and resumes at that position; when a transaction fails,
+voting, and resumes at that position. A `runtime.runner.Role`: the runner publishes and
+applies the failure policy; when a transaction fails,
 every owned shard is rebuilt that way, since their state ran ahead of what committed, and
 the next transactions are smaller (halved per consecutive failure).
 
@@ -23,6 +24,7 @@ import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from kafka import OffsetAndMetadata, TopicPartition
 
@@ -34,12 +36,14 @@ from worker.cluster.envelope import Envelope
 from worker.cluster.health import RoleHealth, Stop, forget_series
 from worker.cluster.replay import Unreadable, replay
 from worker.cluster.restores import Restores
-from worker.cluster.txn import RoleTransactions, role_settings
 from worker.codec import OutMessage
 from worker.metrics import Metrics
 from worker.partitions import Assignment
+from worker.rejections import Rejections
 from worker.runtime import following
-from worker.runtime.policy import FailurePolicy
+from worker.runtime.publisher import Transaction
+from worker.runtime.role import role_settings
+from worker.runtime.runner import Limits, Output
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -57,63 +61,70 @@ class OwnedShard:
 class ShardRole:
     """Votes of the shards this replica owns (see the module docstring)."""
 
+    name = "shard"
+    max_bytes = 0  # not capped in bytes: a batch is `cluster.max_records` log records
+
     def __init__(self, settings: Settings, metrics: Metrics, stop: threading.Event) -> None:
         self.settings, self.metrics, self._stop = settings, metrics, stop
         self.role = role_settings(settings, "shards")
         self.consumer = clients.make_consumer(self.role)
         self.reader = clients.make_reader(settings)
         self.restorer = clients.make_reader(settings)
-        self.txn = RoleTransactions(self.role, self.consumer, "shard")
         self.health = RoleHealth("shard", metrics)
+        self.rejections: Rejections | None = None  # votes answer for no input
         self.owned: dict[int, OwnedShard] = {}
         self.by_age = settings.dedup.max_age_seconds is not None  # watermarks matter
         c = settings.cluster
+        self.max_records = c.max_records
         self.log_partitions = [TopicPartition(c.fingerprints, p) for p in range(c.log_partitions)]
         self.assignment = Assignment(c.shards, metrics, lambda: None)
-        self.policy = FailurePolicy(settings.worker.retry_backoff_max_s)
         self._lost_upto: dict[int, int] = {}  # per log partition: losses reported below this
         self._restores: Restores[tuple[OwnedShard, Unreadable | None]] = Restores("shard", stop)
 
-    def healthy(self) -> bool:
-        return self.health.healthy()
-
-    def run(self) -> None:
-        c = self.settings.cluster
-        self.consumer.subscribe([c.shards], listener=self.assignment)
+    def start(self) -> None:
+        self.consumer.subscribe([self.settings.cluster.shards], listener=self.assignment)
         self.reader.assign(self.log_partitions)
-        while not self._stop.is_set():
-            # No records on the shards topic: this poll only keeps the membership. Never 0 ms:
-            # kafka-python then never completes a rejoin, and a moved shard has no owner.
-            wait = self.settings.worker.poll_timeout_ms
-            self.consumer.poll(timeout_ms=min(wait, GROUP_POLL_MS) if self.owned else wait)
-            owned, dropped = self.assignment.take()
-            self._follow(owned, dropped)
-            self.metrics.role_partitions.labels("shard").set(len(self.owned))
-            if not self.owned:
-                continue
-            size = self.policy.shrunk(c.max_records)
-            polled = self.reader.poll(
-                timeout_ms=self.settings.worker.poll_timeout_ms, max_records=size
-            )
-            self._export_lag()
-            if not polled:
-                continue
-            try:
-                self._commit(self._vote(polled))
-            except Exception:
-                delay = self.policy.failed()
-                self.health.failed()
-                log.exception("shard transaction failed; rebuilding shards %s", sorted(self.owned))
-                self.metrics.role_failures.labels("shard").inc()
-                self.owned.clear()
-                self._stop.wait(delay)
-                continue
-            self.policy.succeeded()
-            self.health.succeeded()
+
+    def poll(self, limits: Limits) -> dict[TopicPartition, list[Any]]:
+        """Keep the membership, follow the assignment, then read the fingerprint log."""
+        # No records on the shards topic: this poll only keeps the membership. Never 0 ms:
+        # kafka-python then never completes a rejoin, and a moved shard has no owner.
+        wait = self.settings.worker.poll_timeout_ms
+        self.consumer.poll(timeout_ms=min(wait, GROUP_POLL_MS) if self.owned else wait)
+        owned, dropped = self.assignment.take()
+        self._follow(owned, dropped)
+        self.metrics.role_partitions.labels("shard").set(len(self.owned))
+        if not self.owned:
+            return {}
+        polled = self.reader.poll(timeout_ms=wait, max_records=limits.records)
+        self._export_lag()
+        return polled
+
+    def step(self, polled: dict[TopicPartition, list[Any]], limits: Limits) -> Output[None] | None:
+        """The owned shards' votes and changes, and each shard's log position."""
+        if not polled:
+            return None
+        messages = self._vote(polled)
+        shards = self.settings.cluster.shards
+        offsets = {
+            TopicPartition(shards, s): OffsetAndMetadata(0, checkpoint.encode(o.next), -1)
+            for s, o in self.owned.items()
+        }
+        return Output(Transaction(messages, [None] * len(messages), offsets), None)
+
+    def committed(self, carried: None) -> None:
+        m = self.metrics
+        m.index_documents.set(sum(len(o.voter) for o in self.owned.values()))
+        m.index_entries.set(sum(o.voter.index_entries() for o in self.owned.values()))
+        m.index_bytes.set(sum(o.voter.index_bytes() for o in self.owned.values()))
+
+    def rebuild(self) -> None:
+        """Every owned shard ran ahead of the commit: restored again from its changelog."""
+        log.info("rebuilding shards %s", sorted(self.owned))
+        self.owned.clear()
 
     def close(self) -> None:
         self._restores.close()
-        self.txn.close()
         self.reader.close()
         self.restorer.close()
         self.consumer.close()
@@ -214,19 +225,6 @@ class ShardRole:
                         if ch.records or self.by_age  # else an empty change changes nothing
                     ]
         return messages
-
-    def _commit(self, messages: list[OutMessage]) -> None:
-        shards = self.settings.cluster.shards
-        offsets = {
-            TopicPartition(shards, s): OffsetAndMetadata(0, checkpoint.encode(o.next), -1)
-            for s, o in self.owned.items()
-        }
-        self.txn.commit(messages, offsets)
-        m = self.metrics
-        m.role_transactions.labels("shard").inc()
-        m.index_documents.set(sum(len(o.voter) for o in self.owned.values()))
-        m.index_entries.set(sum(o.voter.index_entries() for o in self.owned.values()))
-        m.index_bytes.set(sum(o.voter.index_bytes() for o in self.owned.values()))
 
     def _export_lag(self) -> None:
         """Per owned shard: fingerprint-log records it has not voted on, over all partitions.

@@ -1,0 +1,217 @@
+"""Publishing one batch: its messages and its input offsets (with metadata), all or nothing.
+
+One class for the single worker and the cluster roles. `publish` opens a transaction, sends
+the messages of a `Transaction` and adds its offsets through `send_offsets_to_transaction`
+with the consumer's group metadata, so a member that lost its partitions in a rebalance is
+fenced (KIP-447) and its transaction aborts. Offsets carry metadata: the shard's and the
+gather's checkpoints ride in them.
+
+Two modes. Synchronous (`in_flight=False`, the roles): `publish` returns once the commit
+ended. In flight (the single worker): `publish` returns once the offsets are added, the
+commit finishes in a helper thread while the loop polls and steps the next batch (the kernels
+release the GIL), and `settle` waits for it. Either way everything after the sends runs under
+one deadline (`kafka.request_timeout_ms`): kafka-python's `send_offsets_to_transaction` and
+`commit_transaction` have no timeout and can wait forever (a record of the transaction
+failed, or the group rebalances, which only the loop's next poll would complete). A commit
+that cannot complete is abandoned; the caller then `reset`s the producer (the new one's
+`init_transactions` fences the old and aborts what it left open) and rewinds.
+
+A failure names the one message the broker refused for a deterministic reason, if any
+(`runtime.policy.blame`), and the input it answers for: the loop dead-letters that input on
+the replay, so the same rejection never repeats. At-least-once mode (`exactly_once=False`)
+sends, flushes and commits the offsets synchronously, without a transaction.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, NamedTuple, TypeVar
+
+from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
+
+from worker import clients, failpoints
+from worker.codec import OutMessage
+from worker.records import Source
+from worker.runtime.policy import Blame, blame
+from worker.settings import Settings
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+COMMIT_POLL_S = 0.05
+
+
+class Transaction(NamedTuple):
+    """What one transaction publishes: messages, the input each answers for (None: it answers
+    for none, e.g. a changelog record), and the next input offsets with their metadata."""
+
+    messages: Sequence[OutMessage]
+    sources: Sequence[Source | None]
+    offsets: Mapping[TopicPartition, OffsetAndMetadata]
+
+
+class CommitAbandoned(RuntimeError):
+    """The commit did not complete: a record failed under it, or it outlived the deadline."""
+
+
+class RejectedInput(NamedTuple):
+    """An input whose output the broker refuses for good: dead-letter it on the replay."""
+
+    source: Source
+    why: str
+
+
+@dataclass
+class PublishFailure(Generic[T]):
+    """Why a batch did not commit (nothing of it did), and what the broker refused for good."""
+
+    error: BaseException
+    carried: T  # what the caller published it with (`publish(..., carried)`)
+    blamed: Blame | None = None  # the message refused for a deterministic reason
+    source: Source | None = None  # the input that message answers for, if any
+
+    @property
+    def rejected(self) -> RejectedInput | None:
+        """The input to dead-letter as `unpublishable`, if the blamed message has one."""
+        if self.blamed is None or self.source is None:
+            return None
+        return RejectedInput(self.source, self.blamed.why)
+
+
+@dataclass
+class _Sent(Generic[T]):
+    """A batch whose transaction is open or committing."""
+
+    txn: Transaction
+    carried: T
+    deadline: float
+    futures: list[Any] = field(default_factory=list)  # FutureRecordMetadata per message sent
+    offsets_added: threading.Event = field(default_factory=threading.Event)
+    done: threading.Event = field(default_factory=threading.Event)
+    error: BaseException | None = None
+
+    def doomed(self) -> bool:
+        """A record of the transaction failed: its commit can no longer succeed."""
+        return any(f.is_done and f.exception is not None for f in self.futures)
+
+
+class Publisher(Generic[T]):
+    """Owns one producer (transactional id from `settings`); at most one commit at a time."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        consumer: KafkaConsumer,
+        name: str,
+        in_flight: bool = False,
+        on_committed: Callable[[T, float], None] | None = None,
+    ) -> None:
+        self.settings, self.consumer, self.name = settings, consumer, name
+        self.in_flight, self.on_committed = in_flight, on_committed
+        self.producer: KafkaProducer = clients.make_producer(settings)
+        self._sent: _Sent[T] | None = None
+        self._lock = threading.Lock()
+
+    def publish(self, txn: Transaction, carried: T) -> PublishFailure[T] | None:
+        """Send `txn` and commit it (in flight: start its commit; `settle` ends it)."""
+        deadline = time.monotonic() + self.settings.kafka.request_timeout_ms / 1000
+        sent: _Sent[T] = _Sent(txn, carried, deadline)
+        p, exactly_once = self.producer, self.settings.worker.exactly_once
+        try:
+            if exactly_once:
+                p.begin_transaction()
+            for m in txn.messages:
+                sent.futures.append(
+                    p.send(
+                        m.topic, value=m.value, key=m.key, partition=m.partition, headers=m.headers
+                    )
+                )
+            if not exactly_once:
+                _delivered(sent.futures, deadline)
+                self.consumer.commit(dict(txn.offsets))
+                self._count(carried)
+                return None
+            metadata = self.consumer.group_metadata()
+        except BaseException as exc:
+            return self._failure(sent, exc)
+        threading.Thread(
+            target=self._finish, args=(sent, p, metadata), daemon=True, name=f"{self.name}-commit"
+        ).start()
+        with self._lock:
+            self._sent = sent
+        if not self.in_flight:
+            return self.settle()
+        if not self._wait(sent, sent.offsets_added):
+            return self.settle()  # the offsets were not added: the failure, now
+        failpoints.hit("commit_inflight")
+        return None
+
+    def _finish(self, sent: _Sent[T], producer: KafkaProducer, metadata: Any) -> None:
+        """Helper thread: add the offsets, then commit, then count what committed."""
+        try:
+            producer.send_offsets_to_transaction(dict(sent.txn.offsets), metadata)
+            failpoints.hit(f"{self.name}_produced")
+            sent.offsets_added.set()
+            if not self.in_flight:  # a role reads its deliveries before it commits
+                _delivered(sent.futures, sent.deadline)
+            producer.commit_transaction()
+            failpoints.hit(f"{self.name}_committed")
+            self._count(sent.carried)
+        except BaseException as exc:
+            sent.error = exc
+        finally:
+            sent.offsets_added.set()
+            sent.done.set()
+
+    def _count(self, carried: T) -> None:
+        if self.on_committed is not None:
+            self.on_committed(carried, time.time())
+
+    def _wait(self, sent: _Sent[T], event: threading.Event) -> bool:
+        """Wait for `event` until the deadline, or until the commit is doomed."""
+        while not event.wait(COMMIT_POLL_S):
+            if sent.done.is_set():
+                return event.is_set()
+            if sent.doomed() or time.monotonic() > sent.deadline:
+                return False
+        return sent.error is None
+
+    def settle(self) -> PublishFailure[T] | None:
+        """Wait for the commit in flight (if any); safe from the rebalance listener."""
+        with self._lock:
+            sent, self._sent = self._sent, None
+        if sent is None:
+            return None
+        if not self._wait(sent, sent.done) and not sent.done.is_set():
+            log.warning("%s: giving up on a commit that cannot complete", self.name)
+            return self._failure(sent, sent.error or CommitAbandoned("commit abandoned"))
+        return None if sent.error is None else self._failure(sent, sent.error)
+
+    def _failure(self, sent: _Sent[T], error: BaseException) -> PublishFailure[T]:
+        """The failure, naming the one message a deterministic rejection is blamed on."""
+        failure = PublishFailure(error, sent.carried)
+        found = blame(error, sent.futures, sent.txn.messages)
+        if found is not None:
+            failure.blamed, failure.source = found, sent.txn.sources[found.position]
+        return failure
+
+    def reset(self) -> None:
+        """Replace the producer: the new one's init_transactions aborts what is open."""
+        try:
+            self.producer.close(timeout=5)
+        except Exception:
+            log.warning("%s: closing the failed producer raised", self.name, exc_info=True)
+        self.producer = clients.make_producer(self.settings)
+
+    def close(self) -> None:
+        self.producer.close(timeout=10)
+
+
+def _delivered(futures: Sequence[Any], deadline: float) -> None:
+    """Wait for every delivery until `deadline`; raise the first failure. (Not `flush`: once
+    the broker refused a batch, kafka-python splits it and `flush` fails on the old batch.)"""
+    for future in futures:
+        future.get(timeout=max(0.0, deadline - time.monotonic()))
