@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from kafka import KafkaAdminClient
@@ -157,16 +158,20 @@ def _raise_retention(
     return True
 
 
-def _described_after_raise(
-    admin: KafkaAdminClient, specs: list[TopicSpec], names: list[str], settings: Settings
+def _describe_when(
+    admin: KafkaAdminClient,
+    names: list[str],
+    settings: Settings,
+    settled: Callable[[dict[str, TopicState]], bool],
 ) -> dict[str, TopicState]:
-    """Describe again until the raised retentions show: a broker answers a describe from its
-    metadata, which may not have applied the change yet. Bounded by the request timeout; a
-    retention still short then is refused like any other mismatch."""
+    """Describe until `settled` holds: a broker answers from its metadata, which may not yet
+    show a topic just created (by this replica or another one starting at the same time) or a
+    retention just raised. Bounded by the request timeout; what is still off then is refused
+    like any other mismatch."""
     deadline = time.monotonic() + settings.kafka.request_timeout_ms / 1000
     while True:
         actual = describe(admin, names)
-        if not short_retention(specs, actual) or time.monotonic() >= deadline:
+        if settled(actual) or time.monotonic() >= deadline:
             return actual
         time.sleep(0.1)
 
@@ -187,9 +192,11 @@ def ensure_internal_topics(settings: Settings) -> list[str]:
         if missing:
             topics.create(admin, missing)
         names = [s.name for s in specs]
-        actual = describe(admin, names)
+        actual = _describe_when(admin, names, settings, lambda got: set(missing) <= set(got))
         if settings.topics.create and _raise_retention(admin, specs, actual):
-            actual = _described_after_raise(admin, specs, names, settings)
+            actual = _describe_when(
+                admin, names, settings, lambda got: not short_retention(specs, got)
+            )
         return mismatches(specs, actual)
     finally:
         admin.close()
