@@ -2,5 +2,7 @@
 
 So far it owns the failure policy (`policy`: how a failed batch shrinks the next one, how long
 to back off, which input a broker rejection blames) and how the single worker, the shard and
-the gather follow their assignments (`following`: what to release, cancel and restore).
+the gather follow their assignments (`following`: what to release, cancel and restore), the
+one changelog reader (`replay`) and background restores per partition, paused until complete
+(`restore`).
 """
