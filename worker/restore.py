@@ -140,12 +140,13 @@ def restore_index(
 def _warn_empty(topic: str, partition: int, committed: int | None, pipeline: Pipeline) -> None:
     """Never start an index empty silently after the group decided input."""
     log.warning(
-        "changelog topic %s holds no records for partition %d, but the group already "
-        "committed input offset %s there: its index starts empty, so documents decided "
+        "changelog topic %s holds no records for partitions [%d], but the group already "
+        "committed input offsets {%d: %s} there: its index starts empty, so documents decided "
         "before are not known. If an earlier version or setting wrote them to another "
         "changelog (the default used to be neardup.changelog for every group), set "
         "--changelog-topic / NEARDUP_TOPICS__CHANGELOG to it. Pipeline: %s",
         topic,
+        partition,
         partition,
         committed,
         pipeline.describe(),

@@ -180,11 +180,12 @@ def replay(
             log.info("restoring: %d records replayed (%.0f/s)", applied, applied / (now - began))
     metrics.restored_records.inc(applied)
     log.info(
-        "replayed %s: %d records%s in %.1f s",
-        ", ".join(str(tp) for tp in tps),
+        "restored partitions %s: %d records replayed%s in %.1f s (%s)",
+        [tp.partition for tp in tps],
         applied,
         "".join(f" (partition {p} stopped at offset {u.offset})" for p, u in stopped.items()),
         time.monotonic() - began,
+        ", ".join(sorted({tp.topic for tp in tps})),
     )
     return Replayed(applied, stopped, skips)
 

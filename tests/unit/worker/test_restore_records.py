@@ -126,7 +126,8 @@ def test_an_empty_changelog_after_committed_input_is_warned_about(
     with caplog.at_level(logging.WARNING, logger="worker.restore"):
         replay([], committed=120)
     (warning,) = caplog.records
-    assert "shared.changelog" in warning.getMessage() and "partition 0" in warning.getMessage()
+    assert "shared.changelog" in warning.getMessage() and "partitions [0]" in warning.getMessage()
+    assert "committed input offsets {0: 120}" in warning.getMessage()
     assert "NEARDUP_TOPICS__CHANGELOG" in warning.getMessage()
     caplog.clear()
     with caplog.at_level(logging.WARNING, logger="worker.restore"):
