@@ -25,8 +25,8 @@ from neardup_stream.sharded.changes import ShardChange
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.voter import ShardVoter
 from worker import clients
-from worker.cluster.replay import replay
 from worker.metrics import build_metrics
+from worker.runtime.replay import ROLE_POLICY, each, replay
 from worker.settings import KafkaSettings, Settings
 
 
@@ -73,8 +73,9 @@ def main() -> None:
     registry = CollectorRegistry()
     replay(
         reader,
-        TopicPartition(topic, 0),
-        lambda d: restored.apply(ShardChange.unpack(d)),
+        {TopicPartition(topic, 0): None},
+        each(lambda d: restored.apply(ShardChange.unpack(d))),
+        ROLE_POLICY,
         lambda: False,
         build_metrics(registry),
     )

@@ -13,7 +13,7 @@ A worker is started with that changelog and an empty input topic; reported are t
 time from its log line ``restored partitions [0]: N records replayed in X s`` (goal < 60 s),
 records/s, the time from process spawn to ``/healthz`` 200 (includes interpreter start,
 imports, JIT and the group join) and its RSS. Then, in this process,
-``worker.restore.restore_partitions`` is timed on the same topic, and separately its parts:
+``worker.restore.restore_index`` is timed on the same topic, and separately its parts:
 Kafka fetch alone, record decoding, index insertion (``Deduplicator.apply_records`` in
 10,000-record chunks, like the reader's polls).
 """
@@ -43,8 +43,9 @@ from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.models import Document
 from neardup_stream.records import FingerprintRecord
 from worker import changelog, clients
+from worker.changelog import pipeline_of
 from worker.metrics import build_metrics
-from worker.restore import restore_partitions
+from worker.restore import restore_index
 
 RESTORED_RE = re.compile(r"restored partitions \[([\d, ]*)\]: (\d+) records replayed in ([\d.]+) s")
 
@@ -99,7 +100,7 @@ def changelog_records(pool: list[FingerprintRecord], n: int) -> Iterator[tuple[b
 def inprocess_restore(
     bootstrap: str, topic: str, expected: int, pool: list[FingerprintRecord]
 ) -> dict:
-    """`restore_partitions` in this process, then its parts: fetch, decode, insert."""
+    """`restore_index` in this process, then its parts: fetch, decode, insert."""
     settings = worker_settings(bootstrap, "unused", "bench", 500, False)
     config = DedupConfig()
     Deduplicator(config).apply_records(pool[:100])  # compile the replay kernels first
@@ -108,11 +109,20 @@ def inprocess_restore(
     reader = clients.make_reader(settings)
     started, cpu_started = time.perf_counter(), time.process_time()
     registry = CollectorRegistry()
-    indexes = restore_partitions(reader, topic, [0], config, build_metrics(registry), lambda: False)
+    restored = restore_index(
+        reader,
+        lambda: False,
+        topic=topic,
+        partition=0,
+        config=config,
+        pipeline=pipeline_of(settings),
+        metrics=build_metrics(registry),
+    )
     total = time.perf_counter() - started
     cpu = time.process_time() - cpu_started
     reader.close(autocommit=False)
-    dedup = indexes.pop(0)
+    dedup = restored.state
+    assert dedup is not None
     text = generate_latest(registry).decode()
     replayed = int(sum(metric_values(text, "neardup_restored_records_total").values()))
     skipped = sum(metric_values(text, "neardup_restore_skipped_records_total").values())

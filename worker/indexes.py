@@ -1,11 +1,11 @@
 """The indexes of the input partitions this worker owns, and their restores.
 
 `PartitionIndexes` maps an owned input partition to its complete `Deduplicator`. After each
-poll `follow()` brings it in line with the assignment: indexes of partitions gone are
-dropped, partitions gained (or whose index was dropped after a failed batch) are paused and
-restored by one background `RestoreJob` at a time, and installed and resumed only when that
-job completed for partitions still owned. `ready` is set once every owned partition has its
-index (the /healthz answer).
+poll `follow()` brings it in line with the assignment (`runtime.following`): indexes of
+partitions gone are dropped and their restores cancelled; partitions gained (or whose index
+was dropped after a failed batch) are restored in the background, one restore per partition
+(`runtime.restore.Restores`, paused until complete), and installed when complete. `ready` is
+set once every owned partition has its index (the /healthz answer).
 
 A restore that met another pipeline's records (`restore.OtherPipeline`) is final: the worker
 logs that error once, drops every index, keeps every owned partition paused and stays
@@ -14,10 +14,10 @@ unready (it decides nothing) until it is stopped and given its own changelog.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
-from collections.abc import Callable
 
 from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
@@ -26,12 +26,10 @@ from neardup_stream.deduplicator import Deduplicator
 from worker import changelog, clients, topics
 from worker.metrics import Metrics, index_gauges
 from worker.partitions import Assignment
-from worker.restore import OtherPipeline, RestoreInterrupted, restore_partitions
+from worker.restore import OtherPipeline, restore_index
 from worker.runtime import following
+from worker.runtime.restore import Finished, PauseTopic, Restores
 from worker.settings import Settings
-
-Indexes = dict[int, Deduplicator]
-Restore = Callable[[KafkaConsumer, Callable[[], bool]], Indexes]
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +52,14 @@ class PartitionIndexes(dict[int, Deduplicator]):
         self.consumer, self.assignment = consumer, assignment
         self.ready, self._stop = ready, stop
         self._changelog_partitions = changelog_partitions
-        self._job: RestoreJob | None = None
-        self._grow_after = 0.0  # monotonic time before which a failed growth is not retried
+        self.restores: Restores[Deduplicator] = Restores(
+            "worker",
+            stop,
+            metrics,
+            lambda: clients.make_reader(settings),
+            PauseTopic(consumer, settings.topics.input),
+        )
+        self._retry_after = 0.0  # monotonic time before which no restore is started again
         self.refused: OtherPipeline | None = None  # set for good: this worker decides nothing
 
     def drop(self, partitions: set[int]) -> None:
@@ -68,124 +72,71 @@ class PartitionIndexes(dict[int, Deduplicator]):
         if self.assignment.rebalancing:
             return  # revoked, not yet reassigned: what stays is not known yet
         owned, dropped = self.assignment.take()
-        job = self._job
-        restoring = set() if job is None else job.partitions
-        gone = following.leaving(set(self), restoring, owned, dropped)
+        gone = following.leaving(set(self), self.restores.pending(), owned, dropped)
         self.drop(gone.release)
-        if job is not None and gone.cancel & restoring:  # one job restores them all
-            job.cancel()
-            self._job = job = None
-        if job is not None and job.done:
-            self._job = None
-            self._install(job, owned)
+        for p in gone.cancel:
+            self.restores.cancel(p)
+        for done in self.restores.finished():
+            self._install(done, owned)
         if self.refused is not None:
             self.drop(set(self))
-        pending = owned - set(self)
-        topic = self.settings.topics.input
-        if pending:
-            self.consumer.pause(*[TopicPartition(topic, p) for p in pending])
-        idle = self._job is None and self.refused is None
-        if idle and pending and not self._stop.is_set():
-            self._start(pending)
-        self.metrics.partitions_restoring.set(len(pending))
-        restored = self.assignment.seen_assignment and not pending
+            for p in self.restores.pending():
+                self.restores.cancel(p)
+            topic = self.settings.topics.input
+            self.consumer.pause(*[TopicPartition(topic, p) for p in owned])
+        elif not self._stop.is_set() and time.monotonic() >= self._retry_after:
+            self._start(following.to_restore(owned, set(self), self.restores.pending()))
+        restored = self.assignment.seen_assignment and not owned - set(self)
         if restored != self.ready.is_set():
             (self.ready.set if restored else self.ready.clear)()
             self.metrics.ready.set(int(restored))
 
     def close(self) -> None:
-        """Stop a restore in progress; nothing of it is used."""
-        if self._job is not None:
-            self._job.cancel()
-            self._job = None
+        """Stop the restores in progress; nothing of them is used."""
+        self.restores.close()
 
-    def _start(self, pending: set[int]) -> None:
+    def _start(self, pending: list[int]) -> None:
+        if not pending:
+            return
         s, topic = self.settings, self.settings.topics.input
         name = changelog.topic_of(s)
         if max(pending) >= self._changelog_partitions:  # input partitions added at runtime
-            if time.monotonic() < self._grow_after:
-                return
             try:
                 topics.grow_changelog_for(s, max(pending) + 1)
             except KafkaError as exc:  # transient: a later `follow` tries again
-                self._grow_after = time.monotonic() + s.worker.retry_backoff_max_s
+                self._retry_after = time.monotonic() + s.worker.retry_backoff_max_s
                 log.warning("could not grow changelog %s yet: %r", name, exc)
                 return
             self._changelog_partitions = max(pending) + 1
-        # read_committed: waits until no transaction holds its offsets
-        committed = {p: self.consumer.committed(TopicPartition(topic, p)) for p in pending}
-        log.info("restoring partitions %s from %s", sorted(pending), name)
-        pipeline, metrics = changelog.pipeline_of(s), self.metrics
+        log.info("restoring partitions %s from %s", pending, name)
+        pipeline = changelog.pipeline_of(s)
+        for p in pending:
+            # read_committed: waits until no transaction holds its offsets
+            committed = self.consumer.committed(TopicPartition(topic, p))
+            restore = functools.partial(
+                restore_index,
+                topic=name,
+                partition=p,
+                config=s.dedup,
+                pipeline=pipeline,
+                metrics=self.metrics,
+                snapshot_dir=s.worker.snapshot_dir,
+                committed=committed,
+            )
+            self.restores.start(p, restore)
 
-        def restore(reader: KafkaConsumer, should_stop: Callable[[], bool]) -> Indexes:
-            return restore_partitions(
-                reader, name, pending, s.dedup, pipeline, metrics, should_stop,
-                s.worker.snapshot_dir, committed,
-            )  # fmt: skip
-
-        self._job = RestoreJob(lambda: clients.make_reader(s), restore, pending, self._stop.is_set)
-
-    def _install(self, job: RestoreJob, owned: set[int]) -> None:
-        if isinstance(job.error, RestoreInterrupted):
+    def _install(self, done: Finished[Deduplicator], owned: set[int]) -> None:
+        if isinstance(done.error, OtherPipeline):
+            if self.refused is None:
+                log.error("refusing the changelog: %s", done.error)
+            self.refused = done.error
             return
-        if isinstance(job.error, OtherPipeline):
-            self.refused = job.error
-            log.error("refusing the changelog: %s", job.error)
-            self.drop(set(self))
+        if done.error is not None or done.state is None:
+            log.error(
+                "restoring partition %d failed; retrying", done.partition, exc_info=done.error
+            )
+            self._retry_after = time.monotonic() + 1.0
             return
-        if job.error is not None or job.result is None:
-            log.error("restoring %s failed; retrying", sorted(job.partitions), exc_info=job.error)
-            self._stop.wait(1.0)
-            return
-        topic = self.settings.topics.input
-        for p, dedup in job.result.items():
-            if p in owned:
-                self[p] = dedup
-                self.consumer.resume(TopicPartition(topic, p))
-        self.metrics.restore_seconds.set(time.monotonic() - job.started)
-        index_gauges(self.metrics, self)
-
-
-class RestoreJob:
-    """Restores a set of partitions in a background thread while the loop keeps polling.
-
-    The loop pauses those partitions until `done`; it installs `result` only if the job was
-    not cancelled and the partitions are still its own. The thread has its own reader.
-    """
-
-    def __init__(
-        self,
-        make_reader: Callable[[], KafkaConsumer],
-        restore: Restore,
-        partitions: set[int],
-        stopping: Callable[[], bool],
-    ) -> None:
-        self.partitions = frozenset(partitions)
-        self.result: dict[int, Deduplicator] | None = None
-        self.error: BaseException | None = None
-        self._cancelled = False
-        self._stopping = stopping
-        self._make_reader, self._restore = make_reader, restore
-        self.started = time.monotonic()
-        self._thread = threading.Thread(target=self._run, name="restore", daemon=True)
-        self._thread.start()
-
-    @property
-    def done(self) -> bool:
-        return not self._thread.is_alive()
-
-    def cancel(self) -> None:
-        """Stop and wait; nothing of a cancelled job is ever used."""
-        self._cancelled = True
-        self._thread.join()
-
-    def _run(self) -> None:
-        reader = None
-        try:
-            reader = self._make_reader()
-            self.result = self._restore(reader, lambda: self._cancelled or self._stopping())
-        except BaseException as exc:
-            self.error = exc
-        finally:
-            if reader is not None:
-                reader.close()
+        if done.partition in owned:
+            self[done.partition] = done.state
+            index_gauges(self.metrics, self)

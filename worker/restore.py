@@ -1,43 +1,37 @@
-"""Rebuilding partitions' indexes from the changelog, all or nothing.
+"""The single worker's restore of one input partition's index from the changelog.
 
-`restore_partitions` returns one `Deduplicator` per requested input partition, holding every
-committed changelog record of that partition up to its last stable offset (the reader is
-read_committed, so aborted transactions are never replayed, and starts at `earliest`, so
-records compaction removed are never silently skipped past). A trusted local snapshot
-(`worker.snapshots`) shortens the replay. A stop request raises `RestoreInterrupted`: a
-partial index is never returned, so it can never be decided against or snapshotted.
-Corrupt records and records of other fingerprint settings are counted and skipped.
+`restore_index` is the worker's `RestoreFn` (`worker.runtime.restore`): it builds one
+`Deduplicator` holding every committed changelog record of the partition, read by the one
+changelog reader (`worker.runtime.replay`, up to the last stable offset). A trusted local
+snapshot (`worker.snapshots`) shortens the replay; without one the replay starts at the log
+start, so records compaction removed are never silently skipped past.
 
-Every pack names its pipeline (`worker.changelog`). A record of another pipeline is never
-applied: it is counted (`other_pipeline`) and the restore raises `OtherPipeline`, naming both
-pipelines and the fix; the worker then decides nothing (`worker.indexes`). Packs written
-before pipelines were named are replayed as this worker's own (the upgrade path) and counted
-in the log. A partition whose changelog is empty while the group already committed input
-offsets for it is warned about: its index starts empty.
+`IndexReplay` applies the changelog's packs (`worker.changelog`). What it cannot apply it
+reports as refusals, and `WORKER_POLICY` says what they do: corrupt records and records of
+other fingerprint settings are counted and skipped; a record of another pipeline refuses the
+whole restore, raised as `OtherPipeline` naming both pipelines and the fix (the worker then
+decides nothing: `worker.indexes`). Packs written before pipelines were named are replayed as
+this worker's own (the upgrade path) and counted in the log. A partition whose changelog is
+empty while the group already committed input offsets for it is warned about.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable
 
 from kafka import KafkaConsumer, TopicPartition
 
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.records import FingerprintRecord
-from worker import changelog, failpoints, snapshots
+from worker import changelog, snapshots
 from worker.changelog import Pipeline
 from worker.metrics import Metrics
+from worker.runtime.replay import WORKER_POLICY, Applied, Refusal, Refused, replay
+from worker.runtime.restore import Restored
 
 log = logging.getLogger(__name__)
-PROGRESS_EVERY_S = 5.0
-LOGGED_SKIPS = 10
-
-
-class RestoreInterrupted(Exception):
-    """The restore was asked to stop; nothing of it may be used."""
 
 
 class OtherPipeline(Exception):
@@ -55,108 +49,113 @@ class OtherPipeline(Exception):
         self.theirs, self.ours = theirs, ours
 
 
-def restore_partitions(
+class IndexReplay:
+    """Applies changelog packs to one index: the worker's `replay.Apply`."""
+
+    def __init__(self, dedup: Deduplicator, config: DedupConfig, pipeline: Pipeline) -> None:
+        self.dedup, self.config, self.pipeline = dedup, config, pipeline
+        self.legacy = 0  # records of packs that name no pipeline, applied as ours
+        self.foreign: Pipeline | None = None  # the last other pipeline met
+
+    def __call__(self, partition: int, value: bytes) -> Applied:
+        packed = changelog.unpack(value)  # ValueError: the message is corrupt
+        if packed.pipeline is None:
+            self.legacy += len(packed.records)
+        elif packed.pipeline != self.pipeline:
+            self.foreign = packed.pipeline
+            detail = f"a record of {packed.pipeline.describe()}"
+            return Applied(0, (Refusal("other_pipeline", detail, len(packed.records)),))
+        refused: list[Refusal] = []
+        records: list[FingerprintRecord] = []
+        for raw in packed.records:
+            try:
+                record = FingerprintRecord.decode(raw)
+            except Exception as exc:  # any malformed bytes: struct, unicode, numpy
+                refused.append(Refusal("corrupt", f"{type(exc).__name__}: {exc}"))
+                continue
+            if record.config_id != self.config.fingerprint_id:
+                refused.append(Refusal("other_config", "other fingerprint settings"))
+                continue
+            records.append(record)
+        try:
+            self.dedup.apply_records(records)
+            return Applied(len(records), tuple(refused))
+        except Exception:
+            applied = 0
+            for record in records:
+                try:
+                    self.dedup.apply_records([record])
+                    applied += 1
+                except Exception as exc:
+                    refused.append(Refusal("corrupt", f"{type(exc).__name__}: {exc}"))
+            return Applied(applied, tuple(refused))
+
+
+def restore_index(
     reader: KafkaConsumer,
-    changelog: str,
-    partitions: Iterable[int],
+    should_stop: Callable[[], bool],
+    *,
+    topic: str,
+    partition: int,
     config: DedupConfig,
     pipeline: Pipeline,
     metrics: Metrics,
-    should_stop: Callable[[], bool],
     snapshot_dir: str | None = None,
-    committed: Mapping[int, int | None] | None = None,
-) -> dict[int, Deduplicator]:
-    """Indexes of `partitions`, each complete up to the changelog's last stable offset.
+    committed: int | None = None,
+) -> Restored[Deduplicator]:
+    """The index of `partition`, complete up to the changelog's last stable offset.
 
-    Only `pipeline`'s records (and legacy ones) are applied; `committed` is the group's next
-    input offset per partition, to warn when an index starts empty after input was decided.
-    """
-    tps = {p: TopicPartition(changelog, p) for p in sorted(set(partitions))}
-    if not tps:
-        return {}
-    started = last_log = time.monotonic()
-    reader.assign(list(tps.values()))
-    starts = reader.beginning_offsets(list(tps.values()))
-    ends = reader.end_offsets(list(tps.values()))
-    _warn_if_empty(changelog, pipeline, committed or {}, starts, ends, tps)
-    indexes: dict[int, Deduplicator] = {}
-    for p, tp in tps.items():
-        indexes[p], offset = _start(
-            snapshot_dir, changelog, p, config, pipeline, starts[tp], ends[tp], metrics
-        )
-        reader.seek(tp, offset)
-    remaining = {tp for tp in tps.values() if reader.position(tp) < ends[tp]}
-    replayed, skip = 0, _Skips(metrics, pipeline)
-    while remaining:
-        if should_stop():
-            raise RestoreInterrupted(f"restore of partitions {sorted(tps)} stopped")
-        for tp, messages in reader.poll(timeout_ms=500).items():
-            replayed += _apply(indexes[tp.partition], tp, messages, config, skip)
-        failpoints.hit("restore_batch")
-        remaining = {tp for tp in remaining if reader.position(tp) < ends[tp]}
-        now = time.monotonic()
-        if now - last_log >= PROGRESS_EVERY_S:
-            last_log = now
-            log.info(
-                "restoring: %d records replayed (%.0f/s)", replayed, replayed / (now - started)
-            )
-    metrics.restored_records.inc(replayed)
-    for reason, count in skip.counts.items():
+    `committed` is the group's next input offset for the partition, to warn when its index
+    starts empty after input was decided."""
+    tp = TopicPartition(topic, partition)
+    log_start = reader.beginning_offsets([tp])[tp]
+    log_end = reader.end_offsets([tp])[tp]
+    if log_start == log_end and (committed or 0) > 0:
+        _warn_empty(topic, partition, committed, pipeline)
+    dedup, offset = _start(snapshot_dir, tp, config, pipeline, log_start, log_end, metrics)
+    apply = IndexReplay(dedup, config, pipeline)
+    try:
+        done = replay(reader, {tp: offset}, apply, WORKER_POLICY, should_stop, metrics)
+    except Refused as exc:
+        if apply.foreign is None:
+            raise
+        raise OtherPipeline(topic, partition, exc.at.offset, apply.foreign, pipeline) from exc
+    for reason, count in done.skipped.items():
         log.error("%d changelog records skipped as %s%s", count, reason, SKIP_HINTS.get(reason, ""))
-    if skip.legacy:
-        fresh = not any((committed or {}).get(p) for p in tps)
+    if apply.legacy:
         log.warning(
             "%d changelog records of %s name no pipeline (written before pipelines were "
             "named); replayed as this pipeline's, %s%s",
-            skip.legacy,
-            changelog,
+            apply.legacy,
+            topic,
             pipeline.describe(),
             "; this group has committed no input offsets yet: if another pipeline wrote them, "
             "give this one its own changelog (--changelog-topic / NEARDUP_TOPICS__CHANGELOG)"
-            if fresh
+            if not committed
             else "",
         )
-    log.info(
-        "restored partitions %s: %d records replayed in %.1f s",
-        sorted(tps),
-        replayed,
-        time.monotonic() - started,
-    )
-    return indexes
+    return Restored(dedup)
 
 
-def _warn_if_empty(
-    changelog: str,
-    pipeline: Pipeline,
-    committed: Mapping[int, int | None],
-    starts: Mapping[TopicPartition, int],
-    ends: Mapping[TopicPartition, int],
-    tps: Mapping[int, TopicPartition],
-) -> None:
+def _warn_empty(topic: str, partition: int, committed: int | None, pipeline: Pipeline) -> None:
     """Never start an index empty silently after the group decided input."""
-    empty = {
-        p: committed[p]
-        for p, tp in tps.items()
-        if starts[tp] == ends[tp] and (committed.get(p) or 0) > 0
-    }
-    if empty:
-        log.warning(
-            "changelog topic %s holds no records for partitions %s, but the group already "
-            "committed input offsets %s there: their indexes start empty, so documents decided "
-            "before are not known. If an earlier version or setting wrote them to another "
-            "changelog (the default used to be neardup.changelog for every group), set "
-            "--changelog-topic / NEARDUP_TOPICS__CHANGELOG to it. Pipeline: %s",
-            changelog,
-            sorted(empty),
-            dict(sorted(empty.items())),
-            pipeline.describe(),
-        )
+    log.warning(
+        "changelog topic %s holds no records for partitions [%d], but the group already "
+        "committed input offsets {%d: %s} there: its index starts empty, so documents decided "
+        "before are not known. If an earlier version or setting wrote them to another "
+        "changelog (the default used to be neardup.changelog for every group), set "
+        "--changelog-topic / NEARDUP_TOPICS__CHANGELOG to it. Pipeline: %s",
+        topic,
+        partition,
+        partition,
+        committed,
+        pipeline.describe(),
+    )
 
 
 def _start(
     snapshot_dir: str | None,
-    changelog: str,
-    partition: int,
+    tp: TopicPartition,
     config: DedupConfig,
     pipeline: Pipeline,
     log_start: int,
@@ -166,7 +165,9 @@ def _start(
     """The index to replay onto and the changelog offset to replay from."""
     if snapshot_dir is None:
         return Deduplicator(config), log_start
-    found = snapshots.load(snapshot_dir, changelog, partition, config, log_start, log_end, pipeline)
+    found = snapshots.load(
+        snapshot_dir, tp.topic, tp.partition, config, log_start, log_end, pipeline
+    )
     if isinstance(found, snapshots.Rejected):
         if found.reason != "missing":
             metrics.snapshots_rejected.labels(found.reason).inc()
@@ -174,53 +175,11 @@ def _start(
         return Deduplicator(config), log_start
     log.info(
         "partition %d: snapshot of %d documents up to offset %d",
-        partition,
+        tp.partition,
         len(found.dedup),
         found.offset,
     )
     return found.dedup, found.offset
-
-
-def _apply(
-    dedup: Deduplicator, tp: TopicPartition, messages: list, config: DedupConfig, skip: _Skips
-) -> int:
-    """Decode and apply one partition's polled records; returns how many were applied."""
-    records = []
-    for msg in messages:
-        if msg.value is None:
-            continue  # a compaction tombstone
-        try:
-            packed = changelog.unpack(msg.value)
-        except ValueError as exc:
-            skip("corrupt", tp, msg.offset, str(exc))
-            continue
-        if packed.pipeline is None:
-            skip.legacy += len(packed.records)
-        elif packed.pipeline != skip.pipeline:
-            skip.count("other_pipeline", len(packed.records))
-            raise OtherPipeline(tp.topic, tp.partition, msg.offset, packed.pipeline, skip.pipeline)
-        for raw in packed.records:
-            try:
-                record = FingerprintRecord.decode(raw)
-            except Exception as exc:  # any malformed bytes: struct, unicode, numpy
-                skip("corrupt", tp, msg.offset, f"{type(exc).__name__}: {exc}")
-                continue
-            if record.config_id != config.fingerprint_id:
-                skip("other_config", tp, msg.offset, "other fingerprint settings")
-                continue
-            records.append((msg.offset, record))
-    try:
-        dedup.apply_records([r for _, r in records])
-        return len(records)
-    except Exception:
-        applied = 0
-        for offset, record in records:
-            try:
-                dedup.apply_records([record])
-                applied += 1
-            except Exception as exc:
-                skip("corrupt", tp, offset, f"{type(exc).__name__}: {exc}")
-        return applied
 
 
 # What an operator can do about records skipped for a reason.
@@ -231,28 +190,3 @@ SKIP_HINTS = {
         "was 2,048 bits: set NEARDUP_DEDUP__SKETCH_BITS=2048 to keep using that index"
     ),
 }
-
-
-class _Skips:
-    """Counts skipped records (metric) and logs the first few of each reason: a changelog
-    written under other settings would otherwise log every one of its records. Also counts
-    the records that name no pipeline (`legacy`), replayed as `pipeline`'s."""
-
-    def __init__(self, metrics: Metrics, pipeline: Pipeline) -> None:
-        self.metrics, self.pipeline = metrics, pipeline
-        self.counts: dict[str, int] = {}
-        self.legacy = 0
-
-    def count(self, reason: str, n: int) -> None:
-        """Count `n` records not applied, without logging them."""
-        self.metrics.restore_skipped.labels(reason).inc(n)
-
-    def __call__(self, reason: str, tp: TopicPartition, offset: int, detail: str) -> None:
-        self.count(reason, 1)
-        seen = self.counts[reason] = self.counts.get(reason, 0) + 1
-        if seen <= LOGGED_SKIPS:
-            log.warning(
-                "skipping changelog record %s[%d]@%d: %s", tp.topic, tp.partition, offset, detail
-            )
-        elif seen == LOGGED_SKIPS + 1:
-            log.warning("more changelog records skipped as %s; not logged one by one", reason)

@@ -26,6 +26,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 
@@ -39,13 +40,13 @@ from worker.cluster.envelope import Envelope
 from worker.cluster.handover import Handover
 from worker.cluster.health import RoleHealth, Stop, forget_series
 from worker.cluster.outcomes import Outcomes
-from worker.cluster.replay import Unreadable, replay
-from worker.cluster.restores import Restores
 from worker.metrics import Metrics
 from worker.partitions import Assignment
 from worker.rejections import Rejections
 from worker.runtime import following
 from worker.runtime.publisher import Transaction
+from worker.runtime.replay import ROLE_POLICY, each, replay
+from worker.runtime.restore import PauseTopic, Restored, Restores
 from worker.runtime.role import role_settings
 from worker.runtime.runner import Limits, Output
 from worker.settings import Settings
@@ -54,6 +55,13 @@ log = logging.getLogger(__name__)
 BUFFER_BYTES = 64 << 20  # undecided fingerprint-log records held per log partition
 VOTES_AHEAD_BYTES = 16 << 20  # votes on records not read yet, per log partition
 TXN_BYTES = 32 << 20  # outputs per gather transaction (halved after each failure)
+
+
+class RestoredLog(NamedTuple):
+    """A log partition's first decisions, restored, and its checkpoint."""
+
+    gatherer: Gatherer
+    start: int
 
 
 class GatherRole:
@@ -75,14 +83,19 @@ class GatherRole:
         self.role = role_settings(settings, "gather")
         self.consumer = clients.make_consumer(self.role)
         self.reader = clients.make_reader(settings)
-        self.restorer = clients.make_reader(settings)
         self.health = RoleHealth("gather", metrics)
         self.assignment = Assignment(settings.cluster.votes, metrics, lambda: None)
         self.owned: dict[int, VoteJoin[Envelope]] = {}
         self.gatherers: dict[int, Gatherer] = {}
         self.rejections = Rejections(settings.topics.dlq)
         self.max_records = settings.worker.max_batch
-        self._restores: Restores[tuple[Gatherer, int, Unreadable | None]] = Restores("gather", stop)
+        self._restores: Restores[RestoredLog] = Restores(
+            "gather",
+            stop,
+            metrics,
+            lambda: clients.make_reader(settings),
+            PauseTopic(self.consumer, settings.cluster.votes),  # its votes: read once restored
+        )
 
     def start(self) -> None:
         self.consumer.subscribe([self.settings.cluster.votes], listener=self.assignment)
@@ -128,7 +141,6 @@ class GatherRole:
     def close(self) -> None:
         self._restores.close()
         self.reader.close()
-        self.restorer.close()
         self.consumer.close()
 
     def _follow(self, assigned: set[int], dropped: set[int]) -> set[int]:
@@ -151,17 +163,23 @@ class GatherRole:
         for p in gone.cancel:
             self._restores.cancel(p)
         gained = set()
-        for p, (gatherer, start, unreadable) in self._restores.finished():
-            if unreadable is not None:
-                self.health.stop(Stop(c.gather_changelog, p, unreadable.offset, unreadable.reason))
+        for done in self._restores.finished():
+            p, restored = done.partition, done.state
+            if done.stopped is not None:
+                self.health.stop(
+                    Stop(c.gather_changelog, p, done.stopped.offset, done.stopped.reason)
+                )
                 continue
-            self._take_on(p, gatherer, start)
+            if restored is None:  # a failed restore: started again below
+                log.error("restoring log partition %d failed; retrying", p, exc_info=done.error)
+                self._stop.wait(1.0)
+                continue
+            self._take_on(p, restored.gatherer, restored.start)
             gained.add(p)
         pending, stopped = self._restores.pending(), self._stopped_changelogs()
         for p in following.to_restore(assigned, set(self.owned), pending, stopped):
             self._release(p)
             votes_tp = TopicPartition(c.votes, p)
-            _paused(self.consumer, votes_tp, True)  # its votes are read once restored
             start = checkpoint.read(self.consumer, votes_tp).get(p, 0)
             self._restores.start(p, functools.partial(self._restore, p, start))
         if gained or set(self.owned) != {tp.partition for tp in self.reader.assignment()}:
@@ -173,18 +191,15 @@ class GatherRole:
         return gained
 
     def _restore(
-        self, p: int, start: int, should_stop: Callable[[], bool]
-    ) -> tuple[Gatherer, int, Unreadable | None]:
+        self, p: int, start: int, reader: KafkaConsumer, should_stop: Callable[[], bool]
+    ) -> Restored[RestoredLog]:
         """Log partition `p`'s first decisions from its changelog (on the restore thread)."""
         gatherer = Gatherer(self.settings.dedup)
-        done = replay(
-            self.restorer,
-            TopicPartition(self.settings.cluster.gather_changelog, p),
-            lambda data: gatherer.apply(FirstDecisions.unpack(data)),
-            should_stop,
-            self.metrics,
-        )
-        return gatherer, start, done.unreadable
+        tp = TopicPartition(self.settings.cluster.gather_changelog, p)
+        apply = each(lambda data: gatherer.apply(FirstDecisions.unpack(data)))
+        done = replay(reader, {tp: None}, apply, ROLE_POLICY, should_stop, self.metrics)
+        stopped = done.stopped.get(p)
+        return Restored(None if stopped else RestoredLog(gatherer, start), stopped)
 
     def _take_on(self, p: int, gatherer: Gatherer, start: int) -> None:
         """A restored partition: decide from its checkpoint (or the log start, if later)."""
@@ -197,7 +212,6 @@ class GatherRole:
             self.settings.dedup.home_shards, start, ahead_budget=VOTES_AHEAD_BYTES
         )
         self.gatherers[p] = gatherer
-        _paused(self.consumer, votes_tp, False)
         committed = self.consumer.committed(votes_tp)
         if committed is None:
             self.consumer.seek_to_beginning(votes_tp)

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka import OffsetAndMetadata, TopicPartition
+from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 
 from neardup_stream.sharded.changes import ShardChange
 from neardup_stream.sharded.voter import ShardVoter
@@ -34,14 +34,14 @@ from worker import clients
 from worker.cluster import checkpoint
 from worker.cluster.envelope import Envelope
 from worker.cluster.health import RoleHealth, Stop, forget_series
-from worker.cluster.replay import Unreadable, replay
-from worker.cluster.restores import Restores
 from worker.codec import OutMessage
 from worker.metrics import Metrics
 from worker.partitions import Assignment
 from worker.rejections import Rejections
 from worker.runtime import following
 from worker.runtime.publisher import Transaction
+from worker.runtime.replay import ROLE_POLICY, each, replay
+from worker.runtime.restore import Restored, Restores
 from worker.runtime.role import role_settings
 from worker.runtime.runner import Limits, Output
 from worker.settings import Settings
@@ -69,7 +69,6 @@ class ShardRole:
         self.role = role_settings(settings, "shards")
         self.consumer = clients.make_consumer(self.role)
         self.reader = clients.make_reader(settings)
-        self.restorer = clients.make_reader(settings)
         self.health = RoleHealth("shard", metrics)
         self.rejections: Rejections | None = None  # votes answer for no input
         self.owned: dict[int, OwnedShard] = {}
@@ -79,7 +78,9 @@ class ShardRole:
         self.log_partitions = [TopicPartition(c.fingerprints, p) for p in range(c.log_partitions)]
         self.assignment = Assignment(c.shards, metrics, lambda: None)
         self._lost_upto: dict[int, int] = {}  # per log partition: losses reported below this
-        self._restores: Restores[tuple[OwnedShard, Unreadable | None]] = Restores("shard", stop)
+        self._restores: Restores[OwnedShard] = Restores(
+            "shard", stop, metrics, lambda: clients.make_reader(settings)
+        )
 
     def start(self) -> None:
         self.consumer.subscribe([self.settings.cluster.shards], listener=self.assignment)
@@ -126,7 +127,6 @@ class ShardRole:
     def close(self) -> None:
         self._restores.close()
         self.reader.close()
-        self.restorer.close()
         self.consumer.close()
 
     def _follow(self, assigned: set[int], dropped: set[int]) -> None:
@@ -144,9 +144,16 @@ class ShardRole:
         for s in gone.cancel:
             self._restores.cancel(s)
         restored = False
-        for s, (shard, unreadable) in self._restores.finished():
-            if unreadable is not None:
-                self.health.stop(Stop(c.shard_changelog, s, unreadable.offset, unreadable.reason))
+        for done in self._restores.finished():
+            s, shard = done.partition, done.state
+            if done.stopped is not None:
+                self.health.stop(
+                    Stop(c.shard_changelog, s, done.stopped.offset, done.stopped.reason)
+                )
+                continue
+            if shard is None:  # a failed restore: started again below
+                log.error("restoring shard %d failed; retrying", s, exc_info=done.error)
+                self._stop.wait(1.0)
                 continue
             self.owned[s] = shard
             restored = True
@@ -155,7 +162,6 @@ class ShardRole:
         for s in following.to_restore(assigned, set(self.owned), pending, stopped):
             start = checkpoint.read(self.consumer, TopicPartition(c.shards, s))
             self._restores.start(s, functools.partial(self._restore, s, start))
-        self.metrics.partitions_restoring.set(len(self._restores.pending()))
         if restored:
             self._seek_log()
 
@@ -165,18 +171,15 @@ class ShardRole:
         return {stop.partition for stop in self.health.stopped() if stop.topic == topic}
 
     def _restore(
-        self, s: int, start: dict[int, int], should_stop: Callable[[], bool]
-    ) -> tuple[OwnedShard, Unreadable | None]:
+        self, s: int, start: dict[int, int], reader: KafkaConsumer, should_stop: Callable[[], bool]
+    ) -> Restored[OwnedShard]:
         """Shard `s` rebuilt from its changelog (on the restore thread, its own reader)."""
         voter = ShardVoter(self.settings.dedup, s)
-        done = replay(
-            self.restorer,
-            TopicPartition(self.settings.cluster.shard_changelog, s),
-            lambda data: voter.apply(ShardChange.unpack(data)),
-            should_stop,
-            self.metrics,
-        )
-        return OwnedShard(voter, start), done.unreadable
+        tp = TopicPartition(self.settings.cluster.shard_changelog, s)
+        apply = each(lambda data: voter.apply(ShardChange.unpack(data)))
+        done = replay(reader, {tp: None}, apply, ROLE_POLICY, should_stop, self.metrics)
+        stopped = done.stopped.get(s)
+        return Restored(None if stopped else OwnedShard(voter, start), stopped)
 
     def _seek_log(self) -> None:
         """Back to where the least advanced shard is, reporting records deleted before it."""
