@@ -1,19 +1,23 @@
 """The gather role: owning partition p of the votes topic means deciding log partition p.
 
-It reads the fingerprint log partition (documents, payloads) and the votes of all S shards
-for it; a log record is decided, with `Gatherer`, once every shard has voted on it, in log
-order (`VoteJoin`). One transaction per batch (capped in records and bytes, halved after
+It reads the fingerprint log partition, its payloads partition (the only role that does:
+`PayloadJoin` matches each log record with its payload record) and the votes of all S
+shards for it; a log record is decided, with `Gatherer`, once every shard has voted on it
+and its payloads are read, in log order (`VoteJoin`). One transaction per batch (capped in records and bytes, halved after
 each consecutive failure) publishes the decisions and pass-throughs, the first decisions
 (gather changelog, partition p, split under the message limit) and the checkpoint: the next
 log offset to decide, in the metadata of the committed offset of votes partition p, which is
-the first votes record still needed. A log partition it gains is rebuilt from its gather
+the first votes record still needed, and where to resume reading payloads. A log partition it gains is rebuilt from its gather
 changelog (retention follows the dedup window) on a restore thread, while the other
 partitions go on, and resumes at the checkpoint; a failed transaction rebuilds every owned
 partition that way. Lost partitions (membership expired) drop their state.
 
 Nothing is skipped: an unreadable fingerprint or votes record, or changelog record, stops
 its log partition there (`RoleHealth`); a checkpoint older than the log start is reported
-as lost. The reader pauses a partition whose undecided records exceed its byte budget;
+as lost (a payload checkpoint older than the payloads' log start too: the log records whose
+payloads were deleted are decided, to keep the state, but publish nothing, and are counted
+lost). The reader pauses a partition whose undecided records (or payloads read ahead,
+unless the oldest record waits for its own) exceed its byte budget;
 votes on records not read yet beyond theirs are dropped and read again later.
 Metrics: latency from the input record times, batch time, lag and the oldest undecided
 record per log partition, and the shard it waits for.
@@ -26,6 +30,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from typing import NamedTuple
 
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 
@@ -39,6 +44,7 @@ from worker.cluster.envelope import Envelope
 from worker.cluster.handover import Handover
 from worker.cluster.health import RoleHealth, Stop, forget_series
 from worker.cluster.outcomes import Outcomes
+from worker.cluster.payloads import PayloadCheckpoint, PayloadJoin, PayloadRecord
 from worker.cluster.replay import Unreadable, replay
 from worker.cluster.restores import Restores
 from worker.cluster.txn import Rejected, RoleTransactions, role_settings
@@ -54,6 +60,15 @@ log = logging.getLogger(__name__)
 BUFFER_BYTES = 64 << 20  # undecided fingerprint-log records held per log partition
 VOTES_AHEAD_BYTES = 16 << 20  # votes on records not read yet, per log partition
 TXN_BYTES = 32 << 20  # outputs per gather transaction (halved after each failure)
+
+
+class LostPayloads(NamedTuple):
+    """Payloads deleted by retention before a take-on: log records below `committed_below`
+    (committed then) may have lost theirs, found missing once the payloads are read up to
+    `appended_below` (their high watermark then)."""
+
+    committed_below: int
+    appended_below: int
 
 
 class GatherRole:
@@ -78,6 +93,9 @@ class GatherRole:
         self.assignment = Assignment(settings.cluster.votes, metrics, lambda: None)
         self.owned: dict[int, VoteJoin[Envelope]] = {}
         self.gatherers: dict[int, Gatherer] = {}
+        self.payloads: dict[int, PayloadJoin] = {}
+        self._payloads_from: dict[int, PayloadCheckpoint] = {}  # of restores under way
+        self._payloads_lost: dict[int, LostPayloads] = {}  # records without payloads pass
         self.rejections = Rejections(settings.topics.dlq)
         self.policy = FailurePolicy(settings.worker.retry_backoff_max_s)
         self._restores: Restores[tuple[Gatherer, int, Unreadable | None]] = Restores("gather", stop)
@@ -152,6 +170,7 @@ class GatherRole:
         for p in gone.release:
             self.owned.pop(p, None)
             self.gatherers.pop(p, None)
+            self.payloads.pop(p, None)
             self._release(p)
         for p in gone.cancel:
             self._restores.cancel(p)
@@ -167,15 +186,21 @@ class GatherRole:
             self._release(p)
             votes_tp = TopicPartition(c.votes, p)
             _paused(self.consumer, votes_tp, True)  # its votes are read once restored
-            start = checkpoint.read(self.consumer, votes_tp).get(p, 0)
+            meta = checkpoint.read_metadata(self.consumer, votes_tp)
+            start = checkpoint.decode(meta).get(p, 0)
+            self._payloads_from[p] = checkpoint.decode_payloads(meta).get(p, PayloadCheckpoint(0))
             self._restores.start(p, functools.partial(self._restore, p, start))
         if gained or set(self.owned) != {tp.partition for tp in self.reader.assignment()}:
-            tps = [TopicPartition(c.fingerprints, p) for p in sorted(self.owned)]
+            tps = [TopicPartition(t, p) for p in sorted(self.owned) for t in self._logs()]
             self.reader.assign(tps)
-            for tp in tps:
-                if tp.partition in gained:
-                    self.reader.seek(tp, self.owned[tp.partition].next)
+            for p in gained:
+                self.reader.seek(TopicPartition(c.fingerprints, p), self.owned[p].next)
+                self.reader.seek(TopicPartition(c.payloads, p), self.payloads[p].position)
         return gained
+
+    def _logs(self) -> tuple[str, str]:
+        c = self.settings.cluster
+        return c.fingerprints, c.payloads
 
     def _restore(
         self, p: int, start: int, should_stop: Callable[[], bool]
@@ -195,9 +220,21 @@ class GatherRole:
         """A restored partition: decide from its checkpoint (or the log start, if later)."""
         c = self.settings.cluster
         log_tp, votes_tp = TopicPartition(c.fingerprints, p), TopicPartition(c.votes, p)
-        log_start = self.reader.beginning_offsets([log_tp]).get(log_tp, 0)
+        payloads_tp = TopicPartition(c.payloads, p)
+        starts = self.reader.beginning_offsets([log_tp, payloads_tp])
+        log_start = starts.get(log_tp, 0)
         if self.health.lost(c.fingerprints, p, start, log_start):
             start = log_start
+        resume = self._payloads_from.pop(p, PayloadCheckpoint(0))
+        payloads_start = starts.get(payloads_tp, 0)
+        self._payloads_lost.pop(p, None)
+        if self.health.lost(c.payloads, p, resume.start, payloads_start):
+            resume = PayloadCheckpoint(payloads_start)
+            self._payloads_lost[p] = LostPayloads(
+                self.reader.end_offsets([log_tp])[log_tp],
+                _high_watermark(self.settings, payloads_tp),
+            )
+        self.payloads[p] = PayloadJoin(resume)
         self.owned[p] = VoteJoin(
             self.settings.dedup.home_shards, start, ahead_budget=VOTES_AHEAD_BYTES
         )
@@ -216,13 +253,14 @@ class GatherRole:
 
     def _is_stopped(self, p: int) -> bool:
         c = self.settings.cluster
-        return any(self.health.is_stopped(t, p) for t in (c.fingerprints, c.votes))
+        return any(self.health.is_stopped(t, p) for t in (c.fingerprints, c.payloads, c.votes))
 
     def _release(self, p: int) -> None:
         """Forget a partition's stops and series (it left, or is rebuilt from scratch)."""
         c = self.settings.cluster
-        for topic in (c.fingerprints, c.votes, c.gather_changelog):
+        for topic in (c.fingerprints, c.payloads, c.votes, c.gather_changelog):
             self.health.release(topic, p)
+        self._payloads_lost.pop(p, None)
         _paused(self.consumer, TopicPartition(c.votes, p), False)
         for gauge in (self.metrics.oldest_undecided, self.metrics.waiting_for_shard):
             forget_series(gauge, str(p))
@@ -244,28 +282,57 @@ class GatherRole:
         c = self.settings.cluster
         self.health.stop(stop)
         _paused(self.consumer, TopicPartition(c.votes, stop.partition), True)
-        _paused(self.reader, TopicPartition(c.fingerprints, stop.partition), True)
+        for topic in self._logs():
+            _paused(self.reader, TopicPartition(topic, stop.partition), True)
 
     def _read_log(self) -> None:
         c = self.settings.cluster
         for p, join in self.owned.items():  # a full buffer pauses its partition's reader
+            stopped = self._is_stopped(p)
             tp = TopicPartition(c.fingerprints, p)
-            _paused(self.reader, tp, join.record_bytes >= BUFFER_BYTES or self._is_stopped(p))
+            _paused(self.reader, tp, join.record_bytes >= BUFFER_BYTES or stopped)
+            full = self.payloads[p].held_bytes >= BUFFER_BYTES and not self._waits_for_payload(p)
+            _paused(self.reader, TopicPartition(c.payloads, p), full or stopped)
         if not self.owned:
             return
         polled = self.reader.poll(timeout_ms=0, max_records=500)
         config_id, topic = self.settings.dedup.fingerprint_id, self.settings.topics.input
         for tp, recs in polled.items():
-            target = self.owned.get(tp.partition)
+            target, payloads = self.owned.get(tp.partition), self.payloads.get(tp.partition)
             for rec in recs:
-                if target is None or self._is_stopped(tp.partition):
+                if target is None or payloads is None or self._is_stopped(tp.partition):
                     break
                 try:
+                    if tp.topic == c.payloads:
+                        record = PayloadRecord.unpack(rec.value, topic)
+                        payloads.add(rec.offset, record, len(rec.value))
+                        continue
                     env = Envelope.unpack(rec.value, config_id, topic, rec.offset)
-                except ValueError as exc:  # the shards stop there too
+                except ValueError as exc:  # the shards stop there too (fingerprint log)
                     self._halt(Stop(tp.topic, tp.partition, rec.offset, str(exc)))
                     break
                 target.add_record(Pending(rec.offset, env, rec.timestamp, len(rec.value)))
+
+    def _waits_for_payload(self, p: int) -> bool:
+        """Whether the oldest undecided record of log partition `p` waits for its payloads."""
+        records = self.owned[p].records
+        return bool(records) and records[0].payload.join_key not in self.payloads[p].held
+
+    def _payloads_gone(self, p: int, offset: int) -> bool:
+        """Whether payloads deleted by retention (reported at take-on) include those of log
+        record `offset`: it was committed before the take-on, and every payload record
+        appended before then was read without finding them."""
+        lost = self._payloads_lost.get(p)
+        if lost is None:
+            return False
+        if offset >= lost.committed_below:  # appended since: its payloads were kept
+            del self._payloads_lost[p]
+            return False
+        tp = TopicPartition(self.settings.cluster.payloads, p)
+        try:
+            return self.reader.position(tp) >= lost.appended_below
+        except Exception:  # not positioned yet after a seek
+            return False
 
     def _read_votes_again(self) -> None:
         """Seek back to votes dropped over their budget, once the records caught up."""
@@ -287,8 +354,19 @@ class GatherRole:
                 if ready is None:
                     break
                 env = ready.payload
+                passages = self.payloads[p].take(env.join_key)
+                if passages is None and not self._payloads_gone(p, ready.offset):
+                    break  # its payloads are not read yet
+                if passages is not None and [x.source for x in passages] != env.sources:
+                    why = f"payloads of log record {ready.offset} are for other inputs"
+                    self._halt(Stop(self.settings.cluster.payloads, p, ready.offset, why))
+                    break
                 decisions, firsts = gatherer.decide_and_record(env.fingerprints, ready.votes)
-                batch.add_record(p, ready.offset, decisions, env.passages, firsts)
+                if passages is None:  # deleted by retention: decided (the state), not published
+                    self._lost_payloads(p, ready.offset, len(decisions))
+                    batch.add_record(p, ready.offset, [], [], firsts)
+                else:
+                    batch.add_record(p, ready.offset, decisions, passages, firsts)
                 join.pop()
                 decided += 1
         return batch
@@ -299,9 +377,20 @@ class GatherRole:
         for p, join in self.owned.items():
             tp = TopicPartition(votes, p)
             first_needed = join.first_needed(self.consumer.position(tp))
-            offsets[tp] = OffsetAndMetadata(first_needed, checkpoint.encode({p: join.next}), -1)
+            at = checkpoint.encode({p: join.next}, {p: self.payloads[p].checkpoint()})
+            offsets[tp] = OffsetAndMetadata(first_needed, at, -1)
         self.txn.commit(messages, offsets)
         self.metrics.role_transactions.labels("gather").inc()
+
+    def _lost_payloads(self, p: int, offset: int, documents: int) -> None:
+        self.metrics.records_lost.labels("gather").inc()
+        log.error(
+            "gather: log partition %d, record %d: its payloads were deleted by retention "
+            "before this role read them; its %d documents are decided but get no output",
+            p,
+            offset,
+            documents,
+        )
 
     def _failed(self, why: str) -> float:
         """Count a failure that is not a transaction's; the seconds to back off."""
@@ -316,7 +405,7 @@ class GatherRole:
         c, now_ms = self.settings.cluster, time.time() * 1000
         held = 0
         for p, join in self.owned.items():
-            held += join.held_bytes
+            held += join.held_bytes + self.payloads[p].held_bytes
             tp = TopicPartition(c.fingerprints, p)
             end = self.reader.highwater(tp)
             try:
@@ -336,6 +425,18 @@ class GatherRole:
             else:
                 forget_series(self.metrics.waiting_for_shard, str(p))
         self.metrics.gather_buffered_bytes.set(held)
+
+
+def _high_watermark(settings: Settings, tp: TopicPartition) -> int:
+    """The end of `tp` including records of open transactions (a read_committed reader
+    sees only the last stable offset)."""
+    consumer = KafkaConsumer(
+        **clients.common_config(settings.kafka), group_id=None, enable_auto_commit=False
+    )
+    try:
+        return int(consumer.end_offsets([tp])[tp])
+    finally:
+        consumer.close()
 
 
 def _paused(consumer: KafkaConsumer, tp: TopicPartition, paused: bool) -> None:
