@@ -3,22 +3,23 @@
 It reads the fingerprint log partition, its payloads partition (the only role that does:
 `PayloadJoin` matches each log record with its payload record) and the votes of all S
 shards for it; a log record is decided, with `Gatherer`, once every shard has voted on it
-and its payloads are read, in log order (`VoteJoin`). One transaction per batch (capped in records and bytes, halved after
-each consecutive failure) publishes the decisions and pass-throughs, the first decisions
-(gather changelog, partition p, split under the message limit) and the checkpoint: the next
-log offset to decide, in the metadata of the committed offset of votes partition p, which is
-the first votes record still needed, and where to resume reading payloads. A log partition it gains is rebuilt from its gather
-changelog (retention follows the dedup window) on a restore thread, while the other
-partitions go on, and resumes at the checkpoint; a failed transaction rebuilds every owned
-partition that way. Lost partitions (membership expired) drop their state.
+and its payloads are read, in log order (`VoteJoin`). One transaction per batch (capped in
+records and bytes, halved after each consecutive failure) publishes the decisions and
+pass-throughs, the first decisions (gather changelog, partition p, split under the message
+limit) and the checkpoint: the next log offset to decide and where to resume reading
+payloads, in the metadata of the committed offset of votes partition p, which is the first
+votes record still needed. A log partition it gains is rebuilt from its gather changelog
+(retention follows the dedup window) on a restore thread, while the other partitions go on,
+and resumes at the checkpoint; a failed transaction rebuilds every owned partition that
+way. Lost partitions (membership expired) drop their state.
 
 Nothing is skipped: an unreadable fingerprint or votes record, or changelog record, stops
 its log partition there (`RoleHealth`); a checkpoint older than the log start is reported
 as lost (a payload checkpoint older than the payloads' log start too: the log records whose
 payloads were deleted are decided, to keep the state, but publish nothing, and are counted
 lost). The reader pauses a partition whose undecided records (or payloads read ahead,
-unless the oldest record waits for its own) exceed its byte budget;
-votes on records not read yet beyond theirs are dropped and read again later.
+unless the oldest record waits for its own) exceed its byte budget; votes on records not
+read yet beyond theirs are dropped and read again later.
 Metrics: latency from the input record times, batch time, lag and the oldest undecided
 record per log partition, and the shard it waits for.
 """
