@@ -15,9 +15,9 @@ way. Lost partitions (membership expired) drop their state.
 
 Nothing is skipped: an unreadable fingerprint or votes record, or changelog record, stops
 its log partition there (`RoleHealth`); a checkpoint older than the log start is reported
-as lost (a payload checkpoint older than the payloads' log start too: the log records whose
-payloads were deleted are decided, to keep the state, but publish nothing, and are counted
-lost). The reader pauses a partition whose undecided records (or payloads read ahead,
+as lost (a payload checkpoint older than the payloads' log start too). A log record whose
+payloads were deleted (read up to the high watermark after it, not found) is decided, so
+the state matches the shards', but publishes nothing; it is logged and counted lost. The reader pauses a partition whose undecided records (or payloads read ahead,
 unless the oldest record waits for its own) exceed its byte budget; votes on records not
 read yet beyond theirs are dropped and read again later.
 Metrics: latency from the input record times, batch time, lag and the oldest undecided
@@ -63,13 +63,12 @@ VOTES_AHEAD_BYTES = 16 << 20  # votes on records not read yet, per log partition
 TXN_BYTES = 32 << 20  # outputs per gather transaction (halved after each failure)
 
 
-class LostPayloads(NamedTuple):
-    """Payloads deleted by retention before a take-on: log records below `committed_below`
-    (committed then) may have lost theirs, found missing once the payloads are read up to
-    `appended_below` (their high watermark then)."""
+class Blocked(NamedTuple):
+    """The oldest record of a log partition, voted on but without its payloads read: they
+    are below `end`, the payloads' high watermark after it was committed, or deleted."""
 
-    committed_below: int
-    appended_below: int
+    offset: int
+    end: int
 
 
 class GatherRole:
@@ -96,7 +95,8 @@ class GatherRole:
         self.gatherers: dict[int, Gatherer] = {}
         self.payloads: dict[int, PayloadJoin] = {}
         self._payloads_from: dict[int, PayloadCheckpoint] = {}  # of restores under way
-        self._payloads_lost: dict[int, LostPayloads] = {}  # records without payloads pass
+        self._blocked: dict[int, Blocked] = {}  # per log partition
+        self._watermarks: KafkaConsumer | None = None  # read_uncommitted, for `_blocked`
         self.rejections = Rejections(settings.topics.dlq)
         self.policy = FailurePolicy(settings.worker.retry_backoff_max_s)
         self._restores: Restores[tuple[Gatherer, int, Unreadable | None]] = Restores("gather", stop)
@@ -153,6 +153,8 @@ class GatherRole:
         self.txn.close()
         self.reader.close()
         self.restorer.close()
+        if self._watermarks is not None:
+            self._watermarks.close()
         self.consumer.close()
 
     def _follow(self, assigned: set[int], dropped: set[int]) -> set[int]:
@@ -228,14 +230,10 @@ class GatherRole:
             start = log_start
         resume = self._payloads_from.pop(p, PayloadCheckpoint(0))
         payloads_start = starts.get(payloads_tp, 0)
-        self._payloads_lost.pop(p, None)
         if self.health.lost(c.payloads, p, resume.start, payloads_start):
             resume = PayloadCheckpoint(payloads_start)
-            self._payloads_lost[p] = LostPayloads(
-                self.reader.end_offsets([log_tp])[log_tp],
-                _high_watermark(self.settings, payloads_tp),
-            )
         self.payloads[p] = PayloadJoin(resume)
+        self._blocked.pop(p, None)
         self.owned[p] = VoteJoin(
             self.settings.dedup.home_shards, start, ahead_budget=VOTES_AHEAD_BYTES
         )
@@ -261,7 +259,6 @@ class GatherRole:
         c = self.settings.cluster
         for topic in (c.fingerprints, c.payloads, c.votes, c.gather_changelog):
             self.health.release(topic, p)
-        self._payloads_lost.pop(p, None)
         _paused(self.consumer, TopicPartition(c.votes, p), False)
         for gauge in (self.metrics.oldest_undecided, self.metrics.waiting_for_shard):
             forget_series(gauge, str(p))
@@ -320,20 +317,28 @@ class GatherRole:
         return bool(records) and records[0].payload.join_key not in self.payloads[p].held
 
     def _payloads_gone(self, p: int, offset: int) -> bool:
-        """Whether payloads deleted by retention (reported at take-on) include those of log
-        record `offset`: it was committed before the take-on, and every payload record
-        appended before then was read without finding them."""
-        lost = self._payloads_lost.get(p)
-        if lost is None:
-            return False
-        if offset >= lost.committed_below:  # appended since: its payloads were kept
-            del self._payloads_lost[p]
-            return False
+        """Whether the payloads of log record `offset` were deleted (by retention): the edge
+        appended them before committing the record, so they lie below the payloads' high
+        watermark taken once the record was read; read up to there, they were not found.
+        (The reader starts at the lowest payload offset still needed, so none is skipped.)"""
         tp = TopicPartition(self.settings.cluster.payloads, p)
         try:
-            return self.reader.position(tp) >= lost.appended_below
+            at = self.reader.position(tp)
         except Exception:  # not positioned yet after a seek
             return False
+        if at < (self.reader.highwater(tp) or 0):
+            return False  # still reading what was fetched: no need to ask the broker
+        blocked = self._blocked.get(p)
+        if blocked is None or blocked.offset != offset:
+            if self._watermarks is None:
+                self._watermarks = KafkaConsumer(
+                    **clients.common_config(self.settings.kafka),
+                    group_id=None,
+                    enable_auto_commit=False,
+                )
+            end = int(self._watermarks.end_offsets([tp])[tp])
+            self._blocked[p] = blocked = Blocked(offset, end)
+        return at >= blocked.end
 
     def _read_votes_again(self) -> None:
         """Seek back to votes dropped over their budget, once the records caught up."""
@@ -426,18 +431,6 @@ class GatherRole:
             else:
                 forget_series(self.metrics.waiting_for_shard, str(p))
         self.metrics.gather_buffered_bytes.set(held)
-
-
-def _high_watermark(settings: Settings, tp: TopicPartition) -> int:
-    """The end of `tp` including records of open transactions (a read_committed reader
-    sees only the last stable offset)."""
-    consumer = KafkaConsumer(
-        **clients.common_config(settings.kafka), group_id=None, enable_auto_commit=False
-    )
-    try:
-        return int(consumer.end_offsets([tp])[tp])
-    finally:
-        consumer.close()
 
 
 def _paused(consumer: KafkaConsumer, tp: TopicPartition, paused: bool) -> None:
