@@ -61,6 +61,7 @@ log = logging.getLogger(__name__)
 BUFFER_BYTES = 64 << 20  # undecided fingerprint-log records held per log partition
 VOTES_AHEAD_BYTES = 16 << 20  # votes on records not read yet, per log partition
 TXN_BYTES = 32 << 20  # outputs per gather transaction (halved after each failure)
+SWEEP_USED = 64  # used payload offsets in a checkpoint above which stale payloads are swept
 
 
 class Blocked(NamedTuple):
@@ -330,15 +331,38 @@ class GatherRole:
             return False  # still reading what was fetched: no need to ask the broker
         blocked = self._blocked.get(p)
         if blocked is None or blocked.offset != offset:
-            if self._watermarks is None:
-                self._watermarks = KafkaConsumer(
-                    **clients.common_config(self.settings.kafka),
-                    group_id=None,
-                    enable_auto_commit=False,
-                )
-            end = int(self._watermarks.end_offsets([tp])[tp])
-            self._blocked[p] = blocked = Blocked(offset, end)
+            self._blocked[p] = blocked = Blocked(offset, self._high_watermark(tp))
         return at >= blocked.end
+
+    def _high_watermark(self, tp: TopicPartition) -> int:
+        """The end of `tp`, records of open transactions included (the reader, being
+        read_committed, sees the last stable offset)."""
+        if self._watermarks is None:
+            self._watermarks = KafkaConsumer(
+                **clients.common_config(self.settings.kafka),
+                group_id=None,
+                enable_auto_commit=False,
+            )
+        return int(self._watermarks.end_offsets([tp])[tp])
+
+    def _payload_checkpoint(self, p: int) -> PayloadCheckpoint:
+        """Where log partition `p` resumes reading payloads. When many used offsets pile up
+        behind a held payload (one whose log record retention deleted, of an input partition
+        that sent nothing since), and the log was read up to its high watermark taken now
+        (so every held payload's log record was read), the payloads of no undecided record
+        are dropped."""
+        join, records = self.payloads[p], self.owned[p].records
+        at = join.checkpoint()
+        if len(at.used) <= SWEEP_USED:
+            return at
+        tp = TopicPartition(self.settings.cluster.fingerprints, p)
+        try:
+            caught_up = self.reader.position(tp) >= self._high_watermark(tp)
+        except Exception:  # not positioned yet after a seek: sweep another time
+            return at
+        if caught_up and join.keep_only({r.payload.join_key for r in records}):
+            at = join.checkpoint()
+        return at
 
     def _read_votes_again(self) -> None:
         """Seek back to votes dropped over their budget, once the records caught up."""
@@ -383,7 +407,7 @@ class GatherRole:
         for p, join in self.owned.items():
             tp = TopicPartition(votes, p)
             first_needed = join.first_needed(self.consumer.position(tp))
-            at = checkpoint.encode({p: join.next}, {p: self.payloads[p].checkpoint()})
+            at = checkpoint.encode({p: join.next}, {p: self._payload_checkpoint(p)})
             offsets[tp] = OffsetAndMetadata(first_needed, at, -1)
         self.txn.commit(messages, offsets)
         self.metrics.role_transactions.labels("gather").inc()

@@ -11,7 +11,9 @@ follow its fingerprint record's order: `PayloadJoin` holds the payload records r
 the input of their first document (`JoinKey`, as in the fingerprint record), hands each to
 the decision of its fingerprint record, and gives the gather's checkpoint: the lowest
 payload offset still needed, and the payload offsets at or past it that were already used
-(read again after a restart, they are skipped). Format "NP", version 1. Pure: no Kafka.
+(read again after a restart, they are skipped). Payloads whose log records were deleted by
+retention are dropped (`prune_before`, `keep_only`), so the checkpoint stays small.
+Format "NP", version 1. Pure: no Kafka.
 """
 
 from __future__ import annotations
@@ -141,6 +143,17 @@ class PayloadJoin:
         records came before `key`'s (an input partition enters a log partition in order),
         so they were decided already, or deleted by retention. Returns how many."""
         stale = [k for k in self.held if k.partition == key.partition and k.offset < key.offset]
+        for k in stale:
+            held = self.held.pop(k)
+            self.held_bytes -= held.size
+            self.used.add(held.offset)
+        return len(stale)
+
+    def keep_only(self, keys: set[JoinKey]) -> int:
+        """Drop the held payloads of log records not among `keys` (the records read and not
+        decided yet), once every log record of a held payload is known to have been read:
+        theirs were decided, or deleted by retention. Returns how many."""
+        stale = [k for k in self.held if k not in keys]
         for k in stale:
             held = self.held.pop(k)
             self.held_bytes -= held.size

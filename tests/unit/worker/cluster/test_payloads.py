@@ -71,3 +71,15 @@ def test_payloads_of_earlier_inputs_of_a_partition_are_dropped_once_a_later_one_
     assert join.take(JoinKey(0, 7)) is not None
     assert list(join.held) == [JoinKey(1, 1)] and join.held_bytes == 10
     assert join.checkpoint() == PayloadCheckpoint(1, (2,))
+
+
+def test_payloads_of_no_undecided_record_can_be_dropped_so_the_checkpoint_stays_small() -> None:
+    join = PayloadJoin()
+    join.add(0, payloads([src(3, 5)]), 10)  # its log record was deleted; partition 3 is quiet
+    for offset in range(1, 80):
+        join.add(offset, payloads([src(0, offset)]), 10)
+        join.take(JoinKey(0, offset))
+    join.add(80, payloads([src(1, 0)]), 10)  # its log record is read, waiting for votes
+    assert join.checkpoint().start == 0 and len(join.checkpoint().used) == 79
+    assert join.keep_only({JoinKey(1, 0)}) == 1
+    assert join.checkpoint() == PayloadCheckpoint(80, ()) and list(join.held) == [JoinKey(1, 0)]
