@@ -52,6 +52,7 @@ MEANINGS = {
     "worker.transaction_timeout_ms": "transaction timeout",
     "worker.snapshot_every_s": "seconds between local snapshots (with `snapshot_dir`)",
     "cluster.fingerprints": "scale-out topic: the fingerprint log",
+    "cluster.payloads": "scale-out topic: the documents' keys and values, read by the gather only",
     "cluster.votes": "scale-out topic: the shards' votes",
     "cluster.shards": "scale-out topic: one partition per home shard (ownership)",
     "cluster.shard_changelog": "scale-out topic: what each shard stored",

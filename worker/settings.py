@@ -144,6 +144,7 @@ class ClusterSettings(_Section):
 
     enabled: bool = Field(False, description="run the edge, shard and gather roles")
     fingerprints: str = "neardup.fingerprints"
+    payloads: str = "neardup.payloads"
     votes: str = "neardup.votes"
     shards: str = "neardup.shards"
     shard_changelog: str = "neardup.shard-changelog"
@@ -176,6 +177,7 @@ class ClusterSettings(_Section):
 DERIVED_TOPICS = {
     "topics.changelog": "changelog",
     "cluster.fingerprints": "fingerprints",
+    "cluster.payloads": "payloads",
     "cluster.votes": "votes",
     "cluster.shards": "shards",
     "cluster.shard_changelog": "shard-changelog",

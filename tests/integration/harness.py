@@ -58,6 +58,7 @@ class Topics:
         """The scale-out roles' internal topics, fresh for this test, as environment."""
         return {
             "NEARDUP_CLUSTER__FINGERPRINTS": f"{self.input}.fingerprints",
+            "NEARDUP_CLUSTER__PAYLOADS": f"{self.input}.payloads",
             "NEARDUP_CLUSTER__VOTES": f"{self.input}.votes",
             "NEARDUP_CLUSTER__SHARDS": f"{self.input}.shards",
             "NEARDUP_CLUSTER__SHARD_CHANGELOG": f"{self.input}.shard-changelog",

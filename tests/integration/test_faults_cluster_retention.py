@@ -12,7 +12,6 @@ restart (raising the retention back, as for any too short retention) and go on.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -54,7 +53,7 @@ def log_records(bootstrap: str, topics: Topics) -> dict[int, list[str]]:
     while consumer.position(tp) < end:
         for rec in consumer.poll(timeout_ms=1000).get(tp, []):
             env = Envelope.unpack(rec.value, config_id, topics.input, rec.offset)
-            out[rec.offset] = [str(json.loads(p.value)["id"]) for p in env.passages]
+            out[rec.offset] = list(env.fingerprints.ids)
     consumer.close()
     return out
 
@@ -81,7 +80,8 @@ def lost(carried: dict[int, list[str]], reported: list[tuple[str, ...]]) -> set[
     """Ids of the documents in the fingerprint records of the reported offset ranges."""
     return {
         doc_id
-        for _, _, _, checkpoint, log_start in reported
+        for _, topic, _, checkpoint, log_start in reported
+        if topic.endswith(".fingerprints")
         for offset, ids in carried.items()
         if int(checkpoint) <= offset < int(log_start)
         for doc_id in ids
@@ -93,7 +93,7 @@ def test_an_outage_longer_than_the_retention_reports_exactly_what_it_lost(
 ) -> None:
     docs = long_range_stream(600, seed=113)
     before, during, after = docs[:200], docs[200:450], docs[450:]
-    fingerprints = f"{topics.input}.fingerprints"
+    fingerprints, payloads = f"{topics.input}.fingerprints", f"{topics.input}.payloads"
     env = {"NEARDUP_DEDUP__MAX_AGE_SECONDS": str(MAX_AGE_S)}
     cluster = Cluster(kafka_bootstrap, topics, tmp_path, env=env)
     try:
@@ -113,10 +113,15 @@ def test_an_outage_longer_than_the_retention_reports_exactly_what_it_lost(
         carried = log_records(kafka_bootstrap, topics)
         start, end = log_bounds(kafka_bootstrap, fingerprints)
         assert start == 0 and end > 0
+        payloads_end = log_bounds(kafka_bootstrap, payloads)[1]
         set_retention(kafka_bootstrap, fingerprints, 1000)
+        set_retention(kafka_bootstrap, payloads, 1000)
         wait_for(
-            "the broker's retention to delete the fingerprint log",
-            lambda: log_bounds(kafka_bootstrap, fingerprints)[0] == end,
+            "the broker's retention to delete the fingerprint log and the payloads",
+            lambda: (
+                log_bounds(kafka_bootstrap, fingerprints)[0] == end
+                and log_bounds(kafka_bootstrap, payloads)[0] == payloads_end
+            ),
             timeout=120,
             every=1,
         )
@@ -144,8 +149,77 @@ def test_an_outage_longer_than_the_retention_reports_exactly_what_it_lost(
             )
             logged = sum(int(r[4]) - int(r[3]) for r in reported if r[0] == role)
             assert counted == logged, (role, counted, logged)
-        assert {r[1] for r in reported} == {fingerprints}
+        assert {r[1] for r in reported} == {fingerprints, payloads}
+        assert {r[0] for r in reported if r[1] == payloads} == {"gather"}  # only it reads them
         assert {r[0] for r in reported} >= {"gather"}
+        assert all(w.http("/healthz")[0] == 200 for w in cluster.workers.values())
+    finally:
+        cluster.stop_all()
+
+
+PAYLOADS_LOST = re.compile(r"log partition (\d+), record (\d+): its payloads were deleted")
+
+
+def test_payloads_deleted_under_a_kept_log_are_decided_without_output_and_reported(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+) -> None:
+    """Only the payloads are deleted by retention, not the fingerprint log. The log records
+    whose payloads are gone are still decided (the shards stored them, so the gather's state must
+    hold them too) but publish nothing, each reported; later documents are decided as
+    offline dedup over the whole stream decides them (the lost ones are in the index)."""
+    docs = long_range_stream(450, seed=127)
+    before, during, after = docs[:150], docs[150:300], docs[300:]
+    payloads = f"{topics.input}.payloads"
+    env = {"NEARDUP_DEDUP__MAX_AGE_SECONDS": str(MAX_AGE_S)}
+    cluster = Cluster(kafka_bootstrap, topics, tmp_path, env=env)
+    try:
+        cluster.start_all()
+        send_records(kafka_bootstrap, topics.input, doc_records(before))
+        assert_exactly_once(
+            decisions(kafka_bootstrap, topics, len(before)), [str(d["id"]) for d in before]
+        )
+        cluster.stop_all()
+
+        # The outage: the edge commits log and payload records no shard or gather applies.
+        cluster.start_all(failpoints={i: "shard_produced=kill@1" for i in range(3)})
+        send_records(kafka_bootstrap, topics.input, doc_records(during))
+        for w in cluster.workers.values():
+            assert w.wait_exit(180) != 0, "the failpoint did not fire"
+        carried = log_records(kafka_bootstrap, topics)
+        end = log_bounds(kafka_bootstrap, payloads)[1]
+        set_retention(kafka_bootstrap, payloads, 1000)
+        wait_for(
+            "the broker's retention to delete the payloads",
+            lambda: log_bounds(kafka_bootstrap, payloads)[0] == end,
+            timeout=120,
+            every=1,
+        )
+        assert log_bounds(kafka_bootstrap, f"{topics.input}.fingerprints")[0] == 0  # kept
+
+        cluster.log_dir = tmp_path / "after"
+        cluster.log_dir.mkdir()
+        cluster.start_all()
+        send_records(kafka_bootstrap, topics.input, doc_records(after))
+        first = {str(d["id"]) for d in before}
+        lost_ids = {i for ids in carried.values() for i in ids} - first
+        assert lost_ids, sorted(carried)
+        kept = [d for d in docs if str(d["id"]) not in lost_ids]
+        got = decisions(kafka_bootstrap, topics, len(kept), timeout=300)
+        assert_exactly_once(got, [str(d["id"]) for d in kept])
+        whole = offline(docs)  # the lost documents were indexed all the same
+        assert {k: v[0] for k, v in got.items()} == {
+            str(d["id"]): whole[str(d["id"])] for d in kept
+        }
+        logs = cluster.logs()
+        records = {int(o) for _, o in PAYLOADS_LOST.findall(logs)}
+        assert {i for o in records for i in carried[o]} == lost_ids
+        reported = [r for r in LOST.findall(logs) if r[1] == payloads]
+        assert reported and {r[0] for r in reported} == {"gather"}
+        counted = sum(
+            metric(w, "neardup_records_lost_total", 'role="gather"') or 0
+            for w in cluster.workers.values()
+        )
+        assert counted == len(records) + sum(int(r[4]) - int(r[3]) for r in reported)
         assert all(w.http("/healthz")[0] == 200 for w in cluster.workers.values())
     finally:
         cluster.stop_all()

@@ -71,7 +71,14 @@ def settings_for(topics: Topics, cluster: bool) -> Settings:
     if cluster:  # the driver needs no internal topics; the same settings as the worker's
         env = cluster_env(topics)
         overrides["cluster"] = {"enabled": True}
-        for name in ("fingerprints", "votes", "shards", "shard_changelog", "gather_changelog"):
+        for name in (
+            "fingerprints",
+            "payloads",
+            "votes",
+            "shards",
+            "shard_changelog",
+            "gather_changelog",
+        ):
             overrides["cluster"][name] = env[f"NEARDUP_CLUSTER__{name.upper()}"]
         overrides["dedup"]["home_shards"] = SHARDS
     return Settings().with_overrides(overrides)

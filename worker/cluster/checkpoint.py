@@ -12,13 +12,39 @@ import logging
 
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 
+from worker.cluster.payloads import PayloadCheckpoint
+
 log = logging.getLogger(__name__)
 VERSION = 1
 
 
-def encode(next_offsets: dict[int, int]) -> str:
-    """Metadata naming, per log partition, the first offset not yet published."""
-    return json.dumps({"v": VERSION, "next": {str(p): o for p, o in sorted(next_offsets.items())}})
+def encode(
+    next_offsets: dict[int, int], payloads: dict[int, PayloadCheckpoint] | None = None
+) -> str:
+    """Metadata naming, per log partition, the first offset not yet published (and, for a
+    gather, where it resumes reading the payloads topic)."""
+    data: dict[str, object] = {
+        "v": VERSION,
+        "next": {str(p): o for p, o in sorted(next_offsets.items())},
+    }
+    if payloads:
+        data["payloads"] = {str(p): [c.start, list(c.used)] for p, c in sorted(payloads.items())}
+    return json.dumps(data, separators=(",", ":"))
+
+
+def decode_payloads(metadata: str | None) -> dict[int, PayloadCheckpoint]:
+    """The payload checkpoints of `encode` (none: read the payloads from their start)."""
+    if not metadata:
+        return {}
+    try:
+        data = json.loads(metadata).get("payloads", {})
+        return {
+            int(p): PayloadCheckpoint(int(start), tuple(int(o) for o in used))
+            for p, (start, used) in data.items()
+        }
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        log.error("ignoring unreadable payload checkpoint %r: %s", metadata[:200], exc)
+        return {}
 
 
 def decode(metadata: str | None) -> dict[int, int]:
@@ -37,7 +63,12 @@ def decode(metadata: str | None) -> dict[int, int]:
 
 def read(consumer: KafkaConsumer, tp: TopicPartition) -> dict[int, int]:
     """The committed checkpoint of `tp` (read_committed: waits for pending transactions)."""
+    return decode(read_metadata(consumer, tp))
+
+
+def read_metadata(consumer: KafkaConsumer, tp: TopicPartition) -> str | None:
+    """The metadata of `tp`'s committed offset (None: nothing committed)."""
     committed = consumer.committed(tp, metadata=True)
     if not isinstance(committed, OffsetAndMetadata):
-        return {}
-    return decode(committed.metadata)
+        return None
+    return str(committed.metadata)

@@ -149,7 +149,7 @@ def explain(v: Verdict, cluster: SettingsRecord, mine: SettingsRecord, control: 
             f"with group {mine.identity['worker.group_id']!r}. It does not start. Give this "
             "pipeline its own internal topics: a group id of its own (--group-id or "
             "NEARDUP_WORKER__GROUP_ID; the internal topic names derive from it), or explicit "
-            "NEARDUP_CLUSTER__FINGERPRINTS, __VOTES, __SHARDS, __SHARD_CHANGELOG, "
+            "NEARDUP_CLUSTER__FINGERPRINTS, __PAYLOADS, __VOTES, __SHARDS, __SHARD_CHANGELOG, "
             "__GATHER_CHANGELOG and __CONTROL"
         )
     listed = "; ".join(

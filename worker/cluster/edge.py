@@ -23,7 +23,7 @@ from worker import clients
 from worker.admission import DecideRules
 from worker.cluster.handover import Handover
 from worker.cluster.health import RoleHealth, forget_series
-from worker.cluster.ingest import Ingested, ingest
+from worker.cluster.ingest import Ingested, LogTopics, ingest
 from worker.metrics import Metrics
 from worker.partitions import rewind_to_committed
 from worker.records import InputRecord, Source
@@ -142,7 +142,7 @@ class EdgeRole:
 
     def _ingest(self, records: list[InputRecord]) -> Ingested:
         """`ingest`, in input order; of inputs the previous generation decided, only the
-        fingerprint-log records are kept (their dead letters were published then)."""
+        fingerprint-log and payload records are kept (their dead letters were published then)."""
         c, now = self.settings.cluster, time.time()
         out = Ingested()
         for published, run in itertools.groupby(
@@ -152,13 +152,14 @@ class EdgeRole:
                 list(run),
                 self.rules,
                 self.fingerprinter,
-                c.fingerprints,
+                LogTopics(c.fingerprints, c.payloads),
                 c.log_partitions,
                 now,
                 self.rejections,
             )
             if not published:
-                kept = [i for i, m in enumerate(part.messages) if m.topic == c.fingerprints]
+                logs = (c.fingerprints, c.payloads)
+                kept = [i for i, m in enumerate(part.messages) if m.topic in logs]
                 part.messages = [part.messages[i] for i in kept]
                 part.sources = [part.sources[i] for i in kept]
                 part.dead = []

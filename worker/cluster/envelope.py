@@ -1,13 +1,22 @@
-"""A fingerprint-log record: a packed `FingerprintBatch` plus what the gather step publishes.
+"""A fingerprint-log record: a packed `FingerprintBatch` and where each document came from.
 
-Per document it carries the input coordinates, the record time, the key and the original
-value (the unique topic passes it through). Format "NE", version 1.
+Every replica's shard role reads every fingerprint-log record, so it carries only what the
+shards and the gather's decision need: the fingerprints (a few hundred bytes a document)
+and each document's input coordinates (partition, offset; 12 bytes). The payloads (key,
+value, record time) travel in the matching record of the payloads topic
+(`worker.cluster.payloads`), which only the gather of the log partition reads; the two are
+joined by the first document's input coordinates (`Envelope.join_key`).
+
+Format "NE", version 2. Version 1 carried the payloads inline: this build refuses it in the
+shard and gather roles (an upgrade starts a new generation, docs/operations/settings-change.md)
+and reads its input coordinates for a handover from such a generation (`sources_of`).
 """
 
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
@@ -15,22 +24,25 @@ from neardup_stream.sharded.fingerprints import FingerprintBatch
 from worker.records import Source
 
 MAGIC = b"NE"
-VERSION = 1
+VERSION = 2
+INLINE_PAYLOADS = 1  # the version that carried each document's key and value inline
 _HEAD = struct.Struct("<2sBI")  # magic, version, length of the fingerprint batch
-_DOC = struct.Struct(
-    "<iqqii"
-)  # input partition, offset, timestamp ms, key length (-1 none), value length
+_SOURCES = np.dtype([("partition", "<i4"), ("offset", "<i8")])  # one per document
+_V1_DOC = struct.Struct("<iqqii")  # partition, offset, timestamp, key length, value length
 POSITION_BITS = 16  # position = log offset << 16 | index: at most 65,536 documents per record
 
 
-@dataclass(frozen=True)
-class Passage:
-    """One document's way back out: where it came from and its original bytes."""
+class JoinKey(NamedTuple):
+    """The input of a log record's first document: unique per record within a generation
+    (every input enters the fingerprint log once), so it names the payload record that
+    belongs to the fingerprint record."""
 
-    source: Source
-    timestamp_ms: int
-    key: bytes | None
-    value: bytes
+    partition: int
+    offset: int
+
+    @classmethod
+    def of(cls, source: Source) -> JoinKey:
+        return cls(source.partition, source.offset)
 
 
 @dataclass(frozen=True)
@@ -38,21 +50,18 @@ class Envelope:
     """One fingerprint-log record."""
 
     fingerprints: FingerprintBatch
-    passages: list[Passage]
+    sources: list[Source]  # the input of each document, in order
+
+    @property
+    def join_key(self) -> JoinKey:
+        return JoinKey.of(self.sources[0])
 
     def pack(self) -> bytes:
         fb = self.fingerprints.pack()
-        parts = [_HEAD.pack(MAGIC, VERSION, len(fb)), fb]
-        for p in self.passages:
-            key_len = -1 if p.key is None else len(p.key)
-            parts.append(
-                _DOC.pack(
-                    p.source.partition, p.source.offset, p.timestamp_ms, key_len, len(p.value)
-                )
-            )
-            parts.append(p.key or b"")
-            parts.append(p.value)
-        return b"".join(parts)
+        if len(self.sources) != len(self.fingerprints):
+            raise ValueError("one source per document")
+        coords = np.array([(s.partition, s.offset) for s in self.sources], dtype=_SOURCES)
+        return b"".join([_HEAD.pack(MAGIC, VERSION, len(fb)), fb, coords.tobytes()])
 
     @classmethod
     def unpack(cls, data: bytes, config_id: int, input_topic: str, offset: int) -> Envelope:
@@ -61,28 +70,66 @@ class Envelope:
         Raises:
             ValueError: not an envelope, another version or fingerprint config, or cut short.
         """
-        if len(data) < _HEAD.size or data[:2] != MAGIC:
-            raise ValueError("not a fingerprint-log record (no 'NE' header)")
-        _, version, size = _HEAD.unpack_from(data)
+        version, size = _head(data)
+        if version == INLINE_PAYLOADS:
+            raise ValueError(
+                "fingerprint-log record format 1 (payloads inline, written by an older "
+                f"release); this build reads format {VERSION}, with payloads in their own "
+                "topic: start a new generation with cluster.handover_from "
+                "(docs/operations/settings-change.md)"
+            )
         if version != VERSION:
             raise ValueError(f"fingerprint-log record format {version}, this build reads {VERSION}")
         at = _HEAD.size + size
         fb = FingerprintBatch.unpack(data[_HEAD.size : at], config_id)
         n = len(fb)
+        if len(data) != at + n * _SOURCES.itemsize:
+            raise ValueError("fingerprint-log record is truncated")
+        coords = np.frombuffer(data, dtype=_SOURCES, count=n, offset=at)
+        sources = [
+            Source(input_topic, int(p), int(o))
+            for p, o in zip(coords["partition"], coords["offset"], strict=True)
+        ]
         fb = replace(
             fb, positions=(np.int64(offset) << POSITION_BITS) + np.arange(n, dtype=np.int64)
         )
-        passages = []
-        for _ in range(n):
-            if at + _DOC.size > len(data):
-                raise ValueError("fingerprint-log record is truncated")
-            partition, off, ts, key_len, value_len = _DOC.unpack_from(data, at)
-            at += _DOC.size
-            key = None if key_len < 0 else data[at : at + key_len]
-            at += max(key_len, 0)
-            value = data[at : at + value_len]
-            at += value_len
-            if at > len(data):
-                raise ValueError("fingerprint-log record is truncated")
-            passages.append(Passage(Source(input_topic, partition, off), ts, key, value))
-        return cls(fb, passages)
+        return cls(fb, sources)
+
+
+def sources_of(data: bytes, input_topic: str) -> list[Source]:
+    """The input of each document of a fingerprint-log record of either format (a handover
+    reads the log of an older generation), without its fingerprints.
+
+    Raises:
+        ValueError: not an envelope, an unknown version, or cut short.
+    """
+    version, size = _head(data)
+    at = _HEAD.size + size
+    if version == VERSION:
+        count, rest = divmod(len(data) - at, _SOURCES.itemsize)
+        if rest:
+            raise ValueError("fingerprint-log record is truncated")
+        coords = np.frombuffer(data, dtype=_SOURCES, count=count, offset=at)
+        return [Source(input_topic, int(p), int(o)) for p, o in coords.tolist()]
+    if version != INLINE_PAYLOADS:
+        raise ValueError(f"fingerprint-log record format {version}, this build reads {VERSION}")
+    out = []
+    while at < len(data):
+        if at + _V1_DOC.size > len(data):
+            raise ValueError("fingerprint-log record is truncated")
+        partition, off, _, key_len, value_len = _V1_DOC.unpack_from(data, at)
+        at += _V1_DOC.size + max(key_len, 0) + value_len
+        if at > len(data):
+            raise ValueError("fingerprint-log record is truncated")
+        out.append(Source(input_topic, partition, off))
+    return out
+
+
+def _head(data: bytes) -> tuple[int, int]:
+    """(version, fingerprint batch length) of a record, checking its header."""
+    if len(data) < _HEAD.size or data[:2] != MAGIC:
+        raise ValueError("not a fingerprint-log record (no 'NE' header)")
+    _, version, size = _HEAD.unpack_from(data)
+    if _HEAD.size + size > len(data):
+        raise ValueError("fingerprint-log record is truncated")
+    return version, size

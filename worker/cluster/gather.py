@@ -1,20 +1,25 @@
 """The gather role: owning partition p of the votes topic means deciding log partition p.
 
-It reads the fingerprint log partition (documents, payloads) and the votes of all S shards
-for it; a log record is decided, with `Gatherer`, once every shard has voted on it, in log
-order (`VoteJoin`). One transaction per batch (capped in records and bytes, halved after
-each consecutive failure) publishes the decisions and pass-throughs, the first decisions
-(gather changelog, partition p, split under the message limit) and the checkpoint: the next
-log offset to decide, in the metadata of the committed offset of votes partition p, which is
-the first votes record still needed. A log partition it gains is rebuilt from its gather
-changelog (retention follows the dedup window) on a restore thread, while the other
-partitions go on, and resumes at the checkpoint; a failed transaction rebuilds every owned
-partition that way. Lost partitions (membership expired) drop their state.
+It reads the fingerprint log partition, its payloads partition (the only role that does:
+`PayloadJoin` matches each log record with its payload record) and the votes of all S
+shards for it; a log record is decided, with `Gatherer`, once every shard has voted on it
+and its payloads are read, in log order (`VoteJoin`). One transaction per batch (capped in
+records and bytes, halved after each consecutive failure) publishes the decisions and
+pass-throughs, the first decisions (gather changelog, partition p, split under the message
+limit) and the checkpoint: the next log offset to decide and where to resume reading
+payloads, in the metadata of the committed offset of votes partition p, which is the first
+votes record still needed. A log partition it gains is rebuilt from its gather changelog
+(retention follows the dedup window) on a restore thread, while the other partitions go on,
+and resumes at the checkpoint; a failed transaction rebuilds every owned partition that
+way. Lost partitions (membership expired) drop their state.
 
 Nothing is skipped: an unreadable fingerprint or votes record, or changelog record, stops
 its log partition there (`RoleHealth`); a checkpoint older than the log start is reported
-as lost. The reader pauses a partition whose undecided records exceed its byte budget;
-votes on records not read yet beyond theirs are dropped and read again later.
+as lost (a payload checkpoint older than the payloads' log start too). A log record whose
+payloads were deleted (read up to the high watermark after it, not found) is decided, so
+the state matches the shards', but publishes nothing; it is logged and counted lost. The reader pauses a partition whose undecided records (or payloads read ahead,
+unless the oldest record waits for its own) exceed its byte budget; votes on records not
+read yet beyond theirs are dropped and read again later.
 Metrics: latency from the input record times, batch time, lag and the oldest undecided
 record per log partition, and the shard it waits for.
 """
@@ -40,6 +45,7 @@ from worker.cluster.envelope import Envelope
 from worker.cluster.handover import Handover
 from worker.cluster.health import RoleHealth, Stop, forget_series
 from worker.cluster.outcomes import Outcomes
+from worker.cluster.payloads import PayloadCheckpoint, PayloadJoin, PayloadRecord
 from worker.metrics import Metrics
 from worker.partitions import Assignment
 from worker.rejections import Rejections
@@ -55,6 +61,15 @@ log = logging.getLogger(__name__)
 BUFFER_BYTES = 64 << 20  # undecided fingerprint-log records held per log partition
 VOTES_AHEAD_BYTES = 16 << 20  # votes on records not read yet, per log partition
 TXN_BYTES = 32 << 20  # outputs per gather transaction (halved after each failure)
+SWEEP_USED = 64  # used payload offsets in a checkpoint above which stale payloads are swept
+
+
+class Blocked(NamedTuple):
+    """The oldest record of a log partition, voted on but without its payloads read: they
+    are below `end`, the payloads' high watermark after it was committed, or deleted."""
+
+    offset: int
+    end: int
 
 
 class RestoredLog(NamedTuple):
@@ -87,6 +102,10 @@ class GatherRole:
         self.assignment = Assignment(settings.cluster.votes, metrics, lambda: None)
         self.owned: dict[int, VoteJoin[Envelope]] = {}
         self.gatherers: dict[int, Gatherer] = {}
+        self.payloads: dict[int, PayloadJoin] = {}
+        self._payloads_from: dict[int, PayloadCheckpoint] = {}  # of restores under way
+        self._blocked: dict[int, Blocked] = {}  # per log partition
+        self._watermarks: KafkaConsumer | None = None  # read_uncommitted, for `_blocked`
         self.rejections = Rejections(settings.topics.dlq)
         self.max_records = settings.worker.max_batch
         self._restores: Restores[RestoredLog] = Restores(
@@ -123,9 +142,10 @@ class GatherRole:
             return None
         votes = self.settings.cluster.votes
         positions = {p: self.consumer.position(TopicPartition(votes, p)) for p in self.owned}
+        resume = {p: self._payload_checkpoint(p) for p in self.owned}
         offsets = {
             TopicPartition(votes, p): OffsetAndMetadata(commit.offset, commit.metadata, -1)
-            for p, commit in gathering.commits(self.owned, positions).items()
+            for p, commit in gathering.commits(self.owned, positions, resume).items()
         }
         return Output(Transaction(batch.messages, batch.sources, offsets), batch)
 
@@ -141,6 +161,8 @@ class GatherRole:
     def close(self) -> None:
         self._restores.close()
         self.reader.close()
+        if self._watermarks is not None:
+            self._watermarks.close()
         self.consumer.close()
 
     def _follow(self, assigned: set[int], dropped: set[int]) -> set[int]:
@@ -159,6 +181,7 @@ class GatherRole:
         for p in gone.release:
             self.owned.pop(p, None)
             self.gatherers.pop(p, None)
+            self.payloads.pop(p, None)
             self._release(p)
         for p in gone.cancel:
             self._restores.cancel(p)
@@ -180,15 +203,21 @@ class GatherRole:
         for p in following.to_restore(assigned, set(self.owned), pending, stopped):
             self._release(p)
             votes_tp = TopicPartition(c.votes, p)
-            start = checkpoint.read(self.consumer, votes_tp).get(p, 0)
+            meta = checkpoint.read_metadata(self.consumer, votes_tp)
+            start = checkpoint.decode(meta).get(p, 0)
+            self._payloads_from[p] = checkpoint.decode_payloads(meta).get(p, PayloadCheckpoint(0))
             self._restores.start(p, functools.partial(self._restore, p, start))
         if gained or set(self.owned) != {tp.partition for tp in self.reader.assignment()}:
-            tps = [TopicPartition(c.fingerprints, p) for p in sorted(self.owned)]
+            tps = [TopicPartition(t, p) for p in sorted(self.owned) for t in self._logs()]
             self.reader.assign(tps)
-            for tp in tps:
-                if tp.partition in gained:
-                    self.reader.seek(tp, self.owned[tp.partition].next)
+            for p in gained:
+                self.reader.seek(TopicPartition(c.fingerprints, p), self.owned[p].next)
+                self.reader.seek(TopicPartition(c.payloads, p), self.payloads[p].position)
         return gained
+
+    def _logs(self) -> tuple[str, str]:
+        c = self.settings.cluster
+        return c.fingerprints, c.payloads
 
     def _restore(
         self, p: int, start: int, reader: KafkaConsumer, should_stop: Callable[[], bool]
@@ -205,9 +234,17 @@ class GatherRole:
         """A restored partition: decide from its checkpoint (or the log start, if later)."""
         c = self.settings.cluster
         log_tp, votes_tp = TopicPartition(c.fingerprints, p), TopicPartition(c.votes, p)
-        log_start = self.reader.beginning_offsets([log_tp]).get(log_tp, 0)
+        payloads_tp = TopicPartition(c.payloads, p)
+        starts = self.reader.beginning_offsets([log_tp, payloads_tp])
+        log_start = starts.get(log_tp, 0)
         if self.health.lost(c.fingerprints, p, start, log_start):
             start = log_start
+        resume = self._payloads_from.pop(p, PayloadCheckpoint(0))
+        payloads_start = starts.get(payloads_tp, 0)
+        if self.health.lost(c.payloads, p, resume.start, payloads_start):
+            resume = PayloadCheckpoint(payloads_start)
+        self.payloads[p] = PayloadJoin(resume)
+        self._blocked.pop(p, None)
         self.owned[p] = VoteJoin(
             self.settings.dedup.home_shards, start, ahead_budget=VOTES_AHEAD_BYTES
         )
@@ -225,12 +262,12 @@ class GatherRole:
 
     def _is_stopped(self, p: int) -> bool:
         c = self.settings.cluster
-        return any(self.health.is_stopped(t, p) for t in (c.fingerprints, c.votes))
+        return any(self.health.is_stopped(t, p) for t in (c.fingerprints, c.payloads, c.votes))
 
     def _release(self, p: int) -> None:
         """Forget a partition's stops and series (it left, or is rebuilt from scratch)."""
         c = self.settings.cluster
-        for topic in (c.fingerprints, c.votes, c.gather_changelog):
+        for topic in (c.fingerprints, c.payloads, c.votes, c.gather_changelog):
             self.health.release(topic, p)
         _paused(self.consumer, TopicPartition(c.votes, p), False)
         for gauge in (self.metrics.oldest_undecided, self.metrics.waiting_for_shard):
@@ -253,28 +290,88 @@ class GatherRole:
         c = self.settings.cluster
         self.health.stop(stop)
         _paused(self.consumer, TopicPartition(c.votes, stop.partition), True)
-        _paused(self.reader, TopicPartition(c.fingerprints, stop.partition), True)
+        for topic in self._logs():
+            _paused(self.reader, TopicPartition(topic, stop.partition), True)
 
     def _read_log(self) -> None:
         c = self.settings.cluster
         for p, join in self.owned.items():  # a full buffer pauses its partition's reader
+            stopped = self._is_stopped(p)
             tp = TopicPartition(c.fingerprints, p)
-            _paused(self.reader, tp, join.record_bytes >= BUFFER_BYTES or self._is_stopped(p))
+            _paused(self.reader, tp, join.record_bytes >= BUFFER_BYTES or stopped)
+            full = self.payloads[p].held_bytes >= BUFFER_BYTES and not self._waits_for_payload(p)
+            _paused(self.reader, TopicPartition(c.payloads, p), full or stopped)
         if not self.owned:
             return
         polled = self.reader.poll(timeout_ms=0, max_records=500)
         config_id, topic = self.settings.dedup.fingerprint_id, self.settings.topics.input
         for tp, recs in polled.items():
-            target = self.owned.get(tp.partition)
+            target, payloads = self.owned.get(tp.partition), self.payloads.get(tp.partition)
             for rec in recs:
-                if target is None or self._is_stopped(tp.partition):
+                if target is None or payloads is None or self._is_stopped(tp.partition):
                     break
                 try:
+                    if tp.topic == c.payloads:
+                        record = PayloadRecord.unpack(rec.value, topic)
+                        payloads.add(rec.offset, record, len(rec.value))
+                        continue
                     env = Envelope.unpack(rec.value, config_id, topic, rec.offset)
-                except ValueError as exc:  # the shards stop there too
+                except ValueError as exc:  # the shards stop there too (fingerprint log)
                     self._halt(Stop(tp.topic, tp.partition, rec.offset, str(exc)))
                     break
                 target.add_record(Pending(rec.offset, env, rec.timestamp, len(rec.value)))
+
+    def _waits_for_payload(self, p: int) -> bool:
+        """Whether the oldest undecided record of log partition `p` waits for its payloads."""
+        records = self.owned[p].records
+        return bool(records) and records[0].payload.join_key not in self.payloads[p].held
+
+    def _payloads_gone(self, p: int, offset: int) -> bool:
+        """Whether the payloads of log record `offset` were deleted (by retention): the edge
+        appended them before committing the record, so they lie below the payloads' high
+        watermark taken once the record was read; read up to there, they were not found.
+        (The reader starts at the lowest payload offset still needed, so none is skipped.)"""
+        tp = TopicPartition(self.settings.cluster.payloads, p)
+        try:
+            at = self.reader.position(tp)
+        except Exception:  # not positioned yet after a seek
+            return False
+        if at < (self.reader.highwater(tp) or 0):
+            return False  # still reading what was fetched: no need to ask the broker
+        blocked = self._blocked.get(p)
+        if blocked is None or blocked.offset != offset:
+            self._blocked[p] = blocked = Blocked(offset, self._high_watermark(tp))
+        return at >= blocked.end
+
+    def _high_watermark(self, tp: TopicPartition) -> int:
+        """The end of `tp`, records of open transactions included (the reader, being
+        read_committed, sees the last stable offset)."""
+        if self._watermarks is None:
+            self._watermarks = KafkaConsumer(
+                **clients.common_config(self.settings.kafka),
+                group_id=None,
+                enable_auto_commit=False,
+            )
+        return int(self._watermarks.end_offsets([tp])[tp])
+
+    def _payload_checkpoint(self, p: int) -> PayloadCheckpoint:
+        """Where log partition `p` resumes reading payloads. When many used offsets pile up
+        behind a held payload (one whose log record retention deleted, of an input partition
+        that sent nothing since), and the log was read up to its high watermark taken now
+        (so every held payload's log record was read), the payloads of no undecided record
+        are dropped."""
+        join, records = self.payloads[p], self.owned[p].records
+        at = join.checkpoint()
+        if len(at.used) <= SWEEP_USED:
+            return at
+        tp = TopicPartition(self.settings.cluster.fingerprints, p)
+        try:
+            caught_up = self.reader.position(tp) >= self._high_watermark(tp)
+        except Exception:  # not positioned yet after a seek: sweep another time
+            return at
+        if caught_up and join.keep_only({r.payload.join_key for r in records}):
+            at = join.checkpoint()
+        return at
 
     def _read_votes_again(self) -> None:
         """Seek back to votes dropped over their budget, once the records caught up."""
@@ -286,13 +383,35 @@ class GatherRole:
     def _decide(self, limits: Limits) -> Outcomes:
         batch = Outcomes(self.settings, self.rejections, self.handover)
 
-        def decide(p: int, ready: Joined[Envelope]) -> None:
+        def decide(p: int, ready: Joined[Envelope]) -> bool:
             env = ready.payload
+            passages = self.payloads[p].take(env.join_key)
+            if passages is None and not self._payloads_gone(p, ready.offset):
+                return False  # its payloads are not read yet
+            if passages is not None and [x.source for x in passages] != env.sources:
+                why = f"payloads of log record {ready.offset} are for other inputs"
+                self._halt(Stop(self.settings.cluster.payloads, p, ready.offset, why))
+                return False
             decisions, firsts = self.gatherers[p].decide_and_record(env.fingerprints, ready.votes)
-            batch.add_record(p, ready.offset, decisions, env.passages, firsts)
+            if passages is None:  # deleted by retention: decided (the state), not published
+                self._lost_payloads(p, ready.offset, len(decisions))
+                batch.add_record(p, ready.offset, [], [], firsts)
+            else:
+                batch.add_record(p, ready.offset, decisions, passages, firsts)
+            return True
 
         gathering.assemble(self.owned, limits.records, limits.bytes, lambda: batch.size, decide)
         return batch
+
+    def _lost_payloads(self, p: int, offset: int, documents: int) -> None:
+        self.metrics.records_lost.labels("gather").inc()
+        log.error(
+            "gather: log partition %d, record %d: its payloads were deleted by retention "
+            "before this role read them; its %d documents are decided but get no output",
+            p,
+            offset,
+            documents,
+        )
 
     def _export_progress(self) -> None:
         """Per log partition: undecided records, the oldest one's age, the shard it waits for."""
@@ -311,7 +430,7 @@ class GatherRole:
                 self.metrics.waiting_for_shard.labels(str(p)).set(found.waiting_for)
             else:
                 forget_series(self.metrics.waiting_for_shard, str(p))
-        held = sum(join.held_bytes for join in self.owned.values())
+        held = sum(j.held_bytes + self.payloads[p].held_bytes for p, j in self.owned.items())
         self.metrics.gather_buffered_bytes.set(held)
 
 

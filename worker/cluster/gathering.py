@@ -11,6 +11,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from neardup_stream.sharded.join import Joined, VoteJoin
 from worker.cluster import checkpoint
+from worker.cluster.payloads import PayloadCheckpoint
 
 T = TypeVar("T")
 
@@ -20,11 +21,12 @@ def assemble(
     max_records: int,
     max_bytes: int,
     size: Callable[[], int],
-    decide: Callable[[int, Joined[T]], None],
+    decide: Callable[[int, Joined[T]], bool],
 ) -> int:
     """Decide the ready records: partition by partition, each in log order, stopping at a
-    partition's first record still waiting for votes, once `max_records` are decided or the
-    batch's `size()` reached `max_bytes` (the record that crosses it is the last). Each
+    partition's first record still waiting for votes, or that `decide` could not decide yet
+    (it returns False: e.g. its payloads are not read), once `max_records` are decided or
+    the batch's `size()` reached `max_bytes` (the record that crosses it is the last). Each
     record decided is popped from its join; returns how many were decided."""
     decided = 0
     for p, join in list(joins.items()):
@@ -32,7 +34,8 @@ def assemble(
             ready = join.ready()
             if ready is None:
                 break
-            decide(p, ready)
+            if not decide(p, ready):
+                break
             join.pop()
             decided += 1
     return decided
@@ -46,11 +49,17 @@ class VotesCommit(NamedTuple):
 
 
 def commits(
-    joins: Mapping[int, VoteJoin[Any]], positions: Mapping[int, int]
+    joins: Mapping[int, VoteJoin[Any]],
+    positions: Mapping[int, int],
+    payloads: Mapping[int, PayloadCheckpoint],
 ) -> dict[int, VotesCommit]:
-    """Per owned log partition, given the votes consumer's read `positions`."""
+    """Per owned log partition, given the votes consumer's read `positions` and where each
+    partition resumes reading its payloads."""
     return {
-        p: VotesCommit(join.first_needed(positions[p]), checkpoint.encode({p: join.next}))
+        p: VotesCommit(
+            join.first_needed(positions[p]),
+            checkpoint.encode({p: join.next}, {p: payloads[p]}),
+        )
         for p, join in joins.items()
     }
 

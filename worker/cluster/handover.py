@@ -22,7 +22,7 @@ from kafka import KafkaAdminClient, TopicPartition
 
 from worker import clients
 from worker.cluster import checkpoint, control
-from worker.cluster.envelope import Envelope
+from worker.cluster.envelope import sources_of
 from worker.records import Source
 from worker.settings import Settings
 
@@ -73,13 +73,13 @@ class Handover(NamedTuple):
 
 
 def pending_sources(
-    envelopes: list[Envelope], frontiers: dict[int, int]
+    records: list[list[Source]], frontiers: dict[int, int]
 ) -> dict[int, frozenset[int]]:
-    """Input offsets below their frontier that sit in not yet decided log records."""
+    """Input offsets below their frontier that sit in not yet decided log records (each
+    given by the inputs of its documents)."""
     pending: dict[int, set[int]] = {}
-    for env in envelopes:
-        for passage in env.passages:
-            src = passage.source
+    for sources in records:
+        for src in sources:
             if src.offset < frontiers.get(src.partition, 0):
                 pending.setdefault(src.partition, set()).add(src.offset)
     return {p: frozenset(o) for p, o in pending.items()}
@@ -110,8 +110,7 @@ def compute(settings: Settings) -> Handover:
     decided: dict[int, int] = {}
     for committed in gather.values():
         decided.update(checkpoint.decode(committed.metadata))
-    envelopes = _undecided(settings, record, decided)
-    pending = pending_sources(envelopes, frontiers)
+    pending = pending_sources(_undecided(settings, record, decided), frontiers)
     handover = Handover(
         old,
         {p: PartitionHandover(f, pending.get(p, frozenset())) for p, f in frontiers.items()},
@@ -155,10 +154,10 @@ def _offsets(admin: KafkaAdminClient, group: str) -> dict[TopicPartition, Any]:
 
 def _undecided(
     settings: Settings, record: control.SettingsRecord, decided: dict[int, int]
-) -> list[Envelope]:
-    """The old fingerprint-log records at or past each partition's gather checkpoint."""
+) -> list[list[Source]]:
+    """The inputs of the old fingerprint-log records at or past each partition's gather
+    checkpoint (records of either format: the old generation may be an older release)."""
     fingerprints = str(record.settings["cluster.fingerprints"])
-    config_id = int(record.settings["dedup.fingerprint_id"])
     reader = clients.make_reader(settings)
     try:
         partitions = reader.partitions_for_topic(fingerprints) or set()
@@ -169,7 +168,7 @@ def _undecided(
         ends = reader.end_offsets(tps)
         for tp in tps:
             reader.seek(tp, decided.get(tp.partition, 0))
-        out: list[Envelope] = []
+        out: list[list[Source]] = []
         deadline = time.monotonic() + 120.0
         while any(reader.position(tp) < ends[tp] for tp in tps):
             if time.monotonic() > deadline:
@@ -179,9 +178,7 @@ def _undecided(
                     if m.offset >= ends[tp]:
                         continue
                     try:
-                        out.append(
-                            Envelope.unpack(m.value, config_id, settings.topics.input, m.offset)
-                        )
+                        out.append(sources_of(m.value, settings.topics.input))
                     except ValueError as exc:
                         log.error("handover: skipping old log record %s@%d: %s", tp, m.offset, exc)
         return out

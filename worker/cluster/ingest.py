@@ -1,8 +1,9 @@
 """The edge step, pure: polled input records -> fingerprint-log records and dead letters.
 
 Every input gets one outcome: a dead letter (the single worker's reasons and bounds), or a
-place in one fingerprint-log record of its domain's log partition. Inputs of one input
-partition keep their order within each log partition. An input whose dead letter the broker
+place in one fingerprint-log record of its domain's log partition, with its payload in the
+matching record of the payloads topic (same partition, same transaction; `LogTopics`).
+Inputs of one input partition keep their order within each log partition. An input whose dead letter the broker
 rejected before (`rejected`, from the failure policy's blame) is dead-lettered as
 `unpublishable`, then without its payload, as in the single worker.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 import numpy as np
 
@@ -21,7 +23,8 @@ from neardup_stream.models import Document
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.home import domain_partition
 from worker.admission import DecideRules, admit, record_times
-from worker.cluster.envelope import POSITION_BITS, Envelope, Passage
+from worker.cluster.envelope import POSITION_BITS, Envelope
+from worker.cluster.payloads import Passage, PayloadRecord
 from worker.codec import OutMessage
 from worker.records import BatchOutput, InputRecord, Rejection, Source
 
@@ -31,12 +34,19 @@ FIXED_BYTES = 512
 MAX_DOCUMENTS = 1 << POSITION_BITS  # positions number the documents of a record in 16 bits
 
 
+class LogTopics(NamedTuple):
+    """Where the edge appends: the fingerprint log and the payloads topic."""
+
+    fingerprints: str
+    payloads: str
+
+
 @dataclass
 class Ingested:
     """What one edge transaction publishes, and the next input offsets it commits."""
 
     messages: list[OutMessage] = field(default_factory=list)
-    # the input of each message: a dead letter's; None for a fingerprint-log record
+    # the input of each message: a dead letter's; None for a log or payload record
     sources: list[Source | None] = field(default_factory=list)
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     documents: int = 0
@@ -47,7 +57,7 @@ def ingest(
     records: Sequence[InputRecord],
     rules: DecideRules,
     fingerprinter: DocumentFingerprinter,
-    fingerprints_topic: str,
+    log: LogTopics,
     log_partitions: int,
     now: float,
     rejected: Mapping[Source, Rejection] | None = None,
@@ -74,10 +84,13 @@ def ingest(
             fb = fingerprinter.batch(
                 docs[a:b], domains[a:b], np.arange(b - a), now, record_times(kept[a:b])
             )
-            passages = [Passage(r.source, r.timestamp_ms, r.key, r.value or b"") for r in kept[a:b]]
-            value = Envelope(fb, passages).pack()
-            out.messages.append(OutMessage(fingerprints_topic, None, value, partition=partition))
-            out.sources.append(None)  # a log record holds many inputs: none to blame
+            chunk = kept[a:b]
+            value = Envelope(fb, [r.source for r in chunk]).pack()
+            passages = [Passage(r.source, r.timestamp_ms, r.key, r.value or b"") for r in chunk]
+            payload = PayloadRecord(passages).pack()
+            out.messages.append(OutMessage(log.fingerprints, None, value, partition=partition))
+            out.messages.append(OutMessage(log.payloads, None, payload, partition=partition))
+            out.sources += [None, None]  # they hold many inputs: none to blame
             out.documents += b - a
     return out
 
@@ -92,9 +105,10 @@ def fingerprint_bytes(config: DedupConfig) -> int:
 
 
 def _chunks(records: list[InputRecord], limit: int, room: int) -> list[tuple[int, int]]:
-    """Ranges of `records` whose log record stays within `limit` bytes plus the topic's
-    headroom (a lone record always fits: inputs are at most `limit` bytes), each record
-    taking its value, its key and `room` for its fingerprints."""
+    """Ranges of `records` whose fingerprint and payload records each stay within `limit`
+    bytes plus the topic's headroom (a lone record always fits: inputs are at most `limit`
+    bytes), each record counted with its value, its key and `room` (more than either
+    record's per-document overhead)."""
     out, start, size = [], 0, 0
     for i, r in enumerate(records):
         need = len(r.value or b"") + len(r.key or b"") + room

@@ -53,6 +53,7 @@ def internal_specs(settings: Settings) -> list[TopicSpec]:
     log_p, shards = "cluster.log_partitions", "dedup.home_shards"
     return [
         TopicSpec(c.fingerprints, c.log_partitions, log_p, configs),
+        TopicSpec(c.payloads, c.log_partitions, log_p, configs),
         TopicSpec(c.votes, c.log_partitions, log_p, configs),
         TopicSpec(c.gather_changelog, c.log_partitions, log_p, configs),
         TopicSpec(c.shards, home, shards, {}),

@@ -18,8 +18,8 @@ from neardup_stream.sharded.changes import FirstDecisions
 from neardup_stream.sharded.join import split_first_decisions
 from worker import codec
 from worker.admission import MAX_DLQ_KEY_BYTES
-from worker.cluster.envelope import Passage
 from worker.cluster.handover import Handover
+from worker.cluster.payloads import Passage
 from worker.codec import OutMessage
 from worker.metrics import Metrics
 from worker.records import Rejection, Source

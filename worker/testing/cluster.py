@@ -2,10 +2,11 @@
 
 It runs what the three roles of `worker.cluster` run, without their topics: the edge step
 (`worker.cluster.ingest.ingest`: admission, dead letters, one fingerprint-log record per
-batch and log partition, packed as an `Envelope`), every home shard's
+batch and log partition, packed as an `Envelope`, with its payload record), every home shard's
 `neardup_stream.sharded.voter.ShardVoter` on each log record (unpacked from its bytes at its
 log offset, as the shard role reads it), and one `neardup_stream.sharded.gather.Gatherer` per
-log partition deciding each record once all shards voted, published with `worker.codec` as
+log partition deciding each record once all shards voted, joined with its payload record
+(unpacked from its bytes, as the gather role reads it) and published with `worker.codec` as
 the gather role does. Those are the `ShardedDeduplicator` parts `neardup-stream dedup
 --home-shards` runs, so the decisions are offline dedup's.
 
@@ -24,7 +25,8 @@ from neardup_stream.sharded.gather import Gatherer
 from neardup_stream.sharded.voter import ShardVoter
 from worker import codec
 from worker.cluster.envelope import Envelope
-from worker.cluster.ingest import ingest
+from worker.cluster.ingest import LogTopics, ingest
+from worker.cluster.payloads import PayloadRecord
 from worker.decide import DecideRules, InputRecord, Source
 from worker.settings import Settings
 
@@ -49,11 +51,16 @@ class ClusterPipeline:
     def batch(self, records: list[InputRecord]) -> list[Published]:
         """What the edge, then the gather, publish for one polled batch."""
         s, c = self.settings, self.settings.cluster
-        edge = ingest(
-            records, self.rules, self.fingerprinter, c.fingerprints, c.log_partitions, time.time()
-        )
+        logs = LogTopics(c.fingerprints, c.payloads)
+        edge = ingest(records, self.rules, self.fingerprinter, logs, c.log_partitions, time.time())
         logged = [m for m in edge.messages if m.topic == c.fingerprints]
-        dead = [m for m in edge.messages if m.topic != c.fingerprints]
+        records_out = [
+            PayloadRecord.unpack(m.value, s.topics.input)
+            for m in edge.messages
+            if m.topic == c.payloads
+        ]
+        payloads = {r.join_key: r for r in records_out}
+        dead = [m for m in edge.messages if m.topic not in logs]
         envelopes = []
         for m in logged:
             assert m.partition is not None  # the edge places every log record
@@ -61,14 +68,15 @@ class ClusterPipeline:
             self.log_offsets[m.partition] = offset + 1
             env = Envelope.unpack(m.value, s.dedup.fingerprint_id, s.topics.input, offset)
             envelopes.append((m.partition, env))
-        in_log = {p.source for _, env in envelopes for p in env.passages}
+        in_log = {src for _, env in envelopes for src in env.sources}
         unlogged = [r.source for r in records if r.source not in in_log]
         out = [Published(m, src) for m, src in zip(dead, unlogged, strict=True)]
         for partition, env in envelopes:
             votes = [voter.vote_and_record(env.fingerprints)[0] for voter in self.voters]
             gatherer = self.gatherers.setdefault(partition, Gatherer(s.dedup))
             decisions, _ = gatherer.decide_and_record(env.fingerprints, votes)
-            for d, passage in zip(decisions, env.passages, strict=True):
+            passages = payloads[env.join_key].passages
+            for d, passage in zip(decisions, passages, strict=True):
                 m = (
                     codec.duplicate_message(s.topics.duplicate, d)
                     if d.is_duplicate

@@ -12,11 +12,13 @@ from neardup_stream.mapping import InputMapping
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.home import domain_partition
 from worker.cluster.envelope import Envelope
-from worker.cluster.ingest import ingest
+from worker.cluster.ingest import LogTopics, ingest
+from worker.cluster.payloads import PayloadRecord
 from worker.decide import DecideRules, InputRecord, Source
 from worker.records import Rejection
 
 CONFIG = DedupConfig(home_shards=4)
+LOG = LogTopics("fp", "pl")
 
 
 def rules(limit: int = 1 << 20) -> DecideRules:
@@ -39,29 +41,47 @@ def envelopes(out: object) -> list[Envelope]:
     ]
 
 
+def payload_records(out: object) -> list[PayloadRecord]:
+    return [
+        PayloadRecord.unpack(m.value, "in")
+        for m in out.messages  # type: ignore[attr-defined]
+        if m.topic == "pl"
+    ]
+
+
 def test_every_input_is_either_fingerprinted_once_or_dead_lettered_once() -> None:
     records = [record(0, doc(0)), record(1, b"{not json"), record(2, None), record(3, doc(3))]
-    out = ingest(records, rules(), DocumentFingerprinter(CONFIG), "fp", 1, 1.8e9)
+    out = ingest(records, rules(), DocumentFingerprinter(CONFIG), LOG, 1, 1.8e9)
     assert sorted(out.dead) == ["invalid_json", "tombstone"]
     assert [m.topic for m in out.messages].count("q") == 2
     [env] = envelopes(out)
     assert env.fingerprints.ids == ["d0", "d3"]
-    assert [p.source.offset for p in env.passages] == [0, 3]
+    assert [s.offset for s in env.sources] == [0, 3]
+    [payload] = payload_records(out)
+    assert payload.join_key == env.join_key
+    assert [p.source for p in payload.passages] == env.sources
+    assert [p.value for p in payload.passages] == [doc(0), doc(3)]
     assert out.offsets == {("in", 0): 4}
 
 
 def test_domains_go_to_their_log_partition_in_input_order() -> None:
     records = [record(i, doc(i, site=f"s{i % 5}")) for i in range(40)]
-    out = ingest(records, rules(), DocumentFingerprinter(CONFIG), "fp", 3, 1.8e9)
+    out = ingest(records, rules(), DocumentFingerprinter(CONFIG), LOG, 3, 1.8e9)
     seen, partitions = [], set()
-    for m in out.messages:
+    payloads = iter(out.messages[1::2])
+    for m in out.messages[::2]:
         partitions.add(m.partition)
         env = Envelope.unpack(m.value, CONFIG.fingerprint_id, "in", 0)
         assert set(env.fingerprints.domains) <= {f"s{i}" for i in range(5)}
         assert all(domain_partition(d, 3) == m.partition for d in env.fingerprints.domains)
-        offsets = [p.source.offset for p in env.passages]
+        offsets = [s.offset for s in env.sources]
         assert offsets == sorted(offsets)
         seen += offsets
+        payload = next(payloads)  # in the same partition, with the same inputs
+        assert payload.topic == "pl" and payload.partition == m.partition
+        assert [p.source for p in PayloadRecord.unpack(payload.value, "in").passages] == (
+            env.sources
+        )
     assert sorted(seen) == list(range(40))
     assert len(partitions) > 1
 
@@ -69,11 +89,12 @@ def test_domains_go_to_their_log_partition_in_input_order() -> None:
 def test_log_records_are_split_to_stay_within_the_message_limit() -> None:
     limit = 64 * 1024
     records = [record(i, doc(i, size=9000)) for i in range(30)]
-    out = ingest(records, rules(limit), DocumentFingerprinter(CONFIG), "fp", 1, 1.8e9)
+    out = ingest(records, rules(limit), DocumentFingerprinter(CONFIG), LOG, 1, 1.8e9)
     envs = envelopes(out)
     assert len(envs) > 3
     assert all(len(m.value) <= limit + 64 * 1024 for m in out.messages)
-    assert [p.source.offset for e in envs for p in e.passages] == list(range(30))
+    assert [s.offset for e in envs for s in e.sources] == list(range(30))
+    assert [p.source.offset for r in payload_records(out) for p in r.passages] == list(range(30))
 
 
 def test_small_documents_carrying_their_shingle_sets_stay_within_the_limit() -> None:
@@ -93,7 +114,7 @@ def test_small_documents_carrying_their_shingle_sets_stay_within_the_limit() -> 
         [record(i, r) for i, r in enumerate(raw)],
         rules(limit),
         DocumentFingerprinter(CONFIG),
-        "fp",
+        LOG,
         1,
         1.8e9,
     )
@@ -108,7 +129,7 @@ def test_the_domain_survives_a_custom_mapping() -> None:
         [record(0, raw)],
         DecideRules("u", "d", "q", mapping, 1 << 20, 64, 1 << 22),
         DocumentFingerprinter(CONFIG),
-        "fp",
+        LOG,
         3,
         1.8e9,
     )
@@ -118,16 +139,16 @@ def test_the_domain_survives_a_custom_mapping() -> None:
 
 def test_each_dead_letter_names_its_input_for_blame_and_a_log_record_none() -> None:
     records = [record(0, doc(0)), record(1, b"{not json"), record(2, doc(2))]
-    out = ingest(records, rules(), DocumentFingerprinter(CONFIG), "fp", 1, 1.8e9)
+    out = ingest(records, rules(), DocumentFingerprinter(CONFIG), LOG, 1, 1.8e9)
     assert len(out.sources) == len(out.messages)
     by_topic = {m.topic: s for m, s in zip(out.messages, out.sources, strict=True)}
-    assert by_topic == {"q": Source("in", 0, 1), "fp": None}
+    assert by_topic == {"q": Source("in", 0, 1), "fp": None, "pl": None}
 
 
 def test_an_input_whose_dead_letter_was_rejected_is_dead_lettered_as_unpublishable() -> None:
     bad = record(1, b"{not json" + b"x" * 500)
     rejected = {bad.source: Rejection("unpublishable", "rejected", keep_payload=False)}
-    out = ingest([bad], rules(), DocumentFingerprinter(CONFIG), "fp", 1, 1.8e9, rejected)
+    out = ingest([bad], rules(), DocumentFingerprinter(CONFIG), LOG, 1, 1.8e9, rejected)
     assert out.dead == ["unpublishable"] and out.sources == [bad.source]
     letter = json.loads(out.messages[0].value)
     assert letter["raw_base64"] == "" and letter["message"] == "rejected"

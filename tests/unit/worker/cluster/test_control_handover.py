@@ -8,7 +8,7 @@ from neardup_stream import Document
 from neardup_stream.config import DedupConfig
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from worker.cluster import control
-from worker.cluster.envelope import Envelope, Passage
+from worker.cluster.envelope import Envelope, sources_of
 from worker.cluster.handover import Handover, PartitionHandover, pending_sources
 from worker.decide import Source
 from worker.settings import Settings
@@ -46,8 +46,7 @@ def test_pending_sources_are_the_undecided_inputs_below_the_frontier() -> None:
     fingerprinter = DocumentFingerprinter(DedupConfig())
     docs = [Document(id=f"d{i}", text=f"text number {i} " * 5) for i in range(3)]
     fb = fingerprinter.batch(docs, ["", "", ""], np.arange(3), 1.7e9, [-1, -1, -1])
-    passages = [Passage(src(0, 8), -1, None, b"a"), Passage(src(0, 9), -1, None, b"b")]
-    passages.append(Passage(src(1, 3), -1, None, b"c"))
-    env = Envelope(fb, passages)
-    assert pending_sources([env], {0: 9, 1: 10}) == {0: frozenset({8}), 1: frozenset({3})}
+    env = Envelope(fb, [src(0, 8), src(0, 9), src(1, 3)])
+    record = sources_of(env.pack(), "documents")  # as the handover reads the old log
+    assert pending_sources([record], {0: 9, 1: 10}) == {0: frozenset({8}), 1: frozenset({3})}
     assert pending_sources([], {0: 9}) == {}

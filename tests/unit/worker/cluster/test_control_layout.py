@@ -27,6 +27,7 @@ def test_partition_counts_follow_log_partitions_and_home_shards() -> None:
     counts = {t.name: t.partitions for t in internal_specs(settings())}
     assert counts == {
         "neardup.fingerprints": 3,
+        "neardup.payloads": 3,
         "neardup.votes": 3,
         "neardup.gather-changelog": 3,
         "neardup.shards": 6,

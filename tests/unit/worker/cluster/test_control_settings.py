@@ -31,6 +31,7 @@ def test_internal_topic_names_follow_the_group_and_stay_as_today_by_default() ->
     )
     assert default.shard_changelog == "neardup.shard-changelog"
     assert default.gather_changelog == "neardup.gather-changelog"
+    assert default.payloads == "neardup.payloads"
     assert default.control == "neardup.control"
     other = from_flags("--cluster", "--group-id", "news").cluster
     assert other.fingerprints == "news.fingerprints" and other.control == "news.control"

@@ -8,8 +8,8 @@ from prometheus_client import CollectorRegistry
 
 from neardup_stream.models import Decision
 from neardup_stream.sharded.changes import FirstDecisions
-from worker.cluster.envelope import Passage
 from worker.cluster.outcomes import Outcomes
+from worker.cluster.payloads import Passage
 from worker.decide import Source
 from worker.metrics import build_metrics
 from worker.rejections import Rejections
