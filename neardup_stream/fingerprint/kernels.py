@@ -349,12 +349,14 @@ def fingerprint_batch(texts, fold, spec):
     sketch = np.zeros((n, words), dtype=np.uint64)
     signature = np.empty((n, num_perm), dtype=np.uint64)
     nfeat = np.zeros(n, dtype=np.int64)
+    group = sketch_bits // num_perm
     longest = 0
     for d in range(n):
         longest = max(longest, offsets[d + 1] - offsets[d])
     buf = np.empty(2 * longest + 64, dtype=np.uint32)
     bins = np.empty(sketch_bits, dtype=np.uint64)
     seen = np.empty(64, dtype=np.uint32)
+    scratch = np.empty(2 * keep_max + 2, dtype=np.int64)
     room = 0
     for d in range(n):
         room += min(offsets[d + 1] - offsets[d], keep_max)
@@ -371,14 +373,25 @@ def fingerprint_batch(texts, fold, spec):
         exact[d, 0], exact[d, 1] = murmur3_128(buf, m, seed)
         feats = feature_hashes(buf[:m], mode, k, seed)
         counts = bit_counts(feats)
-        # a signature value is the minimum of its group of bins: bin // group is the hash's
-        # top 32 bits scaled to num_perm (sketch_bits = group * num_perm), so no bins needed
-        signature[d, :] = EMPTY
-        for f in range(feats.size):
-            h = feats[f]
-            g = _bin(h, num_perm)
-            signature[d, g] = min(signature[d, g], h)
         total = feats.size
+        # a signature value is the minimum of its group of bins (bin // group is the hash's
+        # top 32 bits scaled to num_perm, as sketch_bits = group * num_perm): taken from the
+        # bins where the 1-bit sketch may need them, else straight from the features
+        signature[d, :] = EMPTY
+        if total > compact_max:
+            bins[:] = EMPTY
+            for f in range(total):
+                h = feats[f]
+                b = _bin(h, sketch_bits)
+                bins[b] = min(bins[b], h)
+            for b in range(sketch_bits):
+                g = b // group
+                signature[d, g] = min(signature[d, g], bins[b])
+        else:
+            for f in range(total):
+                h = feats[f]
+                g = _bin(h, num_perm)
+                signature[d, g] = min(signature[d, g], h)
         if _set_size(total) > seen.size:
             seen = np.empty(_set_size(total), dtype=np.uint32)
         nfeat[d] = distinct_count(feats, seen)
@@ -389,16 +402,17 @@ def fingerprint_batch(texts, fold, spec):
         simhash[d] = sh
         _densify(signature[d])
         if nfeat[d] <= keep_max:
-            used = _sorted_distinct(feats, feat_values, used)
+            if 2 * feats.size + 2 > scratch.size:
+                scratch = np.empty(2 * feats.size + 2, dtype=np.int64)
+            if used + feats.size > feat_values.size:  # folding can make more than it read
+                grown = np.empty(max(2 * feat_values.size, used + feats.size), dtype=np.uint64)
+                grown[:used] = feat_values[:used]
+                feat_values = grown
+            used = _sorted_distinct(feats, feat_values, used, scratch)
         feat_offsets[d + 1] = used
         if 0 < nfeat[d] <= compact_max:
             encode(feat_values[feat_offsets[d] : used], sketch[d])
-        elif total:
-            bins[:] = EMPTY
-            for f in range(total):
-                h = feats[f]
-                b = _bin(h, sketch_bits)
-                bins[b] = min(bins[b], h)
+        elif total:  # more than compact_max features, so the bins are filled
             _sketch_bits(bins, total, sketch[d])
     return RawFingerprints(
         exact, simhash, sketch, signature, nfeat, feat_values[:used], feat_offsets
@@ -406,23 +420,50 @@ def fingerprint_batch(texts, fold, spec):
 
 
 @njit(cache=True, nogil=True)
-def _sorted_distinct(feats, out, used):
-    """Append the sorted distinct values of `feats` to out[used:]; returns the new end.
-
-    Sorts in place where the repeats fit; `out` always has room for the distinct values."""
-    if used + feats.size > out.size:
-        uniq = np.unique(feats)
-        out[used : used + uniq.size] = uniq
-        return used + uniq.size
+def _sorted_distinct(feats, out, used, counts):
+    """Append the sorted distinct values of `feats` to out[used:] (room for all of them);
+    returns the new end."""
     part = out[used : used + feats.size]
-    part[:] = feats
-    part.sort()
+    bucket_sort(feats, part, counts)
     m = 0
     for j in range(part.size):
         if j == 0 or part[j] != part[m - 1]:
             part[m] = part[j]
             m += 1
     return used + m
+
+
+@njit(cache=True, nogil=True)
+def bucket_sort(values, out, counts):
+    """Sort uniformly spread 64-bit `values` into `out` in expected linear time.
+
+    A counting pass places every value in one of ~n buckets by its top bits (`counts`, of at
+    least 2n + 2 entries, is the scratch space), then an insertion sort finishes the nearly
+    sorted array: each value moves past O(1) others on average. Hashes are uniform, so this
+    beats a comparison sort (about 5x at a few hundred values)."""
+    n = values.size
+    bits = 1
+    while (1 << bits) < n:
+        bits += 1
+    shift = np.uint64(64 - bits)
+    buckets = 1 << bits
+    counts[: buckets + 1] = 0
+    for i in range(n):
+        counts[np.int64(values[i] >> shift) + 1] += 1
+    for b in range(buckets):
+        counts[b + 1] += counts[b]
+    for i in range(n):
+        h = values[i]
+        b = np.int64(h >> shift)
+        out[counts[b]] = h
+        counts[b] += 1
+    for i in range(1, n):
+        h = out[i]
+        j = i
+        while j > 0 and out[j - 1] > h:
+            out[j] = out[j - 1]
+            j -= 1
+        out[j] = h
 
 
 @njit(inline="always", cache=True)

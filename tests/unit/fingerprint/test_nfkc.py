@@ -83,3 +83,15 @@ def test_every_hangul_syllable_round_trips() -> None:
     decomposed = unicodedata.normalize("NFD", syllables)
     assert _fold_full(decomposed) == syllables
     assert _fold_full(syllables) == syllables
+
+
+def test_a_short_text_folding_to_more_features_than_it_has_bytes() -> None:
+    # U+FDFA folds to 18 code points: more shingles than UTF-8 bytes (this crashed the batch)
+    cfg = DedupConfig()
+    texts = ["\ufdfa\ufdfa \u338f \u2121 \u00bd \ufb01", "\ufdfa" * 3]
+    fp = Fingerprinter(cfg).batch(texts)
+    for d, text in enumerate(texts):
+        expected = normalize(text)
+        assert tuple(int(x) for x in fp.exact[d]) == exact_hash(expected, cfg.seed)
+        assert fp.nfeat[d] == len(set(char_shingles(expected, 5)))
+        assert fp.feat_offsets[d + 1] - fp.feat_offsets[d] == fp.nfeat[d]
