@@ -539,11 +539,13 @@ def distinct_count(feats, seen):
         h = feats[f]
         tag = np.uint32(h >> _S32) | np.uint32(1)
         j = np.int64(h & np.uint64(mask))
-        while seen[j] != 0 and seen[j] != tag:
+        slot = seen[j]
+        while slot != 0 and slot != tag:
             j = (j + 1) & mask
-        if seen[j] == 0:
-            seen[j] = tag
-            n += 1
+            slot = seen[j]
+        # branch-free: whether a hash is new is a coin flip the CPU cannot predict
+        seen[j] = tag
+        n += np.int64(slot == 0)
     return n
 
 
