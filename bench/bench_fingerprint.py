@@ -1,9 +1,8 @@
 """Fingerprinting throughput on one core: SimHash + 128-value MinHash (+ sketch) per document.
 
 Reports million characters per second over the evaluation corpus for the compiled kernel
-alone (UTF-8 already in one buffer; it folds through its table) and for `Fingerprinter.batch`
-end to end (encoding, Python folding of texts the table cannot fold, bucket keys), best of
-three, after a warm-up.
+alone (UTF-8 already in one buffer; it folds every text itself) and for `Fingerprinter.batch`
+end to end (encoding, bucket keys), best of three, after a warm-up.
 
     python -m bench.bench_fingerprint [--docs 20000]
 """
@@ -20,8 +19,7 @@ import numpy as np
 from bench.corpus import DATA_DIR, ensure_corpus, read_jsonl
 from neardup_stream import DedupConfig
 from neardup_stream.fingerprint import kernels as _kernels
-from neardup_stream.fingerprint.fingerprinter import Fingerprinter
-from neardup_stream.fingerprint.normalize import fold_table
+from neardup_stream.fingerprint.fingerprinter import Fingerprinter, fold_tables
 
 
 def _best(fn: object, repeat: int = 3) -> float:
@@ -46,12 +44,11 @@ def main() -> None:
     fp = Fingerprinter(cfg)
     fp.batch(texts[:50])
     parts = [t.encode("utf-8", "surrogatepass") for t in texts]
-    mapped = np.ones(len(parts), dtype=np.bool_)
     offsets = np.zeros(len(parts) + 1, dtype=np.int64)
     np.cumsum([len(p) for p in parts], out=offsets[1:])
     data = np.frombuffer(b"".join(parts), dtype=np.uint8)
-    batch = _kernels.TextBatch(data, offsets, mapped)
-    table = _kernels.FoldTable(*fold_table())
+    batch = _kernels.TextBatch(data, offsets)
+    table = fold_tables()
 
     def kernel() -> None:
         _kernels.fingerprint_batch(batch, table, fp.shingling)

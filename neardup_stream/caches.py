@@ -1,8 +1,8 @@
 """Start-up caches: derived tables kept on disk, and numba's compiled-code cache.
 
-Two things are slow to make and never change for a given install: the Unicode fold table
-(`fingerprint.normalize.fold_table`, seconds of `unicodedata` calls) and the machine code of
-the compiled kernels (numba, tens of seconds). `python -m neardup_stream.warmup` makes both at
+Two things are slow to make and never change for a given install: the Unicode fold tables
+(`fingerprint.normalize.fold_table`, `fingerprint.nfkc.nfkc_tables`: seconds of `unicodedata`
+calls) and the machine code of the compiled kernels (numba, tens of seconds). `python -m neardup_stream.warmup` makes both at
 install or image-build time, so the first run starts warm.
 
 * Derived tables are `.npz` files named by what they depend on (e.g. the Unicode version),

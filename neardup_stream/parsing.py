@@ -16,6 +16,7 @@ it; offline `dedup` reports it with its line number like any other bad line.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +37,20 @@ REASONS = (
     "invalid_id",
     "invalid_field",
 )
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_LAST_MAPPING: list[tuple[InputMapping, bool]] = []  # (mapping, is_default) of the last call
+
+
+def _fast_path(mapping: InputMapping) -> bool:
+    """`mapping.is_default`, remembered for the mapping of the last call (it builds a copy of
+    the mapping: microseconds a document, while callers pass one mapping for a whole run)."""
+    last = _LAST_MAPPING[0] if _LAST_MAPPING else None
+    if last is not None and last[0] is mapping:
+        return last[1]
+    fast = mapping.is_default
+    _LAST_MAPPING[:] = [(mapping, fast)]
+    return fast
 
 
 @dataclass(frozen=True)
@@ -136,11 +151,14 @@ def parse_document(
         return ParseError("tombstone", "message has no value (tombstone)")
     if len(raw) > max_bytes:
         return ParseError("too_large", f"input is {len(raw)} bytes; the limit is {max_bytes}")
-    if mapping.is_default:
+    if _fast_path(mapping):
         try:
             doc = Document.model_validate_json(raw)
-            # valid UTF-8 holds no surrogates: only a JSON \u escape can make one
-            if b"\\u" not in raw or not (_has_surrogate(doc.text) or _has_surrogate(doc.id)):
+            # valid UTF-8 holds no surrogates: only a JSON \uD800-\uDFFF escape can make one
+            # (a search, not a re-encoding of every text with escaped non-ASCII characters)
+            if _SURROGATE_ESCAPE.search(raw) is None or not (
+                _has_surrogate(doc.text) or _has_surrogate(doc.id)
+            ):
                 return doc
         except ValidationError:
             pass  # classify the problem precisely below

@@ -1,7 +1,7 @@
 """Fill the start-up caches: `python -m neardup_stream.warmup` (run by `make install` and the
 worker image build).
 
-Builds the Unicode fold table and runs every compiled kernel once on a few documents, in each
+Builds the Unicode fold and NFKC tables and runs every compiled kernel once on a few documents, in each
 mode the engine has (character and word shingles, precise mode, retention, changelog replay,
 `compare`), so numba writes their machine code to its cache and later processes only load it.
 """
@@ -14,6 +14,7 @@ import time
 from neardup_stream.compare import compare
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
+from neardup_stream.fingerprint.nfkc import nfkc_tables
 from neardup_stream.fingerprint.normalize import fold_table
 from neardup_stream.models import Document
 
@@ -29,6 +30,7 @@ _TEXTS = [
 def warm_up() -> None:
     """Build and compile everything a first run would (see the module docstring)."""
     fold_table()
+    nfkc_tables()
     docs = [Document(id=str(i), text=t) for i, t in enumerate(_TEXTS)]
     configs = [
         DedupConfig(),

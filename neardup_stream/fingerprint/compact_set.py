@@ -24,6 +24,11 @@ from numba import njit
 
 HEADER_BITS = 32
 _ONE = np.uint64(1)
+_R1 = np.uint64(0x5555555555555555)
+_R2 = np.uint64(0x3333333333333333)
+_R4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_R8 = np.uint64(0x00FF00FF00FF00FF)
+_R16 = np.uint64(0x0000FFFF0000FFFF)
 
 
 def compact_limit(sketch_bits: int) -> int:
@@ -57,6 +62,26 @@ def _coded_bits(hashes, b, r):
         prev = v
         first = False
     return bits
+
+
+@njit(inline="always", cache=True)
+def _reverse(x):
+    """The 64 bits of `x` in reverse order."""
+    x = ((x >> np.uint64(1)) & _R1) | ((x & _R1) << np.uint64(1))
+    x = ((x >> np.uint64(2)) & _R2) | ((x & _R2) << np.uint64(2))
+    x = ((x >> np.uint64(4)) & _R4) | ((x & _R4) << np.uint64(4))
+    x = ((x >> np.uint64(8)) & _R8) | ((x & _R8) << np.uint64(8))
+    x = ((x >> np.uint64(16)) & _R16) | ((x & _R16) << np.uint64(16))
+    return (x >> np.uint64(32)) | (x << np.uint64(32))
+
+
+@njit(inline="always", cache=True)
+def _put(out, pos, bits):
+    """OR `bits` (fewer than 64, the rest zero) into the bit stream `out` at bit `pos`."""
+    shift = np.uint64(pos & 63)
+    out[pos >> 6] |= bits << shift
+    if shift and pos + 64 - (pos & 63) < out.size * 64:
+        out[(pos >> 6) + 1] |= bits >> (np.uint64(64) - shift)
 
 
 @njit(cache=True, nogil=True)
@@ -99,10 +124,9 @@ def encode(hashes, out):
             out[pos >> 6] |= _ONE << np.uint64(pos & 63)
             pos += 1
         pos += 1
-        for j in range(r - 1, -1, -1):
-            if (gap >> np.uint64(j)) & _ONE:
-                out[pos >> 6] |= _ONE << np.uint64(pos & 63)
-            pos += 1
+        if r:  # the r low bits, most significant first: reversed, then written at once
+            _put(out, pos, _reverse(gap) >> np.uint64(64 - r))
+            pos += r
         prev = v
         m += 1
     out[0] |= np.uint64(m) << np.uint64(16)

@@ -1,9 +1,9 @@
 """Fingerprints of documents: exact hash, SimHash, MinHash signature, sketch, bucket keys.
 
 `Fingerprinter.batch(texts)` runs the fused compiled kernel once over the whole batch's UTF-8:
-it normalises (through the fold table; texts with context-dependent characters are folded in
-Python and run again) and computes everything else. The same text always yields the same fingerprint
-(see `hashing` and `kernels`).
+it normalises (through the fold table; texts with context-dependent characters through the
+compiled full NFKC, `nfkc`: no text is folded in Python) and computes everything else. The
+same text always yields the same fingerprint (see `hashing` and `kernels`).
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ import numpy as np
 from neardup_stream.config import DedupConfig
 from neardup_stream.fingerprint import kernels as _kernels
 from neardup_stream.fingerprint.compact_set import compact_limit
-from neardup_stream.fingerprint.normalize import fold, fold_table, normalize, strip_html
+from neardup_stream.fingerprint.nfkc import nfkc_tables
+from neardup_stream.fingerprint.normalize import fold_table, normalize, strip_html
 from neardup_stream.fingerprint.shingles import codepoints
-
-_PER_TEXT = ("exact", "simhash", "sketch", "signature", "nfeat", "unfolded")
 
 
 @dataclass(frozen=True)
@@ -47,6 +46,11 @@ def kept_features(config: DedupConfig) -> int:
     lowest = config.threshold - (config.precise_margin if config.precise else 0.0)
     limit = compact_limit(config.sketch_bits)
     return limit if lowest >= 1 else min(65535, math.ceil(limit / max(lowest, 1e-3)))
+
+
+def fold_tables() -> _kernels.FoldTable:
+    """The fold table and the full NFKC tables, as the kernel reads them (cached)."""
+    return _kernels.FoldTable(*fold_table(), nfkc_tables())
 
 
 class Fingerprinter:
@@ -79,23 +83,11 @@ class Fingerprinter:
         return normalize(text, html_input=self.config.strip_html)
 
     def batch(self, texts: Sequence[str]) -> Fingerprints:
-        """Fingerprint raw texts (normalised by the kernel, or in Python where it must)."""
+        """Fingerprint raw texts (normalised by the kernel)."""
         cfg = self.config
         if cfg.strip_html:
             texts = [strip_html(t) for t in texts]
-        raw = self._run(texts, mapped=True)
-        feats, feat_offsets = raw.feats, raw.feat_offsets
-        redo = np.flatnonzero(raw.unfolded)
-        if redo.size:
-            again = self._run([fold(texts[int(i)]) for i in redo], mapped=False)
-            for name in _PER_TEXT:
-                getattr(raw, name)[redo] = getattr(again, name)
-            # the redone documents' segments are empty: insert their hashes there
-            added = np.diff(again.feat_offsets)
-            feats = np.insert(feats, np.repeat(feat_offsets[redo], added), again.feats)
-            grow = np.zeros(len(texts) + 1, dtype=np.int64)
-            grow[redo + 1] = added
-            feat_offsets = feat_offsets + np.cumsum(grow)
+        raw = self._run(texts)
         return Fingerprints(
             exact=raw.exact,
             simhash=raw.simhash,
@@ -104,18 +96,17 @@ class Fingerprinter:
             nfeat=raw.nfeat,
             lsh_keys=_kernels.band_keys(raw.signature, self.bands, self.rows, cfg.seed),
             simhash_keys=_kernels.simhash_block_keys(raw.simhash, cfg.simhash_k, cfg.seed),
-            feats=feats,
-            feat_offsets=feat_offsets,
+            feats=raw.feats,
+            feat_offsets=raw.feat_offsets,
         )
 
-    def _run(self, texts: Sequence[str], mapped: bool) -> _kernels.RawFingerprints:
+    def _run(self, texts: Sequence[str]) -> _kernels.RawFingerprints:
         parts = [t.encode("utf-8", "surrogatepass") for t in texts]
         offsets = np.zeros(len(parts) + 1, dtype=np.int64)
         np.cumsum([len(p) for p in parts], out=offsets[1:])
         data = np.frombuffer(b"".join(parts), dtype=np.uint8)
-        batch = _kernels.TextBatch(data, offsets, np.full(len(parts), mapped))
         fingerprints: _kernels.RawFingerprints = _kernels.fingerprint_batch(
-            batch, _kernels.FoldTable(*fold_table()), self.shingling
+            _kernels.TextBatch(data, offsets), fold_tables(), self.shingling
         )
         return fingerprints
 

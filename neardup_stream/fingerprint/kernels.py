@@ -4,11 +4,13 @@ Everything here is pure integer arithmetic on numpy arrays with fixed 64-bit con
 results are identical on every machine, process and release (no salted hashing anywhere).
 Kernels release the GIL, so the Kafka clients' threads keep working while a batch is hashed.
 
-Input is UTF-8 of text that is already NFKC-normalised and case-folded (or pure ASCII, which
-both leave unchanged but for A-Z, lowered here). The kernel decodes it, collapses whitespace
-runs (the `str.isspace` set) to one space and strips the ends, so it sees exactly
-`normalize.normalize(text)`, then hashes that text with MurmurHash3_x64_128 over its UTF-32LE
-form (equal to `mmh3.hash128(normalized.encode("utf-32-le"), seed)`).
+Input is raw UTF-8. The kernel decodes it and folds every code point through the
+per-character fold table (`normalize.fold_table`); a text holding a code point that table
+cannot fold on its own is folded by the full compiled NFKC + case folding (`nfkc.fold_full`)
+instead, so no text goes back to Python. It then collapses whitespace runs (the `str.isspace`
+set) to one space and strips the ends, so it sees exactly `normalize.normalize(text)`, and
+hashes that text with MurmurHash3_x64_128 over its UTF-32LE form (equal to
+`mmh3.hash128(normalized.encode("utf-32-le"), seed)`).
 
 Feature hashing: a character k-gram is a rolling polynomial over code points (mod 2**64),
 a word n-gram combines FNV-1a word hashes; both are finished with the MurmurHash3 64-bit
@@ -39,6 +41,7 @@ seed_jit_cache()  # before the first @njit(cache=True) sets up numba's cache dir
 from numba import njit  # noqa: E402
 
 from neardup_stream.fingerprint.compact_set import encode  # noqa: E402
+from neardup_stream.fingerprint.nfkc import NfkcTables, fold_full  # noqa: E402
 
 EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)
 _M1 = np.uint64(0xFF51AFD7ED558CCD)
@@ -70,13 +73,12 @@ def _rotl(x, r):
 
 
 @njit(cache=True, nogil=True)
-def normalize_utf8(data, begin, end, out, fold_index, fold_pool, mapped):
+def normalize_utf8(data, begin, end, out, fold_index, fold_pool):
     """Decode UTF-8 data[begin:end] into `out`, folded, whitespace collapsed and stripped.
 
-    With `mapped`, every code point is replaced by casefold(NFKC(c)) from the fold table;
-    otherwise the text is taken as already folded (only A-Z are lowered, a no-op then).
+    Every code point is replaced by casefold(NFKC(c)) from the per-character fold table.
     Returns the number of code points written, or -1 when a code point has no table entry
-    or the output would not fit: the caller folds that text in Python instead.
+    or the output would not fit: the caller folds that text with `nfkc.fold_full` instead.
     """
     n = 0
     pending_space = False
@@ -97,7 +99,7 @@ def normalize_utf8(data, begin, end, out, fold_index, fold_pool, mapped):
             c = ((b & 0x07) << 18) | ((np.uint32(data[i + 1]) & 0x3F) << 12)
             c |= ((np.uint32(data[i + 2]) & 0x3F) << 6) | (np.uint32(data[i + 3]) & 0x3F)
             i += 4
-        if c < 0x80 or not mapped:
+        if c < 0x80:
             if 65 <= c <= 90:
                 c += 32
             start, length = -1, 1
@@ -119,6 +121,25 @@ def normalize_utf8(data, begin, end, out, fold_index, fold_pool, mapped):
                 pending_space = False
             out[n] = x
             n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def collapse_spaces(cps, out):
+    """Copy folded code points to `out` (room for all of them), whitespace runs collapsed to
+    one space and the ends stripped, as `normalize_utf8` does; returns the length."""
+    n = 0
+    pending_space = False
+    for x in cps:
+        if x <= 0x3000 and _SPACE_TABLE[x]:
+            pending_space = n > 0
+            continue
+        if pending_space:
+            out[n] = _SPACE
+            n += 1
+            pending_space = False
+        out[n] = x
+        n += 1
     return n
 
 
@@ -269,14 +290,14 @@ class TextBatch(NamedTuple):
 
     data: np.ndarray  # uint8[...]: the concatenated UTF-8 of the texts
     offsets: np.ndarray  # int64[n + 1]: byte boundaries of each text in `data`
-    mapped: np.ndarray  # bool[n]: fold the text with the table (else it is folded already)
 
 
 class FoldTable(NamedTuple):
-    """The per-code-point fold table (`normalize.fold_table`)."""
+    """The per-code-point fold table (`normalize.fold_table`) and the full path's tables."""
 
     lookup: np.ndarray  # per code point: where its folding starts in `pool`
     pool: np.ndarray
+    full: NfkcTables  # for texts the per-code-point table cannot fold (`nfkc.nfkc_tables`)
 
 
 class Shingling(NamedTuple):
@@ -299,7 +320,6 @@ class RawFingerprints(NamedTuple):
     sketch: np.ndarray  # uint64[n, sketch_bits // 64]
     signature: np.ndarray  # uint64[n, num_perm]
     nfeat: np.ndarray  # int64[n]: distinct features (the set size)
-    unfolded: np.ndarray  # bool[n]: the text needs folding in Python first (nothing computed)
     feats: np.ndarray  # uint64[...]: kept sorted distinct feature hashes (CSR values)
     feat_offsets: np.ndarray  # int64[n + 1]: text d's are feats[off[d]:off[d + 1]]
 
@@ -316,10 +336,9 @@ def fingerprint_batch(texts, fold, spec):
             sketch; those with at most `spec.keep_max` return them sorted.
 
     Returns:
-        `RawFingerprints`; a text with characters the fold table cannot handle is only
-        flagged `unfolded`, for the caller to fold in Python and run again.
+        `RawFingerprints` of every text.
     """
-    data, offsets, mapped = texts.data, texts.offsets, texts.mapped
+    data, offsets = texts.data, texts.offsets
     mode, k, seed = spec.mode, spec.k, spec.seed
     sketch_bits, num_perm = spec.sketch_bits, spec.num_perm
     compact_max, keep_max = spec.compact_max, spec.keep_max
@@ -330,7 +349,6 @@ def fingerprint_batch(texts, fold, spec):
     sketch = np.zeros((n, words), dtype=np.uint64)
     signature = np.empty((n, num_perm), dtype=np.uint64)
     nfeat = np.zeros(n, dtype=np.int64)
-    unfolded = np.zeros(n, dtype=np.bool_)
     group = sketch_bits // num_perm
     longest = 0
     for d in range(n):
@@ -338,6 +356,7 @@ def fingerprint_batch(texts, fold, spec):
     buf = np.empty(2 * longest + 64, dtype=np.uint32)
     bins = np.empty(sketch_bits, dtype=np.uint64)
     seen = np.empty(64, dtype=np.uint32)
+    scratch = np.empty(2 * keep_max + 2, dtype=np.int64)
     room = 0
     for d in range(n):
         room += min(offsets[d + 1] - offsets[d], keep_max)
@@ -345,20 +364,34 @@ def fingerprint_batch(texts, fold, spec):
     feat_offsets = np.zeros(n + 1, dtype=np.int64)
     used = 0
     for d in range(n):
-        m = normalize_utf8(data, offsets[d], offsets[d + 1], buf, fold.lookup, fold.pool, mapped[d])
+        m = normalize_utf8(data, offsets[d], offsets[d + 1], buf, fold.lookup, fold.pool)
         if m < 0:
-            unfolded[d] = True
-            feat_offsets[d + 1] = used
-            continue
+            folded = fold_full(data, offsets[d], offsets[d + 1], fold.full)
+            if folded.size > buf.size:
+                buf = np.empty(folded.size + 64, dtype=np.uint32)
+            m = collapse_spaces(folded, buf)
         exact[d, 0], exact[d, 1] = murmur3_128(buf, m, seed)
         feats = feature_hashes(buf[:m], mode, k, seed)
         counts = bit_counts(feats)
-        bins[:] = EMPTY
-        for f in range(feats.size):
-            h = feats[f]
-            b = _bin(h, sketch_bits)
-            bins[b] = min(bins[b], h)
         total = feats.size
+        # a signature value is the minimum of its group of bins (bin // group is the hash's
+        # top 32 bits scaled to num_perm, as sketch_bits = group * num_perm): taken from the
+        # bins where the 1-bit sketch may need them, else straight from the features
+        signature[d, :] = EMPTY
+        if total > compact_max:
+            bins[:] = EMPTY
+            for f in range(total):
+                h = feats[f]
+                b = _bin(h, sketch_bits)
+                bins[b] = min(bins[b], h)
+            for b in range(sketch_bits):
+                g = b // group
+                signature[d, g] = min(signature[d, g], bins[b])
+        else:
+            for f in range(total):
+                h = feats[f]
+                g = _bin(h, num_perm)
+                signature[d, g] = min(signature[d, g], h)
         if _set_size(total) > seen.size:
             seen = np.empty(_set_size(total), dtype=np.uint32)
         nfeat[d] = distinct_count(feats, seen)
@@ -367,43 +400,70 @@ def fingerprint_batch(texts, fold, spec):
             if 2 * counts[b] > total:
                 sh |= _ONE << np.uint64(b)
         simhash[d] = sh
-        for g in range(num_perm):
-            low = EMPTY
-            for j in range(g * group, (g + 1) * group):
-                if bins[j] < low:
-                    low = bins[j]
-            signature[d, g] = low
         _densify(signature[d])
         if nfeat[d] <= keep_max:
-            used = _sorted_distinct(feats, feat_values, used)
+            if 2 * feats.size + 2 > scratch.size:
+                scratch = np.empty(2 * feats.size + 2, dtype=np.int64)
+            if used + feats.size > feat_values.size:  # folding can make more than it read
+                grown = np.empty(max(2 * feat_values.size, used + feats.size), dtype=np.uint64)
+                grown[:used] = feat_values[:used]
+                feat_values = grown
+            used = _sorted_distinct(feats, feat_values, used, scratch)
         feat_offsets[d + 1] = used
         if 0 < nfeat[d] <= compact_max:
             encode(feat_values[feat_offsets[d] : used], sketch[d])
-        else:
+        elif total:  # more than compact_max features, so the bins are filled
             _sketch_bits(bins, total, sketch[d])
     return RawFingerprints(
-        exact, simhash, sketch, signature, nfeat, unfolded, feat_values[:used], feat_offsets
+        exact, simhash, sketch, signature, nfeat, feat_values[:used], feat_offsets
     )
 
 
 @njit(cache=True, nogil=True)
-def _sorted_distinct(feats, out, used):
-    """Append the sorted distinct values of `feats` to out[used:]; returns the new end.
-
-    Sorts in place where the repeats fit; `out` always has room for the distinct values."""
-    if used + feats.size > out.size:
-        uniq = np.unique(feats)
-        out[used : used + uniq.size] = uniq
-        return used + uniq.size
+def _sorted_distinct(feats, out, used, counts):
+    """Append the sorted distinct values of `feats` to out[used:] (room for all of them);
+    returns the new end."""
     part = out[used : used + feats.size]
-    part[:] = feats
-    part.sort()
+    bucket_sort(feats, part, counts)
     m = 0
     for j in range(part.size):
         if j == 0 or part[j] != part[m - 1]:
             part[m] = part[j]
             m += 1
     return used + m
+
+
+@njit(cache=True, nogil=True)
+def bucket_sort(values, out, counts):
+    """Sort uniformly spread 64-bit `values` into `out` in expected linear time.
+
+    A counting pass places every value in one of ~n buckets by its top bits (`counts`, of at
+    least 2n + 2 entries, is the scratch space), then an insertion sort finishes the nearly
+    sorted array: each value moves past O(1) others on average. Hashes are uniform, so this
+    beats a comparison sort (about 5x at a few hundred values)."""
+    n = values.size
+    bits = 1
+    while (1 << bits) < n:
+        bits += 1
+    shift = np.uint64(64 - bits)
+    buckets = 1 << bits
+    counts[: buckets + 1] = 0
+    for i in range(n):
+        counts[np.int64(values[i] >> shift) + 1] += 1
+    for b in range(buckets):
+        counts[b + 1] += counts[b]
+    for i in range(n):
+        h = values[i]
+        b = np.int64(h >> shift)
+        out[counts[b]] = h
+        counts[b] += 1
+    for i in range(1, n):
+        h = out[i]
+        j = i
+        while j > 0 and out[j - 1] > h:
+            out[j] = out[j - 1]
+            j -= 1
+        out[j] = h
 
 
 @njit(inline="always", cache=True)
@@ -479,11 +539,13 @@ def distinct_count(feats, seen):
         h = feats[f]
         tag = np.uint32(h >> _S32) | np.uint32(1)
         j = np.int64(h & np.uint64(mask))
-        while seen[j] != 0 and seen[j] != tag:
+        slot = seen[j]
+        while slot != 0 and slot != tag:
             j = (j + 1) & mask
-        if seen[j] == 0:
-            seen[j] = tag
-            n += 1
+            slot = seen[j]
+        # branch-free: whether a hash is new is a coin flip the CPU cannot predict
+        seen[j] = tag
+        n += np.int64(slot == 0)
     return n
 
 

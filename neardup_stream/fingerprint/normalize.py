@@ -7,8 +7,8 @@ The compiled kernel applies the same normalisation itself, character by characte
 `fold_table()`: for every code point c that cannot interact with its neighbours under NFKC
 (no combining class, no combining marks first in its decomposition, nothing that composes
 with a preceding character), casefold(NFKC(s)) is the concatenation of casefold(NFKC(c)).
-Texts holding any other code point are folded here in Python (`fold`) instead. A property
-test checks the kernel against `normalize` on arbitrary Unicode.
+Texts holding any other code point are folded by the kernel's full NFKC (`nfkc`) instead.
+Property tests check the kernel against `normalize` on arbitrary and multi-script Unicode.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ def strip_html(text: str) -> str:
     return html.unescape(_TAG.sub(" ", text))
 
 
-FOLD_LIMIT = 0x30000  # code points at or above are left to the Python path
+FOLD_LIMIT = 0x30000  # code points at or above are left to the full path (`nfkc`)
 _HANGUL_JAMO = ((0x1100, 0x11FF), (0x3130, 0x318F), (0xA960, 0xA97F), (0xD7B0, 0xD7FF))
 
 
@@ -82,11 +82,8 @@ def build_fold_table() -> tuple[np.ndarray, np.ndarray]:
 
 
 def fold(text: str, *, html_input: bool = False) -> str:
-    """The first half of `normalize`: HTML stripping, NFKC and case folding.
-
-    The compiled kernel collapses whitespace itself, so this is what it is given for texts
-    its fold table cannot handle.
-    """
+    """The first half of `normalize`: HTML stripping, NFKC and case folding (the reference
+    for the compiled `nfkc.fold_full`)."""
     if html_input:
         text = strip_html(text)
     return unicodedata.normalize("NFKC", text).casefold()

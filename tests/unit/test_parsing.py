@@ -117,3 +117,21 @@ def test_the_committed_schemas_are_the_models_schemas() -> None:
     folder = Path(__file__).resolve().parents[2] / "docs" / "schemas"
     for name, schema in json_schemas().items():
         assert json.loads((folder / f"{name}.schema.json").read_text()) == schema, name
+
+
+@pytest.mark.parametrize(
+    ("raw", "outcome"),
+    [
+        (b'{"id": "a", "text": "x\\ud800y"}', "invalid_field"),
+        (b'{"id": "a\\uDFFF", "text": "xy"}', "invalid_field"),
+        (b'{"id": "a", "text": "\\ud83d\\ude00 ok"}', "\U0001f600 ok"),  # a pair: one character
+        (b'{"id": "a", "text": "caf\\u00e9 \\u4e2d\\ud7ff"}', "caf\u00e9 \u4e2d\ud7ff"),
+        (b'{"id": "a", "text": "\\\\ud800 is text"}', "\\ud800 is text"),  # an escaped backslash
+    ],
+)
+def test_only_escapes_that_make_a_lone_surrogate_are_refused(raw: bytes, outcome: str) -> None:
+    parsed = parse_document(raw)
+    if isinstance(parsed, ParseError):
+        assert parsed.reason == outcome
+    else:
+        assert parsed.text == outcome

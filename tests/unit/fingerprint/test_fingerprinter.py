@@ -160,3 +160,14 @@ def test_kernel_normalisation_of_context_dependent_text(text: str) -> None:
     fp = Fingerprinter(cfg).batch([text, text.upper()])
     assert tuple(int(x) for x in fp.exact[0]) == exact_hash(normalize(text), cfg.seed)
     assert tuple(int(x) for x in fp.exact[1]) == exact_hash(normalize(text.upper()), cfg.seed)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(0, 2**64 - 1), max_size=3000), st.integers(0, 3))
+def test_bucket_sort_sorts(values: list[int], repeat: int) -> None:
+    from neardup_stream.fingerprint.kernels import bucket_sort
+
+    data = np.array(values * (repeat + 1), dtype=np.uint64)
+    out = np.empty_like(data)
+    bucket_sort(data, out, np.empty(2 * data.size + 2, dtype=np.int64))
+    assert out.tolist() == sorted(data.tolist())
