@@ -29,6 +29,7 @@ from worker.partitions import Assignment, rewind_to_committed, update_lag
 from worker.records import BatchOutput, InputRecord, Source
 from worker.rejections import Rejections
 from worker.runtime.policy import FailurePolicy
+from worker.scope import WithinPartitionWarning
 from worker.settings import Settings
 from worker.transaction import Publisher, PublishFailure
 
@@ -62,7 +63,10 @@ class Worker:
         self.rules = layout.decide_rules(s)
         self.consumer = clients.make_consumer(s)
         self.publisher = Publisher(s, self.consumer, self._committed)
-        self.assignment = Assignment(s.topics.input, self.metrics, self._settle_before_revoke)
+        scope = WithinPartitionWarning(s.topics.input)  # one index per partition: say so
+        self.assignment = Assignment(
+            s.topics.input, self.metrics, self._settle_before_revoke, scope.observe
+        )
         self.indexes = PartitionIndexes(
             s,
             self.metrics,
