@@ -1,7 +1,8 @@
 """One scale-out replica: the edge, shard and gather roles in threads of one process.
 
 Before any role joins a group, the replica agrees with its cluster on the settings
-(`agreement`) and checks the internal topics against them (`layout`). A replica that
+(`agreement`), claims the internal topics for its pipeline (`claims`: none of them may
+belong to another pipeline) and checks them against the settings (`layout`). A replica that
 differs never starts its roles: it logs one error naming every difference, sets
 `neardup_settings_mismatch` to 1 and stays unready (`/healthz` 503) until stopped.
 """
@@ -15,7 +16,7 @@ from typing import Any, NamedTuple
 
 from worker import retry, security_errors, topics
 from worker.cluster import agreement as agreement_
-from worker.cluster import control
+from worker.cluster import claims, control
 from worker.cluster import layout as layout_
 from worker.cluster.edge import EdgeRole
 from worker.cluster.gather import GatherRole
@@ -41,7 +42,8 @@ class Prepared(NamedTuple):
 
 
 def _prepare(settings: Settings) -> Prepared | Refusal:
-    """The pipeline's topics, the cluster's settings, then the internal topics.
+    """The pipeline's topics, the cluster's settings, then the internal topics: created,
+    claimed for this pipeline (`claims`) and checked against the settings.
 
     Nothing internal is created unless this replica agrees with its cluster.
     """
@@ -59,6 +61,9 @@ def _prepare(settings: Settings) -> Prepared | Refusal:
     if not agreement.verdict.ok:
         return Refusal([agreement.explain(settings.cluster.control)])
     problems = layout_.ensure_internal_topics(settings)
+    taken = claims.claim(settings)  # internal topics another pipeline owns
+    if taken:
+        return Refusal(taken)
     if problems:
         hint = (
             "the internal topics do not fit these settings: change the topic as named, run "
