@@ -120,6 +120,14 @@ class WorkerSettings(_Section):
     retry_backoff_max_s: float = Field(
         30.0, gt=0, description="longest wait between retries of a failing batch"
     )
+    shutdown_timeout_s: float = Field(
+        20.0,
+        gt=0,
+        le=3600,
+        description="--cluster: how long a stopping replica waits for its roles' current "
+        "steps, then closes each client with at least 1 s more; what is cut short is "
+        "replayed on the next start",
+    )
     snapshot_dir: str | None = Field(None, description="optional local snapshot directory")
     snapshot_every_s: float = Field(300.0, gt=0)
 

@@ -52,7 +52,7 @@ def replay(
     started = time.monotonic()
     while unreadable is None and reader.position(tp) < end and not should_stop():
         for record in reader.poll(timeout_ms=500).get(tp, []):
-            if record.offset >= end:
+            if record.offset >= end or should_stop():  # a poll returns up to 10,000 records
                 break
             try:
                 apply(record.value)

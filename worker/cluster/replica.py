@@ -5,6 +5,8 @@ Before any role joins a group, the replica agrees with its cluster on the settin
 belong to another pipeline) and checks them against the settings (`layout`). A replica that
 differs never starts its roles: it logs one error naming every difference, sets
 `neardup_settings_mismatch` to 1 and stays unready (`/healthz` 503) until stopped.
+Stopping is bounded (`runtime.shutdown`): the roles' current steps, then each close, within
+`worker.shutdown_timeout_s`.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from worker.cluster.gather import GatherRole
 from worker.cluster.handover import Handover
 from worker.cluster.shard import ShardRole
 from worker.metrics import Metrics
+from worker.runtime import shutdown
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -109,19 +112,20 @@ class Replica:
             GatherRole(s, self.metrics, self._stop, prepared.handover),
         ]
         self._roles = roles  # (roles: healthy() hook for /healthz)
-        threads = [threading.Thread(target=self._guard, args=(r,), daemon=True) for r in roles]
+        threads = {
+            type(r).__name__: threading.Thread(target=self._guard, args=(r,), daemon=True)
+            for r in roles
+        }
         self.consuming = True
         self.ready.set()
         self.metrics.ready.set(1)
-        for t in threads:
+        for t in threads.values():
             t.start()
-        for t in threads:
-            t.join()
+        self._stop.wait()  # a signal, or a role that failed
+        deadline = shutdown.Deadline(s.worker.shutdown_timeout_s)
+        shutdown.join(threads, deadline)
         for r in roles:
-            try:
-                r.close()
-            except Exception:
-                log.exception("closing %s failed", type(r).__name__)
+            shutdown.within(f"closing {type(r).__name__}", r.close, deadline)
         if self._failed:
             raise RuntimeError(f"scale-out role(s) failed: {', '.join(self._failed)}")
 

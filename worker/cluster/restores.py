@@ -4,15 +4,17 @@ A role starts a restore per gained partition (shard or log partition) and takes 
 result between polls. A partition given up meanwhile (revoked or lost) cancels its restore:
 the restore is told to stop, and its result is never used, even if the partition comes back
 (the state it read may be stale by then; the role starts a fresh one). One thread: the
-restore reader is one consumer.
+restore reader is one consumer. It is a daemon thread (a `ThreadPoolExecutor`'s is joined
+at interpreter exit), so a restore stuck on the broker never holds up a stopping replica.
 """
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Generic, NamedTuple, TypeVar
+from concurrent.futures import Future
+from typing import Any, Generic, NamedTuple, TypeVar
 
 T = TypeVar("T")
 
@@ -26,7 +28,10 @@ class Restores(Generic[T]):
     """Pending restores by partition (see the module docstring)."""
 
     def __init__(self, name: str, stop: threading.Event) -> None:
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix=f"{name}-restore")
+        self._calls: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | None]
+        self._calls = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, name=f"{name}-restore", daemon=True)
+        self._thread.start()
         self._stop = stop
         self._jobs: dict[int, _Job[T]] = {}
 
@@ -38,7 +43,9 @@ class Restores(Generic[T]):
             job = self._jobs.get(partition)
             return self._stop.is_set() or job is None or job.token is not token
 
-        self._jobs[partition] = _Job(token, self._pool.submit(restore, should_stop))
+        future: Future[T] = Future()
+        self._jobs[partition] = _Job(token, future)  # before it runs: should_stop looks here
+        self._calls.put((future, lambda: restore(should_stop)))
 
     def cancel(self, partition: int) -> None:
         self._jobs.pop(partition, None)
@@ -55,4 +62,15 @@ class Restores(Generic[T]):
 
     def close(self) -> None:
         self._jobs.clear()  # every restore sees its cancellation
-        self._pool.shutdown(wait=True)
+        self._calls.put(None)
+        self._thread.join()  # (a stopping replica bounds its close steps: `runtime.shutdown`)
+
+    def _serve(self) -> None:
+        """The restore thread: run the restores in the order started, until closed."""
+        while (call := self._calls.get()) is not None:
+            future, restore = call
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(restore())
+                except BaseException as exc:
+                    future.set_exception(exc)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+import pytest
+
 from worker.cluster.restores import Restores
 
 
@@ -59,4 +61,29 @@ def test_the_role_stop_flag_stops_every_restore() -> None:
     restores.start(0, restore)
     stop.set()
     assert seen.wait(30)
+    restores.close()
+
+
+def test_the_restore_thread_is_a_daemon_so_a_stuck_restore_never_holds_up_the_exit() -> None:
+    restores: Restores[str] = Restores("stuck", threading.Event())
+    release, started = threading.Event(), threading.Event()
+    restores.start(0, lambda should_stop: "late" if started.set() or release.wait(30) else "")
+    assert started.wait(30)
+    thread = next(t for t in threading.enumerate() if t.name == "stuck-restore")
+    assert thread.daemon and thread.is_alive()
+    release.set()
+    restores.close()
+    assert not thread.is_alive()
+
+
+def test_a_failed_restore_raises_when_taken() -> None:
+    restores: Restores[str] = Restores("t", threading.Event())
+
+    def broken(should_stop: Callable[[], bool]) -> str:
+        raise OSError("changelog unreadable")
+
+    restores.start(2, broken)
+    with pytest.raises(OSError, match="changelog unreadable"):
+        while not restores.finished():  # raises once the restore has failed
+            threading.Event().wait(0.01)
     restores.close()
