@@ -126,6 +126,7 @@ class Replica:
         shutdown.join(threads, deadline)
         for r in roles:
             shutdown.within(f"closing {type(r).__name__}", r.close, deadline)
+        log.info("replica stopped, %.1f s after the stop request", deadline.elapsed())
         if self._failed:
             raise RuntimeError(f"scale-out role(s) failed: {', '.join(self._failed)}")
 

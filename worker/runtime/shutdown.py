@@ -33,6 +33,9 @@ class Deadline:
     def left(self, floor: float = 0.0) -> float:
         return max(floor, self.started + self.seconds - time.monotonic())
 
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
 
 def join(threads: dict[str, threading.Thread], deadline: Deadline) -> list[str]:
     """Wait for `threads` (name -> thread) until `deadline`; the names still running."""
