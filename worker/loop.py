@@ -20,7 +20,7 @@ from typing import TypeVar
 
 from kafka import TopicPartition
 
-from worker import clients, retry, security_errors, snapshots, topics
+from worker import claims, clients, retry, security_errors, snapshots, topics
 from worker.changelog import pipeline_of, topic_of
 from worker.decide import Unrecordable, decide
 from worker.indexes import PartitionIndexes
@@ -59,6 +59,10 @@ class Worker:
         s = self.settings
         layout = self._until_stopped(lambda: topics.ensure_topics(s))
         if layout is None:
+            return
+        taken = self._until_stopped(lambda: claims.claim(s, [topic_of(s)]))
+        if taken is None or taken:
+            self._refuse(taken)
             return
         self.rules = layout.decide_rules(s)
         self.consumer = clients.make_consumer(s)
@@ -99,6 +103,16 @@ class Worker:
                 index_gauges(self.metrics, self.indexes)
         finally:
             self._close()
+
+    def _refuse(self, taken: list[str] | None) -> None:
+        """Another pipeline owns the changelog (`claims`): say so once, stay unready (as a
+        cluster replica refuses), write nothing, until stopped."""
+        if taken is None:  # stopped while claiming
+            return
+        log.error("refusing the changelog: %s | %s", " | ".join(taken), claims.CHANGELOG_HINT)
+        self.metrics.settings_mismatch.set(1)
+        self.consuming = True  # a signal now stops it the ordinary way
+        self._stop.wait()
 
     def _batch_size(self) -> int:
         """Shrinks with consecutive failures, so a batch that keeps failing is bisected."""

@@ -164,7 +164,8 @@ class ClusterSettings(_Section):
         "neardup.claims",
         min_length=1,
         description="topic shared by every pipeline on the broker: which pipeline owns each "
-        "internal topic (`cluster.claims`); not derived from the group id",
+        "changelog and internal topic (`worker.claims`), for the single worker too; not "
+        "derived from the group id",
     )
     log_partitions: int = Field(
         1, ge=1, le=1024, description="fingerprint-log partitions; each orders whole domains"

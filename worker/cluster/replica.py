@@ -16,9 +16,9 @@ import logging
 import threading
 from typing import Any, NamedTuple
 
-from worker import retry, security_errors, topics
+from worker import claims, retry, security_errors, topics
 from worker.cluster import agreement as agreement_
-from worker.cluster import claims, control
+from worker.cluster import control
 from worker.cluster import layout as layout_
 from worker.cluster.edge import EdgeRole
 from worker.cluster.gather import GatherRole
@@ -64,9 +64,9 @@ def _prepare(settings: Settings) -> Prepared | Refusal:
     if not agreement.verdict.ok:
         return Refusal([agreement.explain(settings.cluster.control)])
     problems = layout_.ensure_internal_topics(settings)
-    taken = claims.claim(settings)  # internal topics another pipeline owns
+    taken = claims.claim(settings, claims.internal_names(settings))  # another pipeline's?
     if taken:
-        return Refusal(taken)
+        return Refusal([*taken, claims.CLUSTER_HINT])
     if problems:
         hint = (
             "the internal topics do not fit these settings: change the topic as named, run "

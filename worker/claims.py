@@ -1,27 +1,32 @@
-"""Which pipeline owns each internal topic: first claims in one broker-wide topic.
+"""Which pipeline owns a topic of its own: first claims in one broker-wide topic.
 
-A pipeline's replicas agree on its settings through its control topic (`agreement`), which
-names the pipeline; but internal topics named explicitly (`NEARDUP_CLUSTER__FINGERPRINTS`,
-...) can be given to two pipelines (another input topic or group) that each agree through a
-control topic of their own, and then their records mix unseen. So before its roles start, a
-replica claims each of its pipeline's internal topics in the claims topic (`cluster.claims`:
-one partition, kept forever, shared by every pipeline on the broker). The first claim of a
-topic in log order owns it, as the first settings record wins a control topic: a replica of
-another pipeline meets that claim and is refused, naming the topic and both pipelines.
+A pipeline (input topic and group id, `changelog.Pipeline`) keeps state in topics of its
+own: the single worker's changelog, a cluster's internal topics. Their names default to
+`<group id>.<suffix>`, but names given explicitly (`--changelog-topic`,
+`NEARDUP_CLUSTER__FINGERPRINTS`, ...) can be given to two pipelines, and then their records
+mix: for a cluster unseen (each pipeline agrees through a control topic of its own), for a
+single worker only at its next restore. So before it consumes, a worker claims those topics
+for its pipeline in the claims topic (`cluster.claims`, default `neardup.claims`: one
+partition, kept forever, shared by every pipeline on the broker). The first claim of a topic
+in log order owns it, as the first settings record wins a control topic: a worker of
+another pipeline meets that claim and is refused, naming the topic and both pipelines; of
+two pipelines starting at once, the same one wins for both.
 
 A claim names the topic's id, so a topic deleted and created again is claimed afresh. A
-claims record this version cannot read is logged and ignored: the claims guard the internal
-topics, they hold no decisions.
+claims record this version cannot read is logged and ignored: the claims guard the topics,
+they hold no decisions.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import time
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 from kafka import KafkaAdminClient
+from kafka.errors import KafkaTimeoutError
 
 from worker import clients, topics
 from worker.changelog import Pipeline, pipeline_of
@@ -30,6 +35,7 @@ from worker.settings import CLUSTER_TOPICS, Settings
 
 log = logging.getLogger(__name__)
 CLAIM_FORMAT = 1
+NO_TOPIC_ID = "00000000-0000-0000-0000-000000000000"  # a topic whose metadata is not complete
 
 
 class Claim(NamedTuple):
@@ -98,34 +104,50 @@ def conflicts(first: dict[Owned, Claim], mine: Pipeline, ids: dict[str, str]) ->
             taken.setdefault((owner.pipeline, owner.instance), []).append(repr(name))
     return [
         f"topic(s) {', '.join(names)} belong to another pipeline ({pipeline.describe()}, "
-        f"first claimed by instance {instance!r}); this replica is the pipeline "
+        f"first claimed by instance {instance!r}); this worker is the pipeline "
         f"{mine.describe()}"
         for (pipeline, instance), names in taken.items()
     ]
 
 
-HINT = (
+CLUSTER_HINT = (
     "give each pipeline internal topics of its own: drop the explicit names so they derive "
     "from the group id, or name others (NEARDUP_CLUSTER__FINGERPRINTS, __VOTES, __SHARDS, "
     "__SHARD_CHANGELOG, __GATHER_CHANGELOG, __CONTROL); a topic deleted and created again is "
     "claimed afresh"
 )
+CHANGELOG_HINT = (
+    "give each pipeline its own changelog with --changelog-topic / NEARDUP_TOPICS__CHANGELOG "
+    "(the default, <group id>.changelog, is one per group)"
+)
 
 
 def internal_names(settings: Settings) -> list[str]:
+    """The internal topics of a cluster replica."""
     return [getattr(settings.cluster, field) for field in CLUSTER_TOPICS]
 
 
-def _ids(admin: KafkaAdminClient, names: list[str]) -> dict[str, str]:
-    """Topic ids of those of `names` that exist (a missing one is for `layout` to report)."""
-    existing = set(admin.list_topics())
-    present = [n for n in names if n in existing]
-    described = admin.describe_topics(present) if present else []
-    return {
-        m["name"]: str(m["topic_id"])
-        for m in described
-        if m.get("error_code", 0) == 0 and m.get("topic_id")
-    }
+def _ids(admin: KafkaAdminClient, names: list[str], timeout_s: float) -> dict[str, str]:
+    """Topic ids of `names`, which the caller has just created if missing: waits until the
+    broker's metadata shows every one (a topic created a moment ago by this or another
+    worker may not show yet; claiming without it would let a second pipeline in). Raises
+    `KafkaTimeoutError` (the caller retries) for one that does not show in `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        existing = set(admin.list_topics())
+        present = [n for n in names if n in existing]
+        described = admin.describe_topics(present) if present else []
+        ids = {
+            m["name"]: str(m["topic_id"])
+            for m in described
+            if m.get("error_code", 0) == 0 and m.get("topic_id") not in (None, "", NO_TOPIC_ID)
+        }
+        missing = sorted(set(names) - set(ids))
+        if not missing:
+            return ids
+        if time.monotonic() > deadline:
+            raise KafkaTimeoutError(f"topics {missing} do not show in the broker's metadata")
+        time.sleep(0.2)
 
 
 def _ensure_claims_topic(admin: KafkaAdminClient, settings: Settings) -> None:
@@ -138,10 +160,10 @@ def _ensure_claims_topic(admin: KafkaAdminClient, settings: Settings) -> None:
         topics.create(admin, {settings.cluster.claims: spec})
 
 
-def claim(settings: Settings) -> list[str]:
-    """Claim this pipeline's internal topics; the refusal lines (empty: all are ours).
+def claim(settings: Settings, names: list[str]) -> list[str]:
+    """Claim `names` for this pipeline; one line per other pipeline owning some of them.
 
-    Claims only what nobody claimed yet, then reads again: of replicas of different
+    Claims only what nobody claimed yet, then reads again: of workers of different
     pipelines that claim at once, the first in log order owns the topic for all of them.
     A broker that is not usable raises a `KafkaError`; the caller retries.
     """
@@ -149,7 +171,7 @@ def claim(settings: Settings) -> list[str]:
     admin = KafkaAdminClient(**clients.common_config(settings.kafka))
     try:
         _ensure_claims_topic(admin, settings)
-        ids = _ids(admin, internal_names(settings))
+        ids = _ids(admin, names, settings.kafka.request_timeout_ms / 1000)
     finally:
         admin.close()
     first = owners(agreement.read_values(settings, topic))
@@ -157,5 +179,4 @@ def claim(settings: Settings) -> list[str]:
     if unclaimed:
         agreement.write(settings, topic, None, encode(mine, settings.worker.instance_id, unclaimed))
         first = owners(agreement.read_values(settings, topic))
-    found = conflicts(first, mine, ids)
-    return [*found, HINT] if found else []
+    return conflicts(first, mine, ids)

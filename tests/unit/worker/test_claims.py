@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from worker.changelog import Pipeline
-from worker.cluster.claims import Owned, conflicts, decode, encode, owners
+from worker.claims import Owned, conflicts, decode, encode, owners
 
 A, B = Pipeline("docs-a", "g-a"), Pipeline("docs-b", "g-b")
 
@@ -48,7 +48,7 @@ def test_a_topic_created_again_is_claimed_afresh() -> None:
 def test_records_this_version_cannot_read_are_logged_and_ignored(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="worker.cluster.claims"):
+    with caplog.at_level(logging.WARNING, logger="worker.claims"):
         first = owners([b"{", None, b'{"format": 99}', encode(B, "b0", {"t": "i"})])
     assert first[Owned("t", "i")].pipeline == B
     ignored = [r.getMessage() for r in caplog.records]
