@@ -5,8 +5,9 @@
 the single worker's metrics (documents, latency, batch time, index size, consumer lag,
 restores) keep their meaning in `--cluster` mode, where the roles fill them; the
 `neardup_role_*` metrics and the other scale-out ones (stopped partitions, lost records,
-the oldest undecided record, the shard waited for, gather buffer, settings mismatch) are
-filled by the cluster roles only, with a `role` label where one is documented. `account`
+the oldest undecided record, the shard waited for, gather buffer) are filled by the cluster
+roles only, with a `role` label where one is documented; `neardup_settings_mismatch` by
+either when it refuses to run (settings, or topics another pipeline claimed). `account`
 counts a committed batch of the single worker, `index_gauges` sets the index sizes summed
 over its partition indexes. `MetricsServer` exposes `/metrics` and `/healthz` on a
 configurable address: 200 once the process is ready (the single worker: every owned
