@@ -6,7 +6,7 @@ one index per input partition, so it compares within partitions only and says so
 holds several (`scope`); `decide` as its pure step) and, with `--cluster`, a replica running
 the edge, shard and gather roles over a sharded index (`worker.cluster`). Both use the same
 settings (`settings`), topics (`topics`), clients (`clients`), codecs (`codec`), admission of
-inputs (`admission`), failure policy and assignment following (`runtime`) and metrics
-(`metrics`). Still separate per topology: transactions (`transaction` vs `cluster.txn`) and
+inputs (`admission`), failure policy and assignment following (`runtime`), claims of their
+topics for their pipeline (`claims`) and metrics (`metrics`). Still separate per topology: transactions (`transaction` vs `cluster.txn`) and
 restores (`restore`, `indexes` vs `cluster.replay`, `cluster.restores`).
 """
