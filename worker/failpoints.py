@@ -8,12 +8,14 @@ committed, a commit in flight, a restore half done, ...). A test starts a worker
 and the worker SIGKILLs itself on the third time it reaches `batch_produced`, or sends itself
 SIGTERM the first time it reaches `restore_batch`, so a test can stop a real process at an exact
 line instead of guessing with timers. Actions: `kill` (SIGKILL, nothing runs after it), `term`
-(SIGTERM, the normal graceful-stop path), `raise` (an exception at that line). Without the
-variable `hit` is a dictionary lookup and nothing else.
+(SIGTERM, the normal graceful-stop path), `raise` (an exception at that line), `stall` (logs
+`failpoint <name> stalls this thread`, then that thread never returns: a broker call that
+hangs). Without the variable `hit` is a dictionary lookup and nothing else.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import threading
@@ -36,7 +38,7 @@ POINTS = frozenset(
         "gather_committed",
     }
 )
-ACTIONS = frozenset({"kill", "term", "raise"})
+ACTIONS = frozenset({"kill", "term", "raise", "stall"})
 
 
 class FailpointError(RuntimeError):
@@ -86,5 +88,8 @@ def hit(name: str) -> None:
         os.kill(os.getpid(), signal.SIGKILL)
     elif point.action == "term":
         os.kill(os.getpid(), signal.SIGTERM)
+    elif point.action == "stall":
+        logging.getLogger(__name__).warning("failpoint %s stalls this thread", name)
+        threading.Event().wait()
     else:
         raise FailpointError(f"failpoint {name} fired")

@@ -20,7 +20,7 @@ from typing import TypeVar
 
 from kafka import OffsetAndMetadata, TopicPartition
 
-from worker import clients, retry, security_errors, snapshots, topics
+from worker import claims, clients, retry, security_errors, snapshots, topics
 from worker.changelog import pipeline_of, topic_of
 from worker.codec import OutMessage
 from worker.decide import Unrecordable, decide
@@ -31,6 +31,7 @@ from worker.records import BatchOutput, InputRecord, Source
 from worker.rejections import Rejections
 from worker.runtime.policy import FailurePolicy
 from worker.runtime.publisher import Publisher, PublishFailure, Transaction
+from worker.scope import WithinPartitionWarning
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -60,12 +61,19 @@ class Worker:
         layout = self._until_stopped(lambda: topics.ensure_topics(s))
         if layout is None:
             return
+        taken = self._until_stopped(lambda: claims.claim(s, [topic_of(s)]))
+        if taken is None or taken:
+            self._refuse(taken)
+            return
         self.rules = layout.decide_rules(s)
         self.consumer = clients.make_consumer(s)
         self.publisher: Publisher[BatchOutput] = Publisher(
             s, self.consumer, "batch", in_flight=True, on_committed=self._committed
         )
-        self.assignment = Assignment(s.topics.input, self.metrics, self._settle_before_revoke)
+        scope = WithinPartitionWarning(s.topics.input)  # one index per partition: say so
+        self.assignment = Assignment(
+            s.topics.input, self.metrics, self._settle_before_revoke, scope.observe
+        )
         self.indexes = PartitionIndexes(
             s,
             self.metrics,
@@ -98,6 +106,16 @@ class Worker:
                 index_gauges(self.metrics, self.indexes)
         finally:
             self._close()
+
+    def _refuse(self, taken: list[str] | None) -> None:
+        """Another pipeline owns the changelog (`claims`): say so once, stay unready (as a
+        cluster replica refuses), write nothing, until stopped."""
+        if taken is None:  # stopped while claiming
+            return
+        log.error("refusing the changelog: %s | %s", " | ".join(taken), claims.CHANGELOG_HINT)
+        self.metrics.settings_mismatch.set(1)
+        self.consuming = True  # a signal now stops it the ordinary way
+        self._stop.wait()
 
     def _batch_size(self) -> int:
         """Shrinks with consecutive failures, so a batch that keeps failing is bisected."""

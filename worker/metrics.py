@@ -1,12 +1,18 @@
 """Prometheus metrics of the worker, built on an injected registry, and the HTTP listener.
 
 `build_metrics(registry)` creates every metric on the given registry (tests use a fresh
-`CollectorRegistry`); both topologies export the same set, the cluster roles with a `role`
-label where one is documented (`docs/metrics.md` lists them). `account` counts a committed
-batch of the single worker, `index_gauges` its per-partition index sizes. `MetricsServer`
-exposes `/metrics` and `/healthz` on a configurable address: 200 once the process is ready
-(the single worker: every owned partition restored; a cluster replica: settings agreed and
-every role healthy), 503 before and while unready.
+`CollectorRegistry`); `docs/metrics.md` lists them. Both topologies register the same set:
+the single worker's metrics (documents, latency, batch time, index size, consumer lag,
+restores) keep their meaning in `--cluster` mode, where the roles fill them; the
+`neardup_role_*` metrics and the other scale-out ones (stopped partitions, lost records,
+the oldest undecided record, the shard waited for, gather buffer) are filled by the cluster
+roles only, with a `role` label where one is documented; `neardup_settings_mismatch` by
+either when it refuses to run (settings, or topics another pipeline claimed). `account`
+counts a committed batch of the single worker, `index_gauges` sets the index sizes summed
+over its partition indexes. `MetricsServer` exposes `/metrics` and `/healthz` on a
+configurable address: 200 once the process is ready (the single worker: every owned
+partition restored; a cluster replica: settings agreed, internal topics claimed and
+checked, and every role healthy), 503 before and while unready.
 """
 
 from __future__ import annotations

@@ -26,10 +26,17 @@ log = logging.getLogger(__name__)
 class Assignment(ConsumerRebalanceListener):
     """The current assignment and the partitions lost since the loop last looked."""
 
-    def __init__(self, topic: str, metrics: Metrics, on_revoke: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        topic: str,
+        metrics: Metrics,
+        on_revoke: Callable[[], None],
+        on_assigned: Callable[[set[int]], object] | None = None,
+    ) -> None:
         self.topic = topic
         self.metrics = metrics
         self._on_revoke = on_revoke
+        self._on_assigned = on_assigned  # e.g. `scope.WithinPartitionWarning.observe`
         self._lock = threading.Lock()
         self._owned: set[int] = set()
         self._before_revoke: set[int] = set()
@@ -63,6 +70,8 @@ class Assignment(ConsumerRebalanceListener):
             self.seen_assignment = True
             owned = sorted(self._owned)
         log.info("partitions assigned: %s", owned)
+        if self._on_assigned is not None:
+            self._on_assigned(set(owned))
 
     @property
     def rebalancing(self) -> bool:

@@ -120,6 +120,14 @@ class WorkerSettings(_Section):
     retry_backoff_max_s: float = Field(
         30.0, gt=0, description="longest wait between retries of a failing batch"
     )
+    shutdown_timeout_s: float = Field(
+        20.0,
+        gt=0,
+        le=3600,
+        description="--cluster: how long a stopping replica waits for its roles' current "
+        "steps, then closes each client with at least 1 s more; what is cut short is "
+        "replayed on the next start",
+    )
     snapshot_dir: str | None = Field(None, description="optional local snapshot directory")
     snapshot_every_s: float = Field(300.0, gt=0)
 
@@ -152,6 +160,13 @@ class ClusterSettings(_Section):
     control: str = Field(
         "neardup.control",
         description="compacted topic holding the cluster's settings record (`cluster.control`)",
+    )
+    claims: str = Field(
+        "neardup.claims",
+        min_length=1,
+        description="topic shared by every pipeline on the broker: which pipeline owns each "
+        "changelog and internal topic (`worker.claims`), for the single worker too; not "
+        "derived from the group id",
     )
     log_partitions: int = Field(
         1, ge=1, le=1024, description="fingerprint-log partitions; each orders whole domains"

@@ -5,7 +5,9 @@ decides a copy of a document of the first pipeline as unique; (b) pipeline B, wi
 input, outputs and group and default changelog settings, decides copies of pipeline A's
 1,000 documents exactly like offline dedup over B's input alone; (c) two pipelines configured
 with one changelog: the second refuses it (error, unready, metric) and writes nothing, and
-the first still decides correctly after a restart. Also: a group whose changelog is new
+the first still decides correctly after a restart; the second is refused by the claims at
+start-up, or (claims of another claims topic) by its restore, and (d) of two such pipelines
+started at once on a new changelog exactly one is refused. Also: a group whose changelog is new
 after it decided input is warned about, and records of earlier versions (no pipeline named)
 restore as the reading pipeline's own.
 """
@@ -22,6 +24,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaProducer
 
 from neardup_stream import Deduplicator, Document
+from tests.integration.faults import wait_for
 from tests.integration.harness import (
     Topics,
     WorkerProcess,
@@ -156,7 +159,12 @@ def test_a_second_pipeline_on_the_same_changelog_refuses_it_and_the_first_stays_
         produce_docs(kafka_bootstrap, a.input, first)
         assert len(decisions(kafka_bootstrap, a, len(first))) == len(first), worker_a.log()
         produce_docs(kafka_bootstrap, shared.input, b_docs)
-        worker_b = WorkerProcess(kafka_bootstrap, shared, group_b, tmp_path / "b.log").start()
+        # Its own claims topic, as a worker of an earlier version (or of another claims
+        # topic) would have: the claims cannot see pipeline A, its restore meets A's records.
+        own_claims = {"NEARDUP_CLUSTER__CLAIMS": shared.input + ".claims"}
+        worker_b = WorkerProcess(
+            kafka_bootstrap, shared, group_b, tmp_path / "b.log", env=own_claims
+        ).start()
         try:
             wait_for_log(worker_b, "refusing the changelog")
             log = worker_b.log()
@@ -242,3 +250,55 @@ def test_records_written_before_pipelines_were_named_restore_as_the_pipelines_ow
         assert all(d == "duplicate" for d, _ in got.values())
     finally:
         assert worker.stop() == 0, worker.log()
+
+
+def healthy(worker: WorkerProcess) -> bool:
+    try:
+        return worker.http("/healthz")[0] == 200
+    except OSError:  # not listening yet
+        return False
+
+
+def test_two_pipelines_started_at_once_on_one_new_changelog_one_is_refused_by_the_claims(
+    kafka_bootstrap: str, unique_topic: Callable[[str], str], tmp_path: Path
+) -> None:
+    a = Topics.fresh(unique_topic)
+    b = dataclasses.replace(Topics.fresh(unique_topic), changelog=a.changelog)
+    ga, gb = "g-" + a.input, "g-" + b.input
+    workers = {
+        "a": WorkerProcess(kafka_bootstrap, a, ga, tmp_path / "a.log", "wa").start(),
+        "b": WorkerProcess(kafka_bootstrap, b, gb, tmp_path / "b.log", "wb").start(),
+    }
+    try:
+
+        def settled() -> dict[str, str]:
+            """Per worker: 'ready', 'refused' or '' (not yet)."""
+            out = {}
+            for name, w in workers.items():
+                assert w.alive(), w.log()
+                refused = "refusing the changelog" in w.log_path.read_text(errors="replace")
+                out[name] = "refused" if refused else "ready" if healthy(w) else ""
+            return out
+
+        wait_for("both workers to settle", lambda: all(settled().values()), 120)
+        state = settled()
+        assert sorted(state.values()) == ["ready", "refused"], state
+        winner = next(n for n, v in state.items() if v == "ready")
+        loser = "b" if winner == "a" else "a"
+        (mine, theirs) = (a, b) if winner == "a" else (b, a)
+        log = workers[loser].log()
+        assert f"topic(s) {a.changelog!r} belong to another pipeline" in log
+        assert repr(mine.input) in log and repr(theirs.input) in log
+        assert workers[loser].http("/healthz")[0] == 503
+        docs = stream(40, seed=53)
+        produce_docs(kafka_bootstrap, a.input, docs)
+        produce_docs(kafka_bootstrap, b.input, docs)
+        got = decided(decisions(kafka_bootstrap, mine, len(docs)))
+        assert got == expected(docs)
+        assert read_all(kafka_bootstrap, theirs.unique, 0, timeout=5) == []
+    finally:
+        for w in workers.values():
+            assert w.stop() == 0, w.log()
+    packs = read_all(kafka_bootstrap, a.changelog, 1)
+    owner = changelog.Pipeline(mine.input, "g-" + mine.input)
+    assert packs and all(changelog.unpack(m.value).pipeline == owner for m in packs)

@@ -61,10 +61,11 @@ def ensure_control_topic(settings: Settings) -> None:
         admin.close()
 
 
-def read_values(settings: Settings) -> list[bytes | None]:
-    """Every value of the control topic, in log order, up to its end when called."""
+def read_values(settings: Settings, topic: str | None = None) -> list[bytes | None]:
+    """Every value of the control topic (or another one-partition `topic`, e.g. the claims),
+    in log order, up to its end when called."""
     reader = clients.make_reader(settings)
-    tp = TopicPartition(settings.cluster.control, 0)
+    tp = TopicPartition(topic or settings.cluster.control, 0)
     try:
         reader.assign([tp])
         reader.seek_to_beginning(tp)
@@ -84,11 +85,16 @@ def read_values(settings: Settings) -> list[bytes | None]:
 def append(settings: Settings, record: SettingsRecord) -> None:
     """Write `record` to the control topic and wait until the broker has it."""
     key, value = control.encode(record)
+    write(settings, settings.cluster.control, key, value)
+
+
+def write(settings: Settings, topic: str, key: bytes | None, value: bytes) -> None:
+    """Append one record to partition 0 of `topic` and wait until the broker has it."""
     producer = KafkaProducer(
         **clients.common_config(settings.kafka), acks="all", enable_idempotence=True
     )
     try:
-        producer.send(settings.cluster.control, key=key, value=value, partition=0).get(
+        producer.send(topic, key=key, value=value, partition=0).get(
             timeout=settings.kafka.request_timeout_ms / 1000
         )
     finally:

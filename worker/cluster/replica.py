@@ -1,9 +1,12 @@
 """One scale-out replica: the edge, shard and gather roles in threads of one process.
 
 Before any role joins a group, the replica agrees with its cluster on the settings
-(`agreement`) and checks the internal topics against them (`layout`). A replica that
+(`agreement`), claims the internal topics for its pipeline (`claims`: none of them may
+belong to another pipeline) and checks them against the settings (`layout`). A replica that
 differs never starts its roles: it logs one error naming every difference, sets
 `neardup_settings_mismatch` to 1 and stays unready (`/healthz` 503) until stopped.
+Stopping is bounded (`runtime.shutdown`): the roles' current steps, then each close, within
+`worker.shutdown_timeout_s`.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import logging
 import threading
 from typing import Any, NamedTuple
 
-from worker import retry, security_errors, topics
+from worker import claims, retry, security_errors, topics
 from worker.cluster import agreement as agreement_
 from worker.cluster import control
 from worker.cluster import layout as layout_
@@ -22,6 +25,7 @@ from worker.cluster.gather import GatherRole
 from worker.cluster.handover import Handover
 from worker.cluster.shard import ShardRole
 from worker.metrics import Metrics
+from worker.runtime import shutdown
 from worker.runtime.runner import RoleRunner
 from worker.settings import Settings
 
@@ -42,7 +46,8 @@ class Prepared(NamedTuple):
 
 
 def _prepare(settings: Settings) -> Prepared | Refusal:
-    """The pipeline's topics, the cluster's settings, then the internal topics.
+    """The pipeline's topics, the cluster's settings, then the internal topics: created,
+    claimed for this pipeline (`claims`) and checked against the settings.
 
     Nothing internal is created unless this replica agrees with its cluster.
     """
@@ -60,6 +65,9 @@ def _prepare(settings: Settings) -> Prepared | Refusal:
     if not agreement.verdict.ok:
         return Refusal([agreement.explain(settings.cluster.control)])
     problems = layout_.ensure_internal_topics(settings)
+    taken = claims.claim(settings, claims.internal_names(settings))  # another pipeline's?
+    if taken:
+        return Refusal([*taken, claims.CLUSTER_HINT])
     if problems:
         hint = (
             "the internal topics do not fit these settings: change the topic as named, run "
@@ -105,19 +113,21 @@ class Replica:
         gather = RoleRunner(GatherRole(s, m, stop, prepared.handover), m, stop)
         runners: list[Any] = [edge, shard, gather]
         self._roles = runners  # (roles: healthy() hook for /healthz)
-        threads = [threading.Thread(target=self._guard, args=(r,), daemon=True) for r in runners]
+        threads = {
+            r.role.name: threading.Thread(target=self._guard, args=(r,), daemon=True)
+            for r in runners
+        }
         self.consuming = True
         self.ready.set()
         self.metrics.ready.set(1)
-        for t in threads:
+        for t in threads.values():
             t.start()
-        for t in threads:
-            t.join()
+        self._stop.wait()  # a signal, or a role that failed
+        deadline = shutdown.Deadline(s.worker.shutdown_timeout_s)
+        shutdown.join(threads, deadline)
         for r in runners:
-            try:
-                r.close()
-            except Exception:
-                log.exception("closing the %s role failed", r.role.name)
+            shutdown.within(f"closing the {r.role.name} role", r.close, deadline)
+        log.info("replica stopped, %.1f s after the stop request", deadline.elapsed())
         if self._failed:
             raise RuntimeError(f"scale-out role(s) failed: {', '.join(self._failed)}")
 

@@ -6,5 +6,6 @@ gather follow their assignments (`following`: what to release, cancel and restor
 changelog reader (`replay`), background restores per partition, paused until complete
 (`restore`), the one publisher of all four loops (`publisher`: messages and offsets with
 metadata in one transaction, one deadline), the loop the cluster roles run on (`runner`:
-`RoleRunner` and the `Role` interface) and each role's own group (`role`).
+`RoleRunner` and the `Role` interface) and each role's own group (`role`), and a stop
+bounded by a deadline (`shutdown`, used by the cluster replica).
 """

@@ -154,6 +154,8 @@ def replay(
             for msg in messages:
                 if tp not in remaining or msg.offset >= ends[tp]:
                     break
+                if should_stop():  # a poll returns up to 10,000 records: never finish them all
+                    raise Interrupted(f"replay of {sorted(str(t) for t in tps)} stopped")
                 if msg.value is None:
                     continue  # a compaction tombstone
                 try:

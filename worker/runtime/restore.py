@@ -16,11 +16,12 @@ One thread and one changelog reader, created on that thread and reused: a restor
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Generic, NamedTuple, Protocol, TypeVar
+from concurrent.futures import Future
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from kafka import KafkaConsumer, TopicPartition
 
@@ -28,6 +29,7 @@ from worker.metrics import Metrics
 from worker.runtime.replay import Interrupted, Unreadable
 
 T = TypeVar("T")
+R = TypeVar("R")
 log = logging.getLogger(__name__)
 
 
@@ -91,7 +93,7 @@ class Restores(Generic[T]):
         make_reader: Callable[[], KafkaConsumer],
         pausing: Pausing | None = None,
     ) -> None:
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix=f"{name}-restore")
+        self._pool = _RestoreThread(f"{name}-restore")
         self._stop, self._metrics, self._pausing = stop, metrics, pausing
         self._make_reader = make_reader
         self._reader: KafkaConsumer | None = None  # used on the restore thread only
@@ -151,7 +153,7 @@ class Restores(Generic[T]):
         for p in list(self._jobs):
             self.cancel(p)  # every restore sees its cancellation
         self._pool.submit(self._close_reader)
-        self._pool.shutdown(wait=True)
+        self._pool.shutdown()  # (a stopping replica bounds its close steps: `runtime.shutdown`)
 
     def _run(self, restore: RestoreFn[T], should_stop: Callable[[], bool]) -> Restored[T]:
         if should_stop():
@@ -176,3 +178,34 @@ class Restores(Generic[T]):
 
     def _gauge(self) -> None:
         self._metrics.partitions_restoring.set(len(self._jobs))
+
+
+class _RestoreThread:
+    """One daemon thread running submitted calls in order. Not a `ThreadPoolExecutor`: its
+    threads are joined at interpreter exit, so a restore stuck on the broker would hold up a
+    stopping process."""
+
+    def __init__(self, name: str) -> None:
+        self._calls: queue.SimpleQueue[tuple[Future[Any], Callable[[], Any]] | None]
+        self._calls = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+
+    def submit(self, fn: Callable[..., R], *args: Any) -> Future[R]:
+        future: Future[R] = Future()
+        self._calls.put((future, lambda: fn(*args)))
+        return future
+
+    def shutdown(self) -> None:
+        """Run what was submitted, then end the thread."""
+        self._calls.put(None)
+        self._thread.join()
+
+    def _serve(self) -> None:
+        while (call := self._calls.get()) is not None:
+            future, fn = call
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn())
+                except BaseException as exc:
+                    future.set_exception(exc)

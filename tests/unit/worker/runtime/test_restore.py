@@ -133,6 +133,24 @@ def test_the_role_stop_flag_stops_every_restore_and_close_closes_the_reader() ->
     assert readers[0].closed
 
 
+def test_the_restore_thread_is_a_daemon_so_a_stuck_restore_never_holds_up_the_exit() -> None:
+    r = restores()
+    release, started = threading.Event(), threading.Event()
+
+    def stuck(reader: Reader, should_stop: Stop) -> Restored[str]:
+        started.set()
+        release.wait(30)  # e.g. a fetch the broker never answers
+        return Restored("late")
+
+    r.start(0, stuck)  # type: ignore[arg-type]
+    assert started.wait(30)
+    thread = next(t for t in threading.enumerate() if t.name == "t-restore")
+    assert thread.daemon and thread.is_alive()
+    release.set()
+    r.close()
+    assert not thread.is_alive()
+
+
 Op = tuple[str, int]
 ops = st.lists(
     st.tuples(st.sampled_from(["start", "cancel", "take"]), st.integers(0, 2)), max_size=25

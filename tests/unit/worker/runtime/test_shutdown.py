@@ -1,0 +1,63 @@
+"""Every step of a stop runs against one deadline: a step that never returns is left behind."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+
+from worker.runtime.shutdown import Deadline, join, within
+
+
+def test_a_step_that_ends_is_waited_for_and_its_failure_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    done: list[str] = []
+    assert within("closing a", lambda: done.append("a"), Deadline(30)) is True
+    assert done == ["a"]
+
+    def fails() -> None:
+        raise RuntimeError("broker gone")
+
+    with caplog.at_level(logging.ERROR, logger="worker.runtime.shutdown"):
+        assert within("closing b", fails, Deadline(30)) is True
+    assert "stopping: closing b failed" in caplog.text
+
+
+def test_a_step_that_never_returns_is_left_running_on_a_daemon_thread(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    release = threading.Event()
+    try:
+        with caplog.at_level(logging.WARNING, logger="worker.runtime.shutdown"):
+            assert within("closing stuck", release.wait, Deadline(0)) is False
+        stuck = [t for t in threading.enumerate() if t.name == "stop-closing stuck"]
+        assert stuck and all(t.daemon and t.is_alive() for t in stuck)
+        assert "closing stuck did not finish in time" in caplog.text
+    finally:
+        release.set()
+
+
+def test_join_names_the_threads_still_running_at_the_deadline(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    release = threading.Event()
+    busy = threading.Thread(target=release.wait, daemon=True)
+    idle = threading.Thread(target=lambda: None, daemon=True)
+    busy.start()
+    idle.start()
+    idle.join()
+    try:
+        with caplog.at_level(logging.WARNING, logger="worker.runtime.shutdown"):
+            assert join({"ShardRole": busy, "EdgeRole": idle}, Deadline(0)) == ["ShardRole"]
+        assert "ShardRole still busy" in caplog.text
+    finally:
+        release.set()
+    assert join({"ShardRole": busy}, Deadline(30)) == []
+
+
+def test_the_deadline_never_leaves_less_than_the_floor() -> None:
+    assert Deadline(0).left() == 0
+    assert Deadline(0).left(floor=1.0) == 1.0
+    assert Deadline(3600).left() > 3000

@@ -1,0 +1,59 @@
+"""The first-claim rule of the claims topic (pure: records in, owners and refusals out)."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from worker.changelog import Pipeline
+from worker.claims import Owned, conflicts, decode, encode, owners
+
+A, B = Pipeline("docs-a", "g-a"), Pipeline("docs-b", "g-b")
+
+
+def test_a_record_reads_back_as_the_claims_it_made() -> None:
+    claims = decode(encode(A, "a0", {"t.votes": "id-1", "t.fingerprints": "id-2"}))
+    assert {(c.topic, c.topic_id, c.pipeline, c.instance) for c in claims} == {
+        ("t.votes", "id-1", A, "a0"),
+        ("t.fingerprints", "id-2", A, "a0"),
+    }
+
+
+def test_the_first_claim_in_log_order_owns_a_topic_and_later_ones_are_refused() -> None:
+    log = [encode(A, "a0", {"t.votes": "id-1"}), encode(B, "b0", {"t.votes": "id-1", "u": "id-9"})]
+    first = owners(log)
+    assert first[Owned("t.votes", "id-1")].pipeline == A
+    assert first[Owned("u", "id-9")].pipeline == B
+    lines = conflicts(first, B, {"t.votes": "id-1", "u": "id-9"})
+    assert len(lines) == 1
+    assert "topic(s) 't.votes' belong to another pipeline" in lines[0]
+    assert A.describe() in lines[0] and B.describe() in lines[0] and "'a0'" in lines[0]
+    assert conflicts(first, A, {"t.votes": "id-1"}) == []  # replicas of one pipeline agree
+
+
+def test_topics_of_one_owner_are_named_in_one_line() -> None:
+    first = owners([encode(A, "a0", {"t.votes": "1", "t.fingerprints": "2"})])
+    lines = conflicts(first, B, {"t.votes": "1", "t.fingerprints": "2", "mine": "3"})
+    assert len(lines) == 1
+    assert "topic(s) 't.fingerprints', 't.votes' belong to another pipeline" in lines[0]
+
+
+def test_a_topic_created_again_is_claimed_afresh() -> None:
+    first = owners([encode(A, "a0", {"t.votes": "old-id"})])
+    assert conflicts(first, B, {"t.votes": "new-id"}) == []
+    assert conflicts(first, B, {"t.votes": "old-id"}) != []
+
+
+def test_records_this_version_cannot_read_are_logged_and_ignored(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="worker.claims"):
+        first = owners([b"{", None, b'{"format": 99}', encode(B, "b0", {"t": "i"})])
+    assert first[Owned("t", "i")].pipeline == B
+    ignored = [r.getMessage() for r in caplog.records]
+    assert [m.split(" ignored")[0] for m in ignored] == [
+        f"claims record at offset {n}" for n in (0, 1, 2)
+    ]
+    with pytest.raises(ValueError, match="pipeline or topics missing"):
+        decode(b'{"format": 1}')

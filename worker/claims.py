@@ -1,0 +1,182 @@
+"""Which pipeline owns a topic of its own: first claims in one broker-wide topic.
+
+A pipeline (input topic and group id, `changelog.Pipeline`) keeps state in topics of its
+own: the single worker's changelog, a cluster's internal topics. Their names default to
+`<group id>.<suffix>`, but names given explicitly (`--changelog-topic`,
+`NEARDUP_CLUSTER__FINGERPRINTS`, ...) can be given to two pipelines, and then their records
+mix: for a cluster unseen (each pipeline agrees through a control topic of its own), for a
+single worker only at its next restore. So before it consumes, a worker claims those topics
+for its pipeline in the claims topic (`cluster.claims`, default `neardup.claims`: one
+partition, kept forever, shared by every pipeline on the broker). The first claim of a topic
+in log order owns it, as the first settings record wins a control topic: a worker of
+another pipeline meets that claim and is refused, naming the topic and both pipelines; of
+two pipelines starting at once, the same one wins for both.
+
+A claim names the topic's id, so a topic deleted and created again is claimed afresh. A
+claims record this version cannot read is logged and ignored: the claims guard the topics,
+they hold no decisions.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+from kafka import KafkaAdminClient
+from kafka.errors import KafkaTimeoutError
+
+from worker import clients, topics
+from worker.changelog import Pipeline, pipeline_of
+from worker.cluster import agreement
+from worker.settings import CLUSTER_TOPICS, Settings
+
+log = logging.getLogger(__name__)
+CLAIM_FORMAT = 1
+NO_TOPIC_ID = "00000000-0000-0000-0000-000000000000"  # a topic whose metadata is not complete
+
+
+class Claim(NamedTuple):
+    """One pipeline's claim of one incarnation (`topic_id`) of a topic."""
+
+    topic: str
+    topic_id: str
+    pipeline: Pipeline
+    instance: str
+
+
+class Owned(NamedTuple):
+    """A topic incarnation: the key of the first-claim rule."""
+
+    topic: str
+    topic_id: str
+
+
+def encode(pipeline: Pipeline, instance: str, ids: dict[str, str]) -> bytes:
+    """One claims record: `pipeline` claims every topic of `ids` (name -> topic id)."""
+    body = {
+        "format": CLAIM_FORMAT,
+        "pipeline": {"input": pipeline.input_topic, "group": pipeline.group_id},
+        "instance": instance,
+        "topics": ids,
+    }
+    return json.dumps(body, sort_keys=True).encode()
+
+
+def decode(value: bytes | None) -> list[Claim]:
+    """The claims of one record; ValueError for anything this version cannot read."""
+    try:
+        data: Any = json.loads(value) if value is not None else None
+    except ValueError as exc:
+        raise ValueError(f"not JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("format") != CLAIM_FORMAT:
+        raise ValueError(f"not a claims record of format {CLAIM_FORMAT}")
+    who, claimed = data.get("pipeline"), data.get("topics")
+    if not isinstance(who, dict) or not isinstance(claimed, dict):
+        raise ValueError("pipeline or topics missing")
+    pipeline = Pipeline(str(who.get("input")), str(who.get("group")))
+    instance = str(data.get("instance", "?"))
+    return [Claim(str(t), str(i), pipeline, instance) for t, i in claimed.items()]
+
+
+def owners(values: Iterable[bytes | None]) -> dict[Owned, Claim]:
+    """The first claim of each topic incarnation, in log order."""
+    first: dict[Owned, Claim] = {}
+    for offset, value in enumerate(values):
+        try:
+            claims = decode(value)
+        except ValueError as exc:
+            log.warning("claims record at offset %d ignored: %s", offset, exc)
+            continue
+        for c in claims:
+            first.setdefault(Owned(c.topic, c.topic_id), c)
+    return first
+
+
+def conflicts(first: dict[Owned, Claim], mine: Pipeline, ids: dict[str, str]) -> list[str]:
+    """One line per other pipeline that claimed topics of `ids` first, naming them."""
+    taken: dict[tuple[Pipeline, str], list[str]] = {}
+    for name, topic_id in sorted(ids.items()):
+        owner = first.get(Owned(name, topic_id))
+        if owner is not None and owner.pipeline != mine:
+            taken.setdefault((owner.pipeline, owner.instance), []).append(repr(name))
+    return [
+        f"topic(s) {', '.join(names)} belong to another pipeline ({pipeline.describe()}, "
+        f"first claimed by instance {instance!r}); this worker is the pipeline "
+        f"{mine.describe()}"
+        for (pipeline, instance), names in taken.items()
+    ]
+
+
+CLUSTER_HINT = (
+    "give each pipeline internal topics of its own: drop the explicit names so they derive "
+    "from the group id, or name others (NEARDUP_CLUSTER__FINGERPRINTS, __VOTES, __SHARDS, "
+    "__SHARD_CHANGELOG, __GATHER_CHANGELOG, __CONTROL); a topic deleted and created again is "
+    "claimed afresh"
+)
+CHANGELOG_HINT = (
+    "give each pipeline its own changelog with --changelog-topic / NEARDUP_TOPICS__CHANGELOG "
+    "(the default, <group id>.changelog, is one per group)"
+)
+
+
+def internal_names(settings: Settings) -> list[str]:
+    """The internal topics of a cluster replica."""
+    return [getattr(settings.cluster, field) for field in CLUSTER_TOPICS]
+
+
+def _ids(admin: KafkaAdminClient, names: list[str], timeout_s: float) -> dict[str, str]:
+    """Topic ids of `names`, which the caller has just created if missing: waits until the
+    broker's metadata shows every one (a topic created a moment ago by this or another
+    worker may not show yet; claiming without it would let a second pipeline in). Raises
+    `KafkaTimeoutError` (the caller retries) for one that does not show in `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        existing = set(admin.list_topics())
+        present = [n for n in names if n in existing]
+        described = admin.describe_topics(present) if present else []
+        ids = {
+            m["name"]: str(m["topic_id"])
+            for m in described
+            if m.get("error_code", 0) == 0 and m.get("topic_id") not in (None, "", NO_TOPIC_ID)
+        }
+        missing = sorted(set(names) - set(ids))
+        if not missing:
+            return ids
+        if time.monotonic() > deadline:
+            raise KafkaTimeoutError(f"topics {missing} do not show in the broker's metadata")
+        time.sleep(0.2)
+
+
+def _ensure_claims_topic(admin: KafkaAdminClient, settings: Settings) -> None:
+    if settings.cluster.claims not in set(admin.list_topics()):
+        spec = {
+            "num_partitions": 1,
+            "replication_factor": settings.topics.replication_factor,
+            "configs": {"cleanup.policy": "delete", "retention.ms": "-1"},
+        }
+        topics.create(admin, {settings.cluster.claims: spec})
+
+
+def claim(settings: Settings, names: list[str]) -> list[str]:
+    """Claim `names` for this pipeline; one line per other pipeline owning some of them.
+
+    Claims only what nobody claimed yet, then reads again: of workers of different
+    pipelines that claim at once, the first in log order owns the topic for all of them.
+    A broker that is not usable raises a `KafkaError`; the caller retries.
+    """
+    mine, topic = pipeline_of(settings), settings.cluster.claims
+    admin = KafkaAdminClient(**clients.common_config(settings.kafka))
+    try:
+        _ensure_claims_topic(admin, settings)
+        ids = _ids(admin, names, settings.kafka.request_timeout_ms / 1000)
+    finally:
+        admin.close()
+    first = owners(agreement.read_values(settings, topic))
+    unclaimed = {n: i for n, i in ids.items() if Owned(n, i) not in first}
+    if unclaimed:
+        agreement.write(settings, topic, None, encode(mine, settings.worker.instance_id, unclaimed))
+        first = owners(agreement.read_values(settings, topic))
+    return conflicts(first, mine, ids)

@@ -1,0 +1,71 @@
+"""A stop that ends in time: every step of a shutdown under one deadline.
+
+A replica stopping on SIGTERM waits for its roles to finish their current step (a commit in
+flight, a poll) and then closes their clients and restores. Any of these can wait on the
+broker for a long time (a commit up to the request timeout, a producer re-created after a
+fenced transaction up to `max.block.ms`, a restore reading a large changelog), and an
+orchestrator kills a process that outlives its grace period. So each step runs against one
+`Deadline` (`worker.shutdown_timeout_s`): `within` runs a step on a daemon thread and stops
+waiting when its share of the deadline is over, naming the step in the log. A step left
+running cannot lose anything: what it had not committed is aborted by the broker (its
+transaction times out or is fenced by the next start) and replayed from the committed state.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+log = logging.getLogger(__name__)
+MIN_STEP_S = 1.0  # every close step gets at least this, even once the deadline has passed
+
+
+@dataclass
+class Deadline:
+    """`seconds` from its creation."""
+
+    seconds: float
+    started: float = field(default_factory=time.monotonic)
+
+    def left(self, floor: float = 0.0) -> float:
+        return max(floor, self.started + self.seconds - time.monotonic())
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+
+def join(threads: dict[str, threading.Thread], deadline: Deadline) -> list[str]:
+    """Wait for `threads` (name -> thread) until `deadline`; the names still running."""
+    for thread in threads.values():
+        thread.join(deadline.left())
+    late = [name for name, t in threads.items() if t.is_alive()]
+    if late:
+        log.warning(
+            "stopping: %s still busy after %.0f s (worker.shutdown_timeout_s); not waiting for "
+            "them (what they did not commit is replayed on the next start)",
+            ", ".join(late),
+            deadline.seconds,
+        )
+    return late
+
+
+def within(name: str, step: Callable[[], object], deadline: Deadline) -> bool:
+    """Run `step` on a daemon thread; wait until it ends or its time is up. True: it ended
+    (an exception it raised is logged, the shutdown goes on)."""
+
+    def run() -> None:
+        try:
+            step()
+        except Exception:
+            log.exception("stopping: %s failed", name)
+
+    thread = threading.Thread(target=run, name=f"stop-{name}", daemon=True)
+    thread.start()
+    thread.join(deadline.left(MIN_STEP_S))
+    if thread.is_alive():
+        log.warning("stopping: %s did not finish in time; not waiting for it", name)
+        return False
+    return True
