@@ -116,17 +116,19 @@ def test_a_cancelled_restore_is_told_to_stop_and_its_result_is_never_used() -> N
 def test_the_role_stop_flag_stops_every_restore_and_close_closes_the_reader() -> None:
     stop = threading.Event()
     r = restores(stop)
-    seen = threading.Event()
+    seen, running = threading.Event(), threading.Event()
     readers: list[Reader] = []
 
     def restore(reader: Reader, should_stop: Stop) -> Restored[str]:
         readers.append(reader)
+        running.set()
         while not should_stop():
             threading.Event().wait(0.01)
         seen.set()
         return Restored("partial")
 
     r.start(0, restore)  # type: ignore[arg-type]
+    assert running.wait(30)  # (a restore not started yet never starts once stopped)
     stop.set()
     assert seen.wait(30)
     r.close()
