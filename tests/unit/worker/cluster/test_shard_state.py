@@ -98,8 +98,7 @@ def test_votes_equal_separate_voters_after_any_adds_drops_clears_and_votes(
                 assert all(state.next(shard)[0] >= at + 1 for shard in state)
                 at += 1
     for shard in state:  # what each shard stores is what its own voter stores at that point
-        ref.upto(shard, state.next(shard).get(0, 0))
-        assert state.documents(shard) == len(ref.voters[shard])
+        assert state.documents(shard) == len(ref.restored(shard, state.next(shard)[0]).voter)
 
 
 def test_a_late_shard_votes_alone_until_it_catches_up_and_the_state_reports_it() -> None:
