@@ -218,6 +218,7 @@ class ShardRole:
         m.index_documents.set(self.owned.documents())
         m.index_entries.set(self.owned.index_entries())
         m.index_bytes.set(self.owned.index_bytes())
+        m.domain_engines.set(self.owned.domain_engines())
 
     def _export_lag(self) -> None:
         """Per owned shard: fingerprint-log records it has not voted on, over all partitions.

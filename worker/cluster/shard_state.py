@@ -112,6 +112,10 @@ class ShardState:
         """Entries of the merged candidate tables."""
         return self._replica.index_entries()
 
+    def domain_engines(self) -> int:
+        """Engines over the owned shards and domains (one per shard and domain it stores)."""
+        return self._replica.domain_engines()
+
     def index_bytes(self) -> int:
         """Bytes of the stores, registries and merged tables of all owned shards."""
         return self._replica.index_bytes()

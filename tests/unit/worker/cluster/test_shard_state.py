@@ -113,7 +113,7 @@ def test_a_late_shard_votes_alone_until_it_catches_up_and_the_state_reports_it()
     assert voted == [[1], [1], [1], [0, 1, 2], [0, 1, 2]]
     ref.upto(1, 8)
     assert state.documents(1) == len(ref.voters[1]) and state.documents() > 0
-    assert state.index_entries() > 0 and state.index_bytes() > 0
+    assert state.index_entries() > 0 and state.index_bytes() > 0 and state.domain_engines() == 6
     state.skip_to(0, 20)
     assert state.resume_at(0) == 20 and state.vote(0, 10, records[10]) == []
     state.drop(1)
