@@ -19,6 +19,9 @@ is divided by the documents decided in between. Then `--trickle` more documents 
 at `--rate` per second and the produce-to-decision latency of those (the worker's
 `neardup_decision_latency_seconds`, from the record timestamp to the committed decision) is
 read as p50 / p99.
+
+`--checkout PATH` runs the workers of another checkout (e.g. the commit before a change: `git
+archive REV | tar -x -C PATH`), on the same documents, for a before/after comparison.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -33,7 +37,7 @@ from pathlib import Path
 from kafka import KafkaProducer
 from kafka.admin import NewTopic
 
-from bench.kafka_broker import Topics
+from bench.kafka_broker import REPO_ROOT, Topics
 from bench.kafka_docs import BenchError, DocSource, load_texts, log
 from bench.kafka_metrics import decision_counts, histogram_buckets, histogram_quantiles
 from bench.kafka_worker import WorkerProcess, WorkerTopics, read_cpu_seconds
@@ -124,7 +128,14 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
     def process(i: int) -> WorkerProcess:
         log_path = args.logs / f"{name}-r{i}.log"
         return WorkerProcess(
-            args.bootstrap_servers, wt, group, log_path, args.max_batch, extra, instance=f"r{i}"
+            args.bootstrap_servers,
+            wt,
+            group,
+            log_path,
+            args.max_batch,
+            extra,
+            cwd=args.checkout,
+            instance=f"r{i}",
         )
 
     workers = [process(i) for i in range(replicas)]
@@ -195,14 +206,17 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=200.0, help="their documents per second")
     ap.add_argument("--logs", type=Path, default=Path("/tmp/bench-cluster-cost"))
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--checkout", type=Path, default=REPO_ROOT, help="whose workers to run")
     args = ap.parse_args()
+    os.environ["PYTHONPATH"] = str(args.checkout.resolve())  # the workers import from there
     args.logs.mkdir(parents=True, exist_ok=True)
     texts, origin = load_texts(args.texts)
     source = DocSource(texts)
     topics = Topics(args.bootstrap_servers, f"bench-cost-{int(time.time())}")
     try:
         inputs = {}
-        for parts in (1, 3):
+        runs = args.runs.split(",")
+        for parts in sorted({3 if r == "w3" else 1 for r in runs}):
             name = topics.name(f"input{parts}")
             spec = NewTopic(name, parts, 1, topic_configs={"max.message.bytes": str(16 << 20)})
             topics.admin.create_topics([spec])
@@ -210,11 +224,12 @@ def main() -> None:
             inputs[parts] = name
             log(f"producing {args.docs:,} documents ({origin}) to {name}")
             produce(args.bootstrap_servers, name, source, 0, args.docs, parts)
-        costs = [measure(args, topics, source, r, inputs) for r in args.runs.split(",")]
+        costs = [measure(args, topics, source, r, inputs) for r in runs]
     finally:  # the inputs, and every topic the workers made (outputs, internal topics)
         topics.delete([t for t in topics.admin.list_topics() if t.startswith(topics.tag)])
         topics.close()
     result = {"docs": args.docs, "corpus": origin, "home_shards": args.home_shards,
+              "checkout": str(args.checkout),
               "costs": [asdict(c) for c in costs]}  # fmt: skip
     plain = next((c for c in costs if c.run == "plain"), None)
     for c in costs:
