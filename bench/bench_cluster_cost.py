@@ -15,7 +15,8 @@ own group (and so its own internal topics):
 CPU is user + system of every thread of every process of the run (/proc), taken between the
 moments the decisions counted by the processes (`neardup_documents_total`, summed) pass 10%
 and 100% of the documents, so start-up, restore and the first compilations are left out; it
-is divided by the documents decided in between. Then `--trickle` more documents are produced
+is divided by the documents decided in between (the cluster's edge runs up to its in-flight
+bound ahead of the decisions, so use enough documents that this is small). Then `--trickle` more documents are produced
 at `--rate` per second and the produce-to-decision latency of those (the worker's
 `neardup_decision_latency_seconds`, from the record timestamp to the committed decision) is
 read as p50 / p99.
