@@ -44,7 +44,9 @@ def add_engine_flags(p: argparse.ArgumentParser, retention: bool = True) -> None
         help="exact Jaccard near the threshold (more memory)",
     )
     if retention:
-        g.add_argument("--max-docs", type=int, help="keep at most this many documents")
+        g.add_argument(
+            "--max-docs", type=int, help="keep at most this many documents per domain or partition"
+        )
         g.add_argument(
             "--max-age",
             type=float,

@@ -61,8 +61,11 @@ MEANINGS = {
 }
 # Extra words for settings whose meaning depends on the mode.
 NOTES = {
-    "dedup.max_docs": "With `--cluster` or `home_shards` > 1 it is split: each home shard keeps "
-    "at most ceil(max_docs / home_shards) documents per domain.",
+    "dedup.max_docs": "Counted per comparison scope: per dedup domain across the whole "
+    "cluster with `--cluster` (each home shard keeps ceil(max_docs / home_shards) of a "
+    "domain's documents), per input partition in the plain worker (it compares within "
+    "partitions). The index holds at most max_docs times the scopes with documents "
+    "(docs/engine-semantics.md).",
     "dedup.home_shards": "Fixed for a deployment; decisions depend on it.",
     "worker.instance_id": "Default: the host name.",
     "cluster.log_partitions": "Scale-out only.",

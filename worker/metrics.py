@@ -52,6 +52,7 @@ class Metrics:
     index_documents: Gauge
     index_entries: Gauge
     index_bytes: Gauge
+    domain_engines: Gauge
     consumer_lag: Gauge
     restore_seconds: Gauge
     restored_records: Counter
@@ -107,6 +108,11 @@ def build_metrics(registry: CollectorRegistry) -> Metrics:
         ),
         index_bytes=Gauge(
             "neardup_index_bytes", "Estimated bytes held by the index", registry=registry
+        ),
+        domain_engines=Gauge(
+            "neardup_index_domain_engines",
+            "Per-domain engines of the owned home shards (one per shard and domain it stores)",
+            registry=registry,
         ),
         consumer_lag=Gauge(
             "neardup_consumer_lag_messages",

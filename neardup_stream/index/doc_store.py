@@ -23,7 +23,8 @@ import numpy as np
 from neardup_stream.index.columns import StoreColumns, new_window, window_from
 
 REF_MASK = 0xFFFFFFFF
-_MIN_CAPACITY = 1024
+_MIN_CAPACITY = 16  # small: a shard keeps an engine per domain, most domains hold few documents
+_DOUBLING_UPTO = 1024  # small stores double, larger ones grow by an eighth
 _SEP = b"\x00"
 _LEN = 2  # bytes of the length prefix of a blob record
 _BLOB_LIMIT = 1 << 32  # the live blob must stay addressable by 32-bit offsets
@@ -139,7 +140,8 @@ class DocStore:
             return
         order = (int(self.window["start"][0]) + np.arange(self.count)) % self.capacity
         old = {c: getattr(self, c) for c in self.columns}
-        self._allocate(max(self.count + extra, self.capacity + self.capacity // 8))
+        grown = self.capacity + self.capacity // 8
+        self._allocate(max(self.count + extra, grown, min(2 * self.capacity, _DOUBLING_UPTO)))
         for c, arr in old.items():
             getattr(self, c)[: self.count] = arr[order]
         self.window["start"][0] = 0

@@ -9,7 +9,9 @@ per (key, shard), and candidates are verified against their shard's store and wi
 
 Shards come and go at runtime (`add`: e.g. just restored from its changelog by a plain
 `ShardVoter`, whose table entries then move into the merged table; `remove`: its entries
-are dropped). `vote_and_record` may let only some held shards vote on a batch (a shard that
+are dropped). A shard's engine of a domain that stores nothing after a vote is freed
+(`ShardVoter.release_if_empty`), and a domain's merged table with it once no held shard has an
+engine of that domain: memory follows the domains with documents in the window. `vote_and_record` may let only some held shards vote on a batch (a shard that
 restored later resumes at an earlier record than the others).
 """
 
@@ -21,18 +23,21 @@ import numpy as np
 from numba.typed import List
 
 from neardup_stream.config import DedupConfig
+from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.index.bucket_table import BucketTable
 from neardup_stream.index.columns import WINDOW
+from neardup_stream.index.doc_store import DocStore
 from neardup_stream.index.shards import ShardedIndex
 from neardup_stream.models import Decision
 from neardup_stream.sharded import merged_kernels as mk
 from neardup_stream.sharded.changes import ShardChange
 from neardup_stream.sharded.fingerprints import FingerprintBatch
-from neardup_stream.sharded.voter import ShardVoter, by_domain
+from neardup_stream.sharded.voter import Positions, ShardVoter, by_domain
 from neardup_stream.sharded.votes import Votes
 
 _MASK32 = 0xFFFFFFFF
 _NONE = np.empty(0, dtype=np.int64)  # positions of a change that stored nothing
+Engine = tuple[Deduplicator, Positions]  # a shard's engine of one domain, and its positions
 
 
 class ReplicaVoter:
@@ -45,8 +50,11 @@ class ReplicaVoter:
         self._tables: dict[str, BucketTable] = {}
         self._dead: dict[str, int] = {}  # evictions per domain since its table was compacted
         self._lists: dict[str, tuple[list[int], List]] = {}
-        self._bound: dict[str, tuple[tuple[int, ...], np.ndarray]] = {}
+        self._bound: dict[str, tuple[tuple[tuple[int, ...], tuple[bool, ...]], np.ndarray]] = {}
         self._slot_of = np.full(config.home_shards, -1, dtype=np.int64)
+        template = ShardVoter(config, 0).engine_config
+        self._template = Deduplicator(template)  # limits and rules of every shard's engines
+        self._empty = DocStore(config.sketch_bits // 64, template.max_age_seconds is not None)
         self._order: list[int] = []
         for s in shards:
             self.add(ShardVoter(config, s))
@@ -102,9 +110,10 @@ class ReplicaVoter:
             self._lists.clear()
             self._bound.clear()
             return
-        for domain, table in self._tables.items():
+        for domain, table in list(self._tables.items()):
             mk.merged_compact(table.arrays, self._slot_of, self._windows(domain), self.bits)
             self._dead[domain] = 0
+            self._release_empty(domain)
 
     def vote(self, fb: FingerprintBatch) -> dict[int, Votes]:
         """Every held shard's votes on `fb` (whose home documents they then store)."""
@@ -135,7 +144,24 @@ class ReplicaVoter:
         homes[homes >= 0] = np.where(voting[homes[homes >= 0]], homes[homes >= 0], -1)
         for domain, rows in by_domain(fb.domains):
             self._vote_domain(fb, domain, rows, homes[rows], voting, record, out)
+            self._release_empty(domain)
         return out
+
+    def _release_empty(self, domain: str) -> None:
+        """Free the held shards' engines of `domain` that store nothing, and the domain's
+        merged table once no held shard has an engine of it."""
+        freed = [s for s in self._order if self._voters[s].release_if_empty(domain)]
+        if not freed:
+            return
+        self._bound.pop(domain, None)
+        self._lists.pop(domain, None)
+        if not any(self._voters[s].holds(domain) for s in self._order):
+            self._tables.pop(domain, None)
+            self._dead.pop(domain, None)
+
+    def domain_engines(self) -> int:
+        """Engines over the held shards and domains (only those storing something)."""
+        return sum(len(v.domains()) for v in self._voters.values())
 
     def _vote_domain(
         self,
@@ -147,22 +173,23 @@ class ReplicaVoter:
         record: bool,
         out: dict[int, tuple[Votes, list[ShardChange]]],
     ) -> None:
-        engines = [self._voters[s].engine(domain) for s in self._order]
-        m, k = rows.size, len(engines)
+        m, k = rows.size, len(self._order)
         batch = fb.rows(rows, home >= 0)
         homed: dict[int, list[int]] = {}  # slot -> its home rows
         for j, h in enumerate(home.tolist()):
             if h >= 0:
                 homed.setdefault(h, []).append(j)
+        engines = self._engines(domain, homed)
+        at_home = {slot: held[0] for slot, held in enumerate(engines) if held and slot in homed}
         found: list[int | None] = [None] * m
         for slot, mine in homed.items():  # an id is known only at its home
-            engine = engines[slot][0]
+            engine = at_home[slot]
             refs = engine.registry.find_all([batch.ids[j] for j in mine], engine.store)
             for j, ref in zip(mine, refs, strict=True):
                 if ref is not None:
                     found[j] = slot << 32 | ref
         batch.mark_known(
-            found, lambda tagged: engines[tagged >> 32][0].store.exact_of(tagged & _MASK32)
+            found, lambda tagged: at_home[tagged >> 32].store.exact_of(tagged & _MASK32)
         )
         docs = batch.docs
         docs.prior[docs.prior >= 0] &= _MASK32  # the home shard's own ref
@@ -170,10 +197,10 @@ class ReplicaVoter:
         known[list(batch.known)] = True
         repeat = np.zeros(m, dtype=np.bool_)
         repeat[list(batch.repeat_of)] = True
-        for slot in homed:
-            engines[slot][0].store.reserve(m)
-        stores = self._store_list(domain)
-        wins = self._windows(domain)
+        for engine in at_home.values():
+            engine.store.reserve(m)
+        stores = self._store_list(domain, engines)
+        wins = self._windows(domain, engines)
         if int(wins["count"].max()) + m >= 1 << self.bits:
             fullest = int(wins["count"].argmax())
             self._check_room(self._order[fullest], domain, int(wins["count"][fullest]) + m)
@@ -182,9 +209,8 @@ class ReplicaVoter:
             np.zeros((m, k), dtype=np.float64),
             np.zeros((m, k), dtype=np.int64),
         )
-        first = engines[0][0]
         order = np.array(self._order, dtype=np.int64)
-        run = mk.RunArgs(voting, order, self.bits, first._limits, first._rules)
+        run = mk.RunArgs(voting, order, self.bits, self._template._limits, self._template._rules)
         table = self._table(domain)
         width = docs.keys.shape[1]
         decisions = batch.decisions
@@ -199,10 +225,16 @@ class ReplicaVoter:
         refs, updates = decisions.ref.tolist(), decisions.update.tolist()
         at = fb.positions[rows]
         window = {name: wins[name].tolist() for name in ("base", "count", "watermark", "evicted")}
-        for slot, (engine, positions) in enumerate(engines):
+        for slot, held in enumerate(engines):
             if not voting[slot]:
                 continue
             shard_votes, changes = out[self._order[slot]]
+            if held is None:  # stores nothing of the domain: only its watermark moved
+                self._voters[self._order[slot]].idle[domain] = window["watermark"][slot]
+                if record:
+                    changes.append(ShardChange(domain, window["watermark"][slot], _NONE, []))
+                continue
+            engine, positions = held
             st = engine.store
             stored = [j for j in homed.get(slot, ()) if not seen[j]]
             made = []
@@ -246,41 +278,58 @@ class ReplicaVoter:
 
     def _table(self, domain: str) -> BucketTable:
         if domain not in self._tables:
-            self._tables[domain] = BucketTable(self.config.bucket_cap, self.config.shards)
+            self._tables[domain] = BucketTable(self.config.bucket_cap, self.config.shards, 16)
             self._dead[domain] = 0
         return self._tables[domain]
 
-    def _windows(self, domain: str) -> np.ndarray:
+    def _engines(self, domain: str, homed: Iterable[int] = ()) -> list[Engine | None]:
+        """Per slot, the shard's engine of `domain`; made for the `homed` slots (they store),
+        None where a shard stores nothing of the domain (it votes through an empty window)."""
+        made = set(homed)
+        return [
+            v.engine(domain) if slot in made or v.holds(domain) else None
+            for slot, v in enumerate(self._voters[s] for s in self._order)
+        ]
+
+    def _windows(self, domain: str, engines: list[Engine | None] | None = None) -> np.ndarray:
         """The held shards' store windows of `domain`, one `WINDOW` row per slot: the stores
-        read and write their rows in place (rebound when the shards held changed)."""
-        order = tuple(self._order)
+        read and write their rows in place (rebound when the shards held, or which of them
+        have an engine of `domain`, changed). A slot without an engine has an empty window at
+        the watermark its shard keeps for the domain."""
+        engines = self._engines(domain) if engines is None else engines
+        key = (tuple(self._order), tuple(e is None for e in engines))
         bound = self._bound.get(domain)
-        if bound is not None and bound[0] == order:
+        if bound is not None and bound[0] == key:
             return bound[1]
-        engines = [self._voters[s].engine(domain)[0] for s in order]
         wins = np.zeros(len(engines), dtype=WINDOW)
-        for slot, e in enumerate(engines):
-            wins[slot] = e.store.window[0]
-            e.store.window = wins[slot : slot + 1]
-        self._bound[domain] = (order, wins)
+        for slot, held in enumerate(engines):
+            if held is None:
+                idle = self._voters[self._order[slot]].idle.get(domain)
+                wins[slot]["watermark"] = 0 if idle is None else idle
+                continue
+            store = held[0].store
+            wins[slot] = store.window[0]
+            store.window = wins[slot : slot + 1]
+        self._bound[domain] = (key, wins)
         return wins
 
-    def _store_list(self, domain: str) -> List:
-        """Typed list of the slots' store columns; a slot whose store was reallocated since
-        is replaced alone (boxing a whole list per batch would cost more than the probe)."""
-        engines = [self._voters[s].engine(domain)[0] for s in self._order]
-        key = [id(e.store.exact) for e in engines]
+    def _store_list(self, domain: str, engines: list[Engine | None]) -> List:
+        """Typed list of the slots' store columns (an empty store where a slot has no engine);
+        a slot whose store was reallocated since is replaced alone (boxing a whole list per
+        batch would cost more than the probe)."""
+        stores_of = [self._empty if e is None else e[0].store for e in engines]
+        key = [id(st.exact) for st in stores_of]
         cached = self._lists.get(domain)
         if cached is None or len(cached[0]) != len(key):
             stores = List()
-            for e in engines:
-                stores.append(e.store.arrays())
+            for st in stores_of:
+                stores.append(st.arrays())
             self._lists[domain] = (key, stores)
             return stores
         old, stores = cached
-        for slot, e in enumerate(engines):
+        for slot, st in enumerate(stores_of):
             if old[slot] != key[slot]:
-                stores[slot] = e.store.arrays()
+                stores[slot] = st.arrays()
                 old[slot] = key[slot]
         return stores
 

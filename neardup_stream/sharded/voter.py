@@ -5,7 +5,14 @@ every document is compared with the documents stored here, and the home document
 shard are stored (after their own comparison, so later documents of the batch see them).
 Every shard sees every document, so each engine's event-time watermark, and with it
 retention by age, is the same on every shard. Retention by count keeps
-ceil(max_docs / home_shards) documents per shard and domain.
+ceil(max_docs / home_shards) documents per shard and domain, so `max_docs` bounds each domain
+across all shards (docs/engine-semantics.md, "max_docs").
+
+An engine lives only while it stores something: one left empty (a shard votes on every
+document of a domain but stores only its home documents; age retention evicts the rest) is
+freed, and only its watermark is kept (`idle`, a few bytes a domain), which a new engine of
+that domain starts from. An engine's decisions depend on its stored documents and its
+watermark only, so this changes no vote.
 """
 
 from __future__ import annotations
@@ -70,8 +77,9 @@ class ShardVoter:
         per_shard = None
         if config.max_docs is not None:
             per_shard = math.ceil(config.max_docs / config.home_shards)
-        self._engine_config = config.model_copy(update={"max_docs": per_shard})
+        self.engine_config = config.model_copy(update={"max_docs": per_shard})
         self._engines: dict[str, tuple[Deduplicator, Positions]] = {}
+        self.idle: dict[str, int] = {}  # watermark of each domain whose engine was freed
 
     def vote(self, fb: FingerprintBatch) -> Votes:
         """This shard's votes on `fb`, whose home documents it then stores."""
@@ -94,6 +102,7 @@ class ShardVoter:
             change = self._vote_domain(fb, domain, rows, home[rows], votes, record)
             if change is not None:
                 changes.append(change)
+            self.release_if_empty(domain)
         return votes, changes
 
     def apply(self, change: ShardChange) -> None:
@@ -106,18 +115,36 @@ class ShardVoter:
             positions.add(first, change.positions)
         engine.advance_to(change.watermark)
         positions.trim(engine.store.base)
+        self.release_if_empty(change.domain)
 
     def engine(self, domain: str) -> tuple[Deduplicator, Positions]:
         """The engine of `domain` here and the positions of what it stores (made if new)."""
         return self._engine(domain)
 
+    def holds(self, domain: str) -> bool:
+        """Whether this shard has an engine for `domain` (it stores something of it)."""
+        return domain in self._engines
+
     def domains(self) -> list[str]:
         """The domains this shard has an engine for, in the order they first came."""
         return list(self._engines)
 
+    def release_if_empty(self, domain: str) -> bool:
+        """Free `domain`'s engine if it stores nothing (keeping its watermark); whether it did."""
+        held = self._engines.get(domain)
+        if held is None or len(held[0]):
+            return False
+        self.idle[domain] = held[0].watermark
+        del self._engines[domain]
+        return True
+
     def _engine(self, domain: str) -> tuple[Deduplicator, Positions]:
         if domain not in self._engines:
-            self._engines[domain] = (Deduplicator(self._engine_config), Positions())
+            engine = Deduplicator(self.engine_config)
+            watermark = self.idle.pop(domain, None)
+            if watermark is not None:
+                engine.advance_to(watermark)
+            self._engines[domain] = (engine, Positions())
         return self._engines[domain]
 
     def _vote_domain(

@@ -1,7 +1,7 @@
 """The shard role: owning partition s of the shards topic means owning shard s.
 
 It reads the fingerprint log in order; each owned shard votes on every record and stores its
-home documents. In one transaction per batch it publishes the votes (votes topic, partition
+home documents, all of them through one merged probe table (`ShardState`). In one transaction per batch it publishes the votes (votes topic, partition
 = log partition, key = log offset), its changes (shard changelog, partition s: what it
 stored, and its watermark) and its position in the fingerprint log (the metadata of its
 committed offset on the shards topic). A shard it gains is rebuilt from its changelog (its
@@ -23,7 +23,6 @@ import functools
 import logging
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
@@ -34,6 +33,7 @@ from worker import clients
 from worker.cluster import checkpoint
 from worker.cluster.envelope import Envelope
 from worker.cluster.health import RoleHealth, Stop, forget_series
+from worker.cluster.shard_state import RestoredShard, ShardState
 from worker.codec import OutMessage
 from worker.metrics import Metrics
 from worker.partitions import Assignment
@@ -50,14 +50,6 @@ log = logging.getLogger(__name__)
 GROUP_POLL_MS = 50
 
 
-@dataclass
-class OwnedShard:
-    """An owned shard: its voter and the next fingerprint-log offset per log partition."""
-
-    voter: ShardVoter
-    next: dict[int, int] = field(default_factory=dict)
-
-
 class ShardRole:
     """Votes of the shards this replica owns (see the module docstring)."""
 
@@ -71,14 +63,14 @@ class ShardRole:
         self.reader = clients.make_reader(settings)
         self.health = RoleHealth("shard", metrics)
         self.rejections: Rejections | None = None  # votes answer for no input
-        self.owned: dict[int, OwnedShard] = {}
+        self.owned = ShardState(settings.dedup)  # one merged probe table for all owned shards
         self.by_age = settings.dedup.max_age_seconds is not None  # watermarks matter
         c = settings.cluster
         self.max_records = c.max_records
         self.log_partitions = [TopicPartition(c.fingerprints, p) for p in range(c.log_partitions)]
         self.assignment = Assignment(c.shards, metrics, lambda: None)
         self._lost_upto: dict[int, int] = {}  # per log partition: losses reported below this
-        self._restores: Restores[OwnedShard] = Restores(
+        self._restores: Restores[RestoredShard] = Restores(
             "shard", stop, metrics, lambda: clients.make_reader(settings)
         )
 
@@ -108,16 +100,19 @@ class ShardRole:
         messages = self._vote(polled)
         shards = self.settings.cluster.shards
         offsets = {
-            TopicPartition(shards, s): OffsetAndMetadata(0, checkpoint.encode(o.next), -1)
-            for s, o in self.owned.items()
+            TopicPartition(shards, s): OffsetAndMetadata(
+                0, checkpoint.encode(self.owned.next(s)), -1
+            )
+            for s in self.owned
         }
         return Output(Transaction(messages, [None] * len(messages), offsets), None)
 
     def committed(self, carried: None) -> None:
         m = self.metrics
-        m.index_documents.set(sum(len(o.voter) for o in self.owned.values()))
-        m.index_entries.set(sum(o.voter.index_entries() for o in self.owned.values()))
-        m.index_bytes.set(sum(o.voter.index_bytes() for o in self.owned.values()))
+        m.index_documents.set(self.owned.documents())
+        m.index_entries.set(self.owned.index_entries())
+        m.index_bytes.set(self.owned.index_bytes())
+        m.domain_engines.set(self.owned.domain_engines())
 
     def rebuild(self) -> None:
         """Every owned shard ran ahead of the commit: restored again from its changelog."""
@@ -138,7 +133,7 @@ class ShardRole:
             set(self.owned), self._restores.pending(), assigned, dropped, stopped
         )
         for s in gone.release:
-            self.owned.pop(s, None)
+            self.owned.drop(s)
             self.health.release(c.shard_changelog, s)
             forget_series(self.metrics.role_lag, "shard", str(s))
         for s in gone.cancel:
@@ -155,9 +150,9 @@ class ShardRole:
                 log.error("restoring shard %d failed; retrying", s, exc_info=done.error)
                 self._stop.wait(1.0)
                 continue
-            self.owned[s] = shard
-            restored = True
             log.info("shard %d: %d documents, resuming at %s", s, len(shard.voter), shard.next)
+            self.owned.add(shard)
+            restored = True
         pending, stopped = self._restores.pending(), self._stopped_changelogs()
         for s in following.to_restore(assigned, set(self.owned), pending, stopped):
             start = checkpoint.read(self.consumer, TopicPartition(c.shards, s))
@@ -172,14 +167,14 @@ class ShardRole:
 
     def _restore(
         self, s: int, start: dict[int, int], reader: KafkaConsumer, should_stop: Callable[[], bool]
-    ) -> Restored[OwnedShard]:
+    ) -> Restored[RestoredShard]:
         """Shard `s` rebuilt from its changelog (on the restore thread, its own reader)."""
         voter = ShardVoter(self.settings.dedup, s)
         tp = TopicPartition(self.settings.cluster.shard_changelog, s)
         apply = each(lambda data: voter.apply(ShardChange.unpack(data)))
         done = replay(reader, {tp: None}, apply, ROLE_POLICY, should_stop, self.metrics)
         stopped = done.stopped.get(s)
-        return Restored(None if stopped else OwnedShard(voter, start), stopped)
+        return Restored(None if stopped else RestoredShard(voter, start), stopped)
 
     def _seek_log(self) -> None:
         """Back to where the least advanced shard is, reporting records deleted before it."""
@@ -190,14 +185,13 @@ class ShardRole:
             # A stopped log partition is read again: a new shard meets the record too.
             self.health.release(tp.topic, tp.partition)
             self.reader.resume(tp)
-            at = min(o.next.get(tp.partition, 0) for o in self.owned.values())
+            at = self.owned.resume_at(tp.partition)
             log_start = starts.get(tp, 0)
             if at < log_start:  # each deleted offset is reported once, whichever shard met it
                 reported = self._lost_upto.get(tp.partition, 0)
                 self.health.lost(tp.topic, tp.partition, max(at, reported), log_start)
                 self._lost_upto[tp.partition] = max(reported, log_start)
-                for o in self.owned.values():
-                    o.next[tp.partition] = max(o.next.get(tp.partition, 0), log_start)
+                self.owned.skip_to(tp.partition, log_start)
             self.reader.seek(tp, max(at, log_start))
 
     def _vote(self, polled: dict) -> list[OutMessage]:
@@ -215,12 +209,10 @@ class ShardRole:
                     self.reader.pause(tp)
                     self.health.stop(Stop(tp.topic, tp.partition, rec.offset, str(exc)))
                     break
-                for s, shard in self.owned.items():
-                    if rec.offset < shard.next.get(tp.partition, 0):
-                        continue
-                    votes, changes = shard.voter.vote_and_record(env.fingerprints)
-                    shard.next[tp.partition] = rec.offset + 1
-                    key = str(rec.offset).encode()
+                key = str(rec.offset).encode()
+                for s, votes, changes in self.owned.vote(
+                    tp.partition, rec.offset, env.fingerprints
+                ):
                     messages.append(OutMessage(c.votes, key, votes.pack(), partition=tp.partition))
                     messages += [
                         OutMessage(c.shard_changelog, key, ch.pack(), partition=s)
@@ -245,8 +237,8 @@ class ShardRole:
             except Exception:  # not positioned yet after a seek
                 continue
             stopped = self.health.is_stopped(tp.topic, tp.partition)
-            for s, shard in self.owned.items():
-                mine = shard.next.get(tp.partition, 0)
+            for s in self.owned:
+                mine = self.owned.next(s).get(tp.partition, 0)
                 behind[s] += max(0, end - (mine if stopped or mine < at else at))
         for s, n in behind.items():
             self.metrics.role_lag.labels("shard", str(s)).set(n)

@@ -1,0 +1,245 @@
+"""CPU per document of the plain worker against `--cluster` replicas, in one run (issue 13).
+
+    python -m bench.bench_cluster_cost --bootstrap-servers 127.0.0.1:19092 --docs 60000 \\
+        [--home-shards 24] [--runs plain,w1,w3] [--trickle 2000] [--out bench/results/...]
+
+`--docs` corpus documents (`bench.kafka_docs`: real text, passes of mutated variants beyond
+the corpus) are produced first, once to a 1-partition input topic and once, round robin, to a
+3-partition one. Then, one after the other, each run consumes them from the start with its
+own group (and so its own internal topics):
+
+* ``plain``: one `neardup-stream worker` process on the 1-partition topic;
+* ``w1``: one `--cluster` replica (`--home-shards`) on the 1-partition topic;
+* ``w3``: three `--cluster` replicas on the 3-partition topic.
+
+CPU is user + system of every thread of every process of the run (/proc), taken between the
+moments the decisions counted by the processes (`neardup_documents_total`, summed) pass 10%
+and 100% of the documents, so start-up, restore and the first compilations are left out; it
+is divided by the documents decided in between (the cluster's edge runs up to its in-flight
+bound ahead of the decisions, so use enough documents that this is small). Then `--trickle` more documents are produced
+at `--rate` per second and the produce-to-decision latency of those (the worker's
+`neardup_decision_latency_seconds`, from the record timestamp to the committed decision) is
+read as p50 / p99.
+
+`--checkout PATH` runs the workers of another checkout (e.g. the commit before a change: `git
+archive REV | tar -x -C PATH`), on the same documents, for a before/after comparison.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from kafka import KafkaProducer
+from kafka.admin import NewTopic
+
+from bench.kafka_broker import REPO_ROOT, Topics
+from bench.kafka_docs import BenchError, DocSource, load_texts, log
+from bench.kafka_metrics import decision_counts, histogram_buckets, histogram_quantiles
+from bench.kafka_worker import WorkerProcess, WorkerTopics, read_cpu_seconds
+
+LATENCY = "neardup_decision_latency_seconds"
+
+
+@dataclass(frozen=True)
+class Cost:
+    """What one run measured."""
+
+    run: str
+    processes: int
+    docs: int
+    cpu_us_per_doc: float
+    docs_per_s: float
+    latency_p50_s: float | None
+    latency_p99_s: float | None
+    index_documents: list[float]
+
+
+def produce(bootstrap: str, topic: str, source: DocSource, first: int, n: int, parts: int,
+            rate: float = 0.0) -> None:  # fmt: skip
+    """Documents first..first+n to `topic`, round robin over `parts` partitions (paced at
+    `rate` per second when given)."""
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap,
+        acks=1,
+        linger_ms=20,
+        batch_size=512 * 1024,
+        max_request_size=16 * 1024 * 1024,
+    )
+    started = time.monotonic()
+    try:
+        for i in range(first, first + n):
+            key, value = source.doc(i, "d")
+            producer.send(topic, key=key, value=value, partition=i % parts)
+            if rate:
+                ahead = (i - first + 1) / rate - (time.monotonic() - started)
+                if ahead > 0:
+                    time.sleep(ahead)
+        producer.flush(timeout=600)
+    finally:
+        producer.close(timeout=30)
+
+
+def decided(workers: list[WorkerProcess]) -> tuple[float, list[str]]:
+    """Documents decided so far over all processes, and their /metrics texts."""
+    texts = []
+    for w in workers:
+        w.check_alive()
+        try:
+            texts.append(w.http("/metrics")[1])
+        except OSError:
+            texts.append("")
+    return sum(sum(decision_counts(t).values()) for t in texts), texts
+
+
+def cpu(workers: list[WorkerProcess]) -> float:
+    return sum(read_cpu_seconds(w.pid) or 0.0 for w in workers)
+
+
+def wait_for(workers: list[WorkerProcess], n: float, timeout: float) -> tuple[float, float, float]:
+    """Until the processes decided `n` documents: (decided, CPU seconds, monotonic time)."""
+    deadline = time.monotonic() + timeout
+    last_log = time.monotonic()
+    while True:
+        done, _ = decided(workers)
+        if done >= n:
+            return done, cpu(workers), time.monotonic()
+        if time.monotonic() > deadline:
+            raise BenchError(f"{done:,.0f}/{n:,.0f} decided in {timeout:.0f}s")
+        if time.monotonic() - last_log > 15:
+            last_log = time.monotonic()
+            log(f"  {done:,.0f}/{n:,.0f} decided")
+        time.sleep(0.25)
+
+
+def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: str,
+            inputs: dict[int, str]) -> Cost:  # fmt: skip
+    replicas, parts = {"plain": (1, 1), "w1": (1, 1), "w3": (3, 3)}[name]
+    group = topics.name(f"g-{name}")
+    wt = WorkerTopics.fresh(topics, name, inputs[parts])
+    extra = ["--partitions", str(parts)]
+    if name != "plain":
+        extra += ["--cluster", "--home-shards", str(args.home_shards)]
+
+    def process(i: int) -> WorkerProcess:
+        log_path = args.logs / f"{name}-r{i}.log"
+        return WorkerProcess(
+            args.bootstrap_servers,
+            wt,
+            group,
+            log_path,
+            args.max_batch,
+            extra,
+            cwd=args.checkout,
+            instance=f"r{i}",
+        )
+
+    workers = [process(i) for i in range(replicas)]
+    try:
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.wait_ready(300)
+        log(f"{name}: {replicas} process(es) ready; deciding {args.docs:,} documents")
+        d0, c0, t0 = wait_for(workers, 0.1 * args.docs, 1800)
+        d1, c1, t1 = wait_for(workers, args.docs, 3600)
+        _, before = decided(workers)
+        p50 = p99 = None
+        if args.trickle:
+            produce(args.bootstrap_servers, inputs[parts], source, args.docs, args.trickle,
+                    parts, args.rate)  # fmt: skip
+            wait_for(workers, args.docs + args.trickle, 600)
+            _, after = decided(workers)
+            p50, p99 = quantiles(after, before)  # over the processes' summed buckets
+        _, texts = decided(workers)
+        index = [_gauge(t, "neardup_index_documents") for t in texts]
+    finally:
+        for w in workers:
+            with contextlib.suppress(Exception):
+                w.stop()
+    cost = Cost(name, replicas, int(d1 - d0), round((c1 - c0) / (d1 - d0) * 1e6, 1),
+                round((d1 - d0) / (t1 - t0), 1), p50, p99, index)  # fmt: skip
+    log(f"{name}: {cost}")
+    return cost
+
+
+def quantiles(after: list[str], before: list[str]) -> tuple[float | None, float | None]:
+    """p50 and p99 of the latency histogram over all processes, between two scrapes."""
+    summed_after, summed_before = _summed(after), _summed(before)
+    p50, p99 = histogram_quantiles(summed_after, LATENCY, [0.5, 0.99], summed_before)
+    return p50, p99
+
+
+def _summed(texts: list[str]) -> str:
+    """One exposition text whose latency buckets are the sums over `texts`."""
+    total: dict[float, float] = {}
+    for t in texts:
+        for le, count in histogram_buckets(t, LATENCY).items():
+            total[le] = total.get(le, 0.0) + count
+    lines = [
+        f'{LATENCY}_bucket{{le="{"+Inf" if le == float("inf") else le}"}} {count}'
+        for le, count in sorted(total.items())
+    ]
+    return "\n".join(lines)
+
+
+def _gauge(text: str, name: str) -> float:
+    for line in text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    return 0.0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bootstrap-servers", default="127.0.0.1:19092")
+    ap.add_argument("--docs", type=int, default=60_000)
+    ap.add_argument("--texts", type=int, default=20_000, help="corpus texts before variants")
+    ap.add_argument("--home-shards", type=int, default=24)
+    ap.add_argument("--max-batch", type=int, default=500)
+    ap.add_argument("--runs", default="plain,w1,w3")
+    ap.add_argument("--trickle", type=int, default=2000, help="paced documents for latency")
+    ap.add_argument("--rate", type=float, default=200.0, help="their documents per second")
+    ap.add_argument("--logs", type=Path, default=Path("/tmp/bench-cluster-cost"))
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--checkout", type=Path, default=REPO_ROOT, help="whose workers to run")
+    args = ap.parse_args()
+    os.environ["PYTHONPATH"] = str(args.checkout.resolve())  # the workers import from there
+    args.logs.mkdir(parents=True, exist_ok=True)
+    texts, origin = load_texts(args.texts)
+    source = DocSource(texts)
+    topics = Topics(args.bootstrap_servers, f"bench-cost-{int(time.time())}")
+    try:
+        inputs = {}
+        runs = args.runs.split(",")
+        for parts in sorted({3 if r == "w3" else 1 for r in runs}):
+            name = topics.name(f"input{parts}")
+            spec = NewTopic(name, parts, 1, topic_configs={"max.message.bytes": str(16 << 20)})
+            topics.admin.create_topics([spec])
+            topics.track(name)
+            inputs[parts] = name
+            log(f"producing {args.docs:,} documents ({origin}) to {name}")
+            produce(args.bootstrap_servers, name, source, 0, args.docs, parts)
+        costs = [measure(args, topics, source, r, inputs) for r in runs]
+    finally:  # the inputs, and every topic the workers made (outputs, internal topics)
+        topics.delete([t for t in topics.admin.list_topics() if t.startswith(topics.tag)])
+        topics.close()
+    result = {"docs": args.docs, "corpus": origin, "home_shards": args.home_shards,
+              "checkout": str(args.checkout),
+              "costs": [asdict(c) for c in costs]}  # fmt: skip
+    plain = next((c for c in costs if c.run == "plain"), None)
+    for c in costs:
+        ratio = f" ({c.cpu_us_per_doc / plain.cpu_us_per_doc:.2f}x plain)" if plain else ""
+        print(f"{c.run}: {c.cpu_us_per_doc} us/doc{ratio}, {c.docs_per_s} docs/s, "
+              f"latency p50 {c.latency_p50_s} s p99 {c.latency_p99_s} s, index {c.index_documents}")  # fmt: skip
+    if args.out:
+        args.out.write_text(json.dumps(result, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
