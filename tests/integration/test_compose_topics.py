@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 from kafka.admin import NewTopic
 
+from tests.integration.faults import wait_for
 from tests.unit.test_deploy import created_topics, env_of, interpolate, service, settings_from_env
 from worker.topics import ensure_topics
 
@@ -39,6 +40,12 @@ def test_compose_topics_pass_the_workers_check(
             )
             for name, spec in created_topics().items()
         ]
+    )
+    # The worker starts long after topic-init; here the broker may not list them yet.
+    wait_for(
+        "the compose topics to be listed",
+        lambda: set(renamed.values()) <= set(kafka_admin.list_topics()),
+        timeout=30,
     )
     t = compose.topics
     settings = compose.with_overrides(
