@@ -63,7 +63,8 @@ def test_compose_topics_pass_the_workers_check(
     assert settings.topics.create is False
     with caplog.at_level(logging.ERROR, logger="worker.topics"):
         layout = ensure_topics(settings)
-    assert caplog.records == [], [r.getMessage() for r in caplog.records]
+    complaints = [r.getMessage() for r in caplog.records if r.name.startswith("worker")]
+    assert complaints == []  # (kafka-python's own warnings, e.g. a slow event loop, are not ours)
     need = settings.worker.output_max_message_bytes
     assert layout.input_partitions == int(created_topics()[t.input]["partitions"])
     assert all(limit >= need for limit in layout.limits.values()), layout.limits
