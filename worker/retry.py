@@ -34,3 +34,18 @@ def until_stopped(
             log.warning("broker not usable yet (%r); retrying in %.1f s", exc, delay)
             stop.wait(delay)
     return None
+
+
+def until_done(stop: threading.Event, max_s: float, action: Callable[[], None]) -> None:
+    """`action()` until it succeeds or `stop` is set, backing off (0.5 s doubling, capped at
+    `max_s`) and logging each failure: a recovery step after a failed batch."""
+    attempt = 0
+    while not stop.is_set():
+        try:
+            action()
+            return
+        except Exception:
+            attempt += 1
+            delay = backoff_s(max_s, attempt)
+            log.exception("recovery step failed; retrying in %.1f s", delay)
+            stop.wait(delay)

@@ -18,17 +18,28 @@ Per round (`docs/design/runtime.md`, "The role interface"):
 
 The role owns its state and what it reads; the runner owns the publisher, the policy and
 the order of these steps, so each fix to them is written once.
+
+In flight (`InFlight`, the single worker): the commit of a batch runs while the next one is
+polled and stepped; the runner settles it before publishing the next batch, when a round
+has nothing to publish, and (through `bind`) the role settles it from its rebalance listener
+before a revoke, a failure the runner then handles after the poll. A step that raises is
+judged by the role (`Verdict`): bisected (`policy.bisect()`, no backoff), dead-lettered or
+retried. Failures are counted by the role, committed batches on the commit thread; between
+rounds the role snapshots and exports its gauges (`between`, which may settle).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
+from enum import Enum
 from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from kafka import KafkaConsumer
 
+from worker import retry
 from worker.cluster.health import RoleHealth
 from worker.metrics import Metrics
 from worker.rejections import Rejections
@@ -39,6 +50,7 @@ from worker.settings import Settings
 log = logging.getLogger(__name__)
 Polled = TypeVar("Polled")
 Carried = TypeVar("Carried")
+PolledIn = TypeVar("PolledIn", contravariant=True)
 MIN_TXN_BYTES = 1 << 20  # the byte cap never shrinks below this
 
 
@@ -63,9 +75,11 @@ class Role(Protocol[Polled, Carried]):
     name: str  # "edge", "shard", "gather": failpoints `<name>_produced`, metric labels
     role: Settings  # the role's settings: its group and transactional id
     consumer: KafkaConsumer  # its group member: the transaction's offsets are its group's
-    health: RoleHealth
     max_records: int
     max_bytes: int
+
+    @property
+    def health(self) -> RoleHealth | None: ...  # None: no health of its own (single worker)
 
     @property
     def rejections(self) -> Rejections | None: ...  # refused inputs; None: it has no inputs
@@ -78,18 +92,51 @@ class Role(Protocol[Polled, Carried]):
     def close(self) -> None: ...
 
 
+class Verdict(Enum):
+    """What a role makes of its step raising on a batch (`InFlight.step_failed`)."""
+
+    RETRY = "retry"  # count a failure and back off
+    BISECT = "bisect"  # shrink the next batch without backoff, down to the input causing it
+    DEAD_LETTERED = "dead_lettered"  # the input is dead-lettered on the replay: no backoff
+
+
+class InFlight(Protocol[PolledIn, Carried]):
+    """What a role whose commit stays in flight adds to `Role` (the single worker)."""
+
+    def bind(self, settle: Callable[[], PublishFailure[Carried] | None]) -> None: ...
+    def revoke_failure(self) -> PublishFailure[Carried] | None: ...  # settled before a revoke
+    def counted(self, carried: Carried, committed_at: float) -> None: ...  # commit thread
+    def step_failed(self, polled: PolledIn, error: Exception) -> Verdict: ...
+    def aborted(self) -> None: ...  # count a failed batch (its own metric)
+    def recover(self, carried: Carried | None, polled: PolledIn | None) -> None: ...
+    def between(self, settled: Callable[[], bool]) -> None: ...  # snapshots, gauges
+
+
 class RoleRunner(Generic[Polled, Carried]):
     """Runs one role until `stop` is set; `close` closes its publisher and the role."""
 
     def __init__(
-        self, role: Role[Polled, Carried], metrics: Metrics, stop: threading.Event
+        self,
+        role: Role[Polled, Carried],
+        metrics: Metrics,
+        stop: threading.Event,
+        in_flight: InFlight[Polled, Carried] | None = None,
     ) -> None:
         self.role, self.metrics, self._stop = role, metrics, stop
-        self.publisher: Publisher[Carried] = Publisher(role.role, role.consumer, role.name)
+        self.in_flight = in_flight
         self.policy = FailurePolicy(role.role.worker.retry_backoff_max_s)
+        self.publisher: Publisher[Carried] = Publisher(
+            role.role,
+            role.consumer,
+            role.name,
+            in_flight=in_flight is not None,
+            on_committed=None if in_flight is None else self._committed_in_flight,
+        )
+        if in_flight is not None:
+            in_flight.bind(self.publisher.settle)
 
     def healthy(self) -> bool:
-        return self.role.health.healthy()
+        return self.role.health is None or self.role.health.healthy()
 
     def run(self) -> None:
         role, policy = self.role, self.policy
@@ -100,6 +147,9 @@ class RoleRunner(Generic[Polled, Carried]):
                 policy.shrunk(role.max_bytes, floor=min(role.max_bytes, MIN_TXN_BYTES)),
             )
             polled = role.poll(limits)
+            if self.in_flight is not None:
+                self._round_in_flight(self.in_flight, polled, limits)
+                continue
             try:
                 output = role.step(polled, limits)
             except Exception as exc:  # the step failed: as if its transaction had
@@ -113,9 +163,77 @@ class RoleRunner(Generic[Polled, Carried]):
                 self._failed(failure)
                 continue
             policy.succeeded()
-            role.health.succeeded()
+            if role.health is not None:
+                role.health.succeeded()
             self.metrics.role_transactions.labels(role.name).inc()
             role.committed(output.carried)
+
+    def _round_in_flight(
+        self, hooks: InFlight[Polled, Carried], polled: Polled, limits: Limits
+    ) -> None:
+        """One round with the previous batch's commit in flight: step this batch, settle
+        the previous one, publish this one (its commit goes on while the next is polled)."""
+        revoked = hooks.revoke_failure()
+        if revoked is not None:  # the commit settled before a revoke failed
+            self._recover(hooks, revoked, None)
+            return
+        try:
+            output = self.role.step(polled, limits)
+        except Exception as exc:  # the engine failed on this batch
+            settled = self.publisher.settle()
+            verdict = hooks.step_failed(polled, exc)
+            if verdict is Verdict.BISECT:
+                self.policy.bisect()
+            failure: PublishFailure[Carried] | PublishFailure[None] | None = settled
+            if failure is None:
+                failure = PublishFailure(exc, None)
+            self._recover(hooks, failure, polled, backoff=verdict is Verdict.RETRY)
+        else:
+            previous = self.publisher.settle()  # the previous batch's commit
+            if previous is not None:
+                self._recover(hooks, previous, polled)
+            elif output is not None:
+                failed = self.publisher.publish(output.transaction, output.carried)
+                if failed is not None:
+                    self._recover(hooks, failed, None)
+        hooks.between(lambda: self._settled(hooks))
+
+    def _settled(self, hooks: InFlight[Polled, Carried]) -> bool:
+        """Settle the commit in flight; recover if it failed. True: nothing is in flight."""
+        failure = self.publisher.settle()
+        if failure is not None:
+            self._recover(hooks, failure, None)
+            return False
+        return True
+
+    def _committed_in_flight(self, carried: Carried, committed_at: float) -> None:
+        """A batch committed (on the commit thread): count it; failures are over."""
+        assert self.in_flight is not None
+        self.in_flight.counted(carried, committed_at)
+        self.policy.succeeded()
+
+    def _recover(
+        self,
+        hooks: InFlight[Polled, Carried],
+        failure: PublishFailure[Carried] | PublishFailure[None],
+        polled: Polled | None,
+        backoff: bool = True,
+    ) -> None:
+        """Drop what was not committed: count it, dead-letter what the broker refused or
+        back off, replace the producer, and let the role rebuild what the failed batches
+        (and `polled`) touched and rewind."""
+        hooks.aborted()
+        rejected = failure.rejected
+        if rejected is not None and self.role.rejections is not None:
+            self.role.rejections.unpublishable(rejected.source, rejected.why)
+        if backoff and rejected is None:
+            delay = self.policy.failed()
+            log.error("a batch failed; retrying in %.1f s", delay, exc_info=failure.error)
+            self._stop.wait(delay)
+        retry.until_done(
+            self._stop, self.role.role.worker.retry_backoff_max_s, self.publisher.reset
+        )
+        hooks.recover(failure.carried, polled)
 
     def _failed(self, failure: PublishFailure[Carried] | PublishFailure[None]) -> None:
         """Blame, or count a failure and back off; then the role rebuilds and rewinds."""
@@ -128,7 +246,8 @@ class RoleRunner(Generic[Polled, Carried]):
             role.rejections.unpublishable(rejected.source, rejected.why)
         else:
             delay = self.policy.failed()
-            role.health.failed()
+            if role.health is not None:
+                role.health.failed()
             what = "" if failure.blamed is None else f" (refused: {failure.blamed.why})"
             log.error(
                 "%s transaction failed%s; rebuilding and replaying from the committed offsets "

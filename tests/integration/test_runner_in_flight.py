@@ -1,0 +1,155 @@
+"""`runtime.runner.RoleRunner` driving an in-flight publisher (`runner.InFlight`), against the
+real broker, with a small role of the test's own: the engine's bisection (a step that raises
+on a batch of several inputs halves the next batch until the input causing it is alone, and
+that input is then dead-lettered on the replay), the commit of each batch settled before the
+next is published, every input answered exactly once, and failures counted by the role."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+import pytest
+from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+from prometheus_client import CollectorRegistry
+
+from tests.integration.harness import produce, read_all
+from worker import clients
+from worker.codec import OutMessage
+from worker.metrics import build_metrics
+from worker.partitions import rewind_to_committed
+from worker.records import Source
+from worker.runtime.publisher import PublishFailure, Transaction
+from worker.runtime.runner import Limits, Output, RoleRunner, Verdict
+from worker.settings import KafkaSettings, Settings, TopicSettings, WorkerSettings
+
+pytestmark = pytest.mark.integration
+POISON = b"poison"
+Polled = list[tuple[Source, bytes]]
+
+
+class EchoRole:
+    """Echoes each input upper-cased to `out`; its step raises on a batch holding POISON
+    (until POISON is dead-lettered: then it answers `dead` for it)."""
+
+    name = "echo"
+    health = None
+    max_bytes = 0
+    rejections = None
+
+    def __init__(self, settings: Settings, out: str) -> None:
+        self.role, self.out = settings, out
+        self.consumer: KafkaConsumer = clients.make_consumer(settings)
+        self.max_records = settings.worker.max_batch
+        self.dead: set[Source] = set()  # dead-lettered on the replay
+        self.failed_batches: list[int] = []  # sizes of the batches whose step raised
+        self.committed_batches: list[int] = []
+        self.aborts = self.rounds = 0
+        self.recovered: list[Polled | None] = []
+
+    def start(self) -> None:
+        self.consumer.subscribe([self.role.topics.input])
+
+    def poll(self, limits: Limits) -> Polled:
+        polled = self.consumer.poll(timeout_ms=200, max_records=limits.records)
+        return [
+            (Source(tp.topic, tp.partition, m.offset), m.value)
+            for tp, ms in polled.items()
+            for m in ms
+        ]
+
+    def step(self, polled: Polled, limits: Limits) -> Output[int] | None:
+        if not polled:
+            return None
+        if any(v == POISON and s not in self.dead for s, v in polled):
+            raise ValueError("the engine failed on this batch")
+        messages = [
+            OutMessage(self.out, None, b"dead" if s in self.dead else v.upper()) for s, v in polled
+        ]
+        offsets: dict[TopicPartition, OffsetAndMetadata] = {}
+        for s, _ in polled:
+            offsets[TopicPartition(s.topic, s.partition)] = OffsetAndMetadata(s.offset + 1, "", -1)
+        sources = [s for s, _ in polled]
+        return Output(Transaction(messages, sources, offsets), len(polled))
+
+    def committed(self, carried: int) -> None:
+        raise AssertionError("an in-flight role is counted on the commit thread")
+
+    def rebuild(self) -> None:
+        raise AssertionError("an in-flight role recovers through `recover`")
+
+    def close(self) -> None:
+        self.consumer.close(autocommit=False)
+
+    # runner.InFlight
+    def bind(self, settle: Callable[[], PublishFailure[int] | None]) -> None:
+        self.settle = settle
+
+    def revoke_failure(self) -> PublishFailure[int] | None:
+        return None
+
+    def counted(self, carried: int, committed_at: float) -> None:
+        self.committed_batches.append(carried)
+
+    def step_failed(self, polled: Polled, error: Exception) -> Verdict:
+        self.failed_batches.append(len(polled))
+        if len(polled) == 1:
+            self.dead.add(polled[0][0])
+            return Verdict.DEAD_LETTERED
+        return Verdict.BISECT
+
+    def aborted(self) -> None:
+        self.aborts += 1
+
+    def recover(self, carried: int | None, polled: Polled | None) -> None:
+        self.recovered.append(polled)
+        owned = {tp.partition for tp in self.consumer.assignment()}
+        rewind_to_committed(self.consumer, self.role.topics.input, owned)
+
+    def between(self, settled: Callable[[], bool]) -> None:
+        self.rounds += 1
+
+
+def test_a_batch_the_step_fails_on_is_bisected_to_its_input_which_is_dead_lettered_once(
+    kafka_bootstrap: str, unique_topic: Callable[[str], str]
+) -> None:
+    topic, out = unique_topic("in"), unique_topic("out")
+    values = [f"doc-{i}".encode() for i in range(20)]
+    values[10] = POISON
+    produce(kafka_bootstrap, topic, values, keys=False)
+    settings = Settings(
+        kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap),
+        topics=TopicSettings(input=topic),
+        worker=WorkerSettings(group_id="g-" + topic, max_batch=8, retry_backoff_max_s=1.0),
+    )
+    role = EchoRole(settings, out)
+    stop = threading.Event()
+    runner = RoleRunner(role, build_metrics(CollectorRegistry()), stop, in_flight=role)
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    try:
+        tp = TopicPartition(topic, 0)
+        deadline = time.monotonic() + 120
+        while sum(role.committed_batches) < len(values) and time.monotonic() < deadline:
+            time.sleep(0.1)  # polling a condition: every input committed
+        assert sum(role.committed_batches) == len(values), role.committed_batches
+    finally:
+        stop.set()
+        thread.join(60)
+        runner.publisher.settle()
+        runner.close()
+    got = [m.value for m in read_all(kafka_bootstrap, out, len(values))]
+    assert got == [b"dead" if v == POISON else v.upper() for v in values]
+    # halved per consecutive failure until the poison is alone, then dead-lettered once
+    # the full batch fails first; consecutive failures halve it until the poison is alone,
+    # which is dead-lettered once (a commit in between may reset the halving once)
+    assert role.failed_batches[0] == 8 and role.failed_batches[-3:] == [4, 2, 1]
+    assert all(n > 1 for n in role.failed_batches[:-1]) and len(role.dead) == 1
+    assert role.aborts == len(role.failed_batches)
+    assert all(p is not None for p in role.recovered)  # the failed batch's inputs rebuilt
+    committed = KafkaConsumer(bootstrap_servers=kafka_bootstrap, group_id="g-" + topic)
+    try:
+        assert committed.committed(tp) == len(values)
+    finally:
+        committed.close()
