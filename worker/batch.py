@@ -101,7 +101,7 @@ class BatchRole:
         return out
 
     def step(self, polled: list[InputRecord], limits: Limits) -> Output[BatchOutput] | None:
-        """The batch's outputs, then its changelog records (they answer for no input)."""
+        """The batch's outputs, then its changelog records."""
         if not polled:
             return None
         started = time.perf_counter()
@@ -115,7 +115,12 @@ class BatchRole:
             TopicPartition(topic, partition): OffsetAndMetadata(offset, "", -1)
             for (topic, partition), offset in output.offsets.items()
         }
-        sources: list[Source | None] = [*output.message_sources, *([None] * len(records))]
+        # A changelog record answers for the inputs it records. Only a batch of one input can
+        # be blamed for it: a refused record (too large for the changelog) then dead-letters
+        # that input as `unpublishable` instead of failing forever; in a larger batch the
+        # failure shrinks the batch until the input causing it is alone.
+        alone = polled[0].source if len(polled) == 1 else None
+        sources: list[Source | None] = [*output.message_sources, *([alone] * len(records))]
         return Output(Transaction([*output.messages, *records], sources, offsets), output)
 
     def committed(self, carried: BatchOutput) -> None:

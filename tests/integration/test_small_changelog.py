@@ -1,0 +1,36 @@
+"""A changelog whose max.message.bytes is too small for a batch's pack: the batch shrinks until
+its records fit; an input whose record alone does not fit is dead-lettered as unpublishable."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from kafka import KafkaAdminClient
+
+from tests.integration.harness import Topics, WorkerProcess, decisions, produce_docs, read_all
+from tests.integration.test_worker import stream
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_changelog_too_small_for_a_batch_shrinks_it_until_every_input_has_an_outcome(
+    kafka_bootstrap: str,
+    kafka_admin: KafkaAdminClient,
+    topics: Topics,
+    tmp_path: Path,
+) -> None:
+    configs = {"cleanup.policy": "compact", "max.message.bytes": "6000"}
+    spec = {"num_partitions": 1, "replication_factor": 1, "configs": configs}
+    kafka_admin.create_topics({topics.changelog: spec})
+    docs = stream(40, seed=7)
+    worker = WorkerProcess(kafka_bootstrap, topics, "g-" + topics.input, tmp_path / "w.log")
+    worker.start()
+    try:
+        worker.wait_ready()
+        produce_docs(kafka_bootstrap, topics.input, docs)
+        got = decisions(kafka_bootstrap, topics, len(docs))
+        assert set(got) == {str(d["id"]) for d in docs}
+    finally:
+        assert worker.stop() == 0, worker.log()
