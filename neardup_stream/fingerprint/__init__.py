@@ -4,7 +4,10 @@
 * `shingles`: the readable definition of features (character k-grams, word n-grams) and
   exact Jaccard;
 * `hashing`: seeded MurmurHash3 for exact-text and id hashes (never Python's `hash()`);
-* `kernels`: the compiled pass that normalises, hashes, and builds SimHash and MinHash;
+* `kernels`: the compiled pass that normalises, hashes, and builds SimHash and MinHash,
+  over compiled kernels kept by concept: `hash_kernels` (MurmurHash3, `fmix64`),
+  `text_kernels` (folding, normalisation, feature hashes), `minhash_kernels`,
+  `simhash_kernels` and `feature_set_kernels` (the distinct feature set);
 * `fingerprinter`: `Fingerprinter.batch(texts)` -> `Fingerprints`, the layer's interface.
 
 Importing the package is cheap; the compiled kernels load with `fingerprinter`/`kernels`.

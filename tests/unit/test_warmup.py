@@ -9,6 +9,13 @@ from numba.core.registry import CPUDispatcher
 
 from neardup_stream import DedupConfig, Deduplicator, Document
 from neardup_stream.compare import compare
+from neardup_stream.fingerprint import (
+    feature_set_kernels,
+    hash_kernels,
+    minhash_kernels,
+    simhash_kernels,
+    text_kernels,
+)
 from neardup_stream.fingerprint import kernels as fingerprint_kernels
 from neardup_stream.index import kernels as index_kernels
 from neardup_stream.snapshot import load_snapshot, save_snapshot
@@ -19,7 +26,15 @@ from tests.unit.conftest import mutate, random_text
 def _signatures() -> dict[str, int]:
     return {
         f"{module.__name__}.{name}": len(obj.signatures)
-        for module in (fingerprint_kernels, index_kernels)
+        for module in (
+            fingerprint_kernels,
+            hash_kernels,
+            text_kernels,
+            minhash_kernels,
+            simhash_kernels,
+            feature_set_kernels,
+            index_kernels,
+        )
         for name, obj in vars(module).items()
         if isinstance(obj, CPUDispatcher)
     }

@@ -19,7 +19,9 @@ in threads of the replica, each a consumer-group member with its own transaction
 - `gather` (group `<group>-gather`, over the votes topic): joins the S votes of each log
   record and its payloads (the only role that reads them), decides with `Gatherer`,
   publishes decisions and pass-throughs (`outcomes`) and its first decisions (gather
-  changelog) with its checkpoint.
+  changelog) with its checkpoint. Its reading is `gather_inputs`, its following of the
+  assignment and restores `gather_follow`, its state per log partition `gather_state`, its
+  batch assembly, commits and progress `gathering`.
 
 A shard or log partition a role gains is rebuilt from its role's changelog on a background
 restore thread (`worker.runtime.restore`, `replay`; retention bounds it), while the role's other

@@ -1,7 +1,7 @@
 """The gather's pure halves, free of any Kafka client: which joined records one batch decides
 (`assemble`), what each votes partition commits with it (`commits`: the first votes record
 still needed, and the checkpoint, the next log offset to decide) and how far each log
-partition is behind (`progress`). `worker.cluster.gather` does the reading and publishing.
+partition is behind (`progress`). `worker.cluster.gather` publishes, `gather_inputs` reads.
 """
 
 from __future__ import annotations

@@ -1,0 +1,108 @@
+"""Compiled MinHash kernels: one-permutation bins, densification, 1-bit sketches, LSH keys.
+
+A feature hash falls in bin `bin_of(h, k)` (its top 32 bits scaled to k) and a bin keeps the
+minimum. Grouped bins give the `num_perm`-value signature, its empty groups filled by
+rotation (`densify`, Shrivastava & Li 2014); the lowest bit of every bin gives the 1-bit
+verification sketch, its empty bins filled by optimal densification (`one_bit_sketch`,
+Shrivastava 2017). `band_keys` hashes bands of the signature into 32-bit LSH bucket keys.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from neardup_stream.caches import seed_jit_cache
+
+seed_jit_cache()  # before the first @njit(cache=True) sets up numba's cache directory
+
+from numba import njit  # noqa: E402
+
+from neardup_stream.fingerprint.hash_kernels import EMPTY, GOLD, M1, M2, ONE, S32, fmix64  # noqa: E402
+
+_S63 = np.uint64(63)
+
+
+@njit(inline="always", cache=True)
+def bin_of(h, k):
+    """Bin of the hash `h` among `k` (at most 2**32): its top 32 bits scaled to [0, k)
+    (multiply-shift). For k a power of two this is exactly h's top log2(k) bits, so sketches
+    of power-of-two sizes are what they were when only those were allowed."""
+    return ((h >> S32) * np.uint64(k)) >> S32
+
+
+@njit(inline="always", cache=True)
+def _probe(x, k):
+    """Bin of the probe `x` among `k`: half of fmix64 (one xor-shift, one multiply)."""
+    x ^= x >> S32
+    return bin_of(x * M1, k)
+
+
+@njit(cache=True, nogil=True)
+def densify(v):
+    """Rotation densification: an empty bin takes the next non-empty bin's value, re-hashed."""
+    size = v.size
+    first = -1
+    for i in range(size):
+        if v[i] != EMPTY:
+            first = i
+            break
+    if first < 0:
+        return
+    nxt = first + size
+    for i in range(size - 1, -1, -1):
+        if v[i] != EMPTY:
+            nxt = i
+        else:
+            v[i] = fmix64(v[nxt % size] + np.uint64(nxt - i) * GOLD)
+
+
+@njit(cache=True, nogil=True)
+def one_bit_sketch(bins, total, out):
+    """The 1-bit sketch of OPH `bins`: the lowest bit of every bin's minimum; an empty bin
+    borrows from the first non-empty bin of its own fixed pseudo-random probe sequence
+    (optimal densification, Shrivastava 2017), re-hashed with the bin's index.
+
+    Two sets agree on a bin with probability J whatever their sizes, and unlike rotation
+    (which copies each value over a run of empty bins of random length) every non-empty bin
+    is borrowed about equally often, so a sparse document's sketch stays close to the
+    variance of independent permutations. Writes nothing for an empty set."""
+    if total == 0:
+        return
+    k = bins.size
+    for i in range(k):
+        v = bins[i]
+        if v == EMPTY:
+            key = (np.uint64(i) + ONE) * M2
+            step = GOLD
+            j = _probe(key + step, k)
+            while bins[j] == EMPTY:
+                step += GOLD
+                j = _probe(key + step, k)
+            v = ((bins[j] ^ key) * M1) >> _S63  # one well-mixed bit of (borrowed value, i)
+        out[i >> 6] |= (v & ONE) << np.uint64(i & 63)
+
+
+@njit(cache=True, nogil=True)
+def oph_sketch(feats, sketch_bits, out):
+    """Write the 1-bit one-permutation sketch of hashes `feats` to the zeroed array `out`."""
+    bins = np.full(sketch_bits, EMPTY, dtype=np.uint64)
+    for f in range(feats.size):
+        h = feats[f]
+        b = bin_of(h, sketch_bits)
+        bins[b] = min(bins[b], h)
+    one_bit_sketch(bins, feats.size, out)
+
+
+@njit(cache=True, nogil=True)
+def band_keys(signature, bands, rows, seed):
+    """32-bit LSH bucket keys: one per band of `rows` consecutive signature values."""
+    n = signature.shape[0]
+    out = np.empty((n, bands), dtype=np.uint32)
+    base = np.uint64(seed) ^ np.uint64(0xB5AD4ECEDA1CE2A9)
+    for d in range(n):
+        for b in range(bands):
+            h = fmix64(base + np.uint64(b + 1) * GOLD)
+            for r in range(rows):
+                h = fmix64(h ^ signature[d, b * rows + r])
+            out[d, b] = np.uint32(h >> S32)
+    return out

@@ -1,0 +1,168 @@
+"""Compiled text kernels: UTF-8 folded and normalised, then hashed into features.
+
+`normalize_utf8` decodes raw UTF-8 and folds every code point through the per-character
+fold table (`normalize.fold_table`), collapsing whitespace runs (the `str.isspace` set) to
+one space and stripping the ends; a text the table cannot fold alone is folded by
+`nfkc.fold_full` and then `collapse_spaces`. `feature_hashes` gives the features (shingles)
+of the normalised text: character k-grams as a rolling polynomial over code points (mod
+2**64), or word n-grams combining FNV-1a word hashes; both finished with `fmix64`, seeded.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from neardup_stream.caches import seed_jit_cache
+
+seed_jit_cache()  # before the first @njit(cache=True) sets up numba's cache directory
+
+from numba import njit  # noqa: E402
+
+from neardup_stream.fingerprint.hash_kernels import GOLD, fmix64  # noqa: E402
+
+_FNV = np.uint64(0x100000001B3)
+_POLY = np.uint64(0x9E3779B97F4A7C17)
+_SPACE = np.uint32(32)
+MODE_CHAR = 0
+MODE_WORD = 1
+_SPACE_TABLE = np.zeros(0x3001, dtype=np.bool_)
+for _c in range(0x3001):
+    _SPACE_TABLE[_c] = chr(_c).isspace()
+
+
+@njit(cache=True, nogil=True)
+def normalize_utf8(data, begin, end, out, fold_index, fold_pool):
+    """Decode UTF-8 data[begin:end] into `out`, folded, whitespace collapsed and stripped.
+
+    Every code point is replaced by casefold(NFKC(c)) from the per-character fold table.
+    Returns the number of code points written, or -1 when a code point has no table entry
+    or the output would not fit: the caller folds that text with `nfkc.fold_full` instead.
+    """
+    n = 0
+    pending_space = False
+    i = begin
+    while i < end:
+        b = np.uint32(data[i])
+        if b < 0x80:
+            c = b
+            i += 1
+        elif b < 0xE0:
+            c = ((b & 0x1F) << 6) | (np.uint32(data[i + 1]) & 0x3F)
+            i += 2
+        elif b < 0xF0:
+            c = ((b & 0x0F) << 12) | ((np.uint32(data[i + 1]) & 0x3F) << 6)
+            c |= np.uint32(data[i + 2]) & 0x3F
+            i += 3
+        else:
+            c = ((b & 0x07) << 18) | ((np.uint32(data[i + 1]) & 0x3F) << 12)
+            c |= ((np.uint32(data[i + 2]) & 0x3F) << 6) | (np.uint32(data[i + 3]) & 0x3F)
+            i += 4
+        if c < 0x80:
+            if 65 <= c <= 90:
+                c += 32
+            start, length = -1, 1
+        elif c >= fold_index.size or fold_index[c] < 0:
+            return -1
+        else:
+            start = fold_index[c] + 1
+            length = np.int64(fold_pool[start - 1])
+        if n + length + 1 > out.size:
+            return -1
+        for j in range(length):
+            x = c if start < 0 else fold_pool[start + j]
+            if x <= 0x3000 and _SPACE_TABLE[x]:
+                pending_space = n > 0
+                continue
+            if pending_space:
+                out[n] = _SPACE
+                n += 1
+                pending_space = False
+            out[n] = x
+            n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def collapse_spaces(cps, out):
+    """Copy folded code points to `out` (room for all of them), whitespace runs collapsed to
+    one space and the ends stripped, as `normalize_utf8` does; returns the length."""
+    n = 0
+    pending_space = False
+    for x in cps:
+        if x <= 0x3000 and _SPACE_TABLE[x]:
+            pending_space = n > 0
+            continue
+        if pending_space:
+            out[n] = _SPACE
+            n += 1
+            pending_space = False
+        out[n] = x
+        n += 1
+    return n
+
+
+@njit(cache=True, nogil=True)
+def _word_hashes(cps, seed):
+    """FNV-1a + fmix hash of every space-separated word of a normalised text."""
+    n = cps.size
+    out = np.empty(n // 2 + 1, dtype=np.uint64)
+    m = 0
+    h = seed
+    in_word = False
+    for i in range(n):
+        c = cps[i]
+        if c == _SPACE:
+            if in_word:
+                out[m] = fmix64(h)
+                m += 1
+                in_word = False
+            continue
+        if not in_word:
+            h = seed
+            in_word = True
+        h = (h ^ np.uint64(c)) * _FNV
+    if in_word:
+        out[m] = fmix64(h)
+        m += 1
+    return out[:m]
+
+
+@njit(cache=True, nogil=True)
+def feature_hashes(cps, mode, k, seed):
+    """All feature hashes of one normalised text (code points), in order (repeats kept)."""
+    useed = fmix64(np.uint64(seed) ^ GOLD)
+    if mode == MODE_CHAR:
+        n = cps.size
+        if n == 0:
+            return np.empty(0, dtype=np.uint64)
+        if n < k:
+            h = np.uint64(0)
+            for i in range(n):
+                h = h * _POLY + np.uint64(cps[i])
+            out = np.empty(1, dtype=np.uint64)
+            out[0] = fmix64(h ^ useed)
+            return out
+        out = np.empty(n - k + 1, dtype=np.uint64)
+        drop = np.uint64(1)
+        for _ in range(k):
+            drop *= _POLY
+        h = np.uint64(0)
+        for i in range(n):
+            h = h * _POLY + np.uint64(cps[i])
+            if i >= k:
+                h -= np.uint64(cps[i - k]) * drop
+            if i >= k - 1:
+                out[i - k + 1] = fmix64(h ^ useed)
+        return out
+    units = _word_hashes(cps, np.uint64(seed))
+    n = units.size
+    if n == 0:
+        return np.empty(0, dtype=np.uint64)
+    width = k if n >= k else n
+    out = np.empty(n - width + 1, dtype=np.uint64)
+    for i in range(n - width + 1):
+        h = useed
+        for j in range(width):
+            h = (h ^ units[i + j]) * _FNV
+        out[i] = fmix64(h)
+    return out
