@@ -3,13 +3,12 @@ its records fit; an input whose record alone does not fit is dead-lettered as un
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from kafka import KafkaAdminClient
 
-from tests.integration.harness import Topics, WorkerProcess, decisions, produce_docs, read_all
+from tests.integration.harness import Topics, WorkerProcess, decisions, produce_docs
 from tests.integration.test_worker import stream
 
 pytestmark = pytest.mark.integration
