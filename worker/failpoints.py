@@ -32,6 +32,7 @@ POINTS = frozenset(
         # cluster roles: their transaction's records and offsets sent, or the commit returned
         "edge_produced",
         "edge_committed",
+        "edge_rewind",  # the edge rewinds to its committed input offsets (a failed batch)
         "shard_produced",
         "shard_committed",
         "gather_produced",

@@ -174,6 +174,32 @@ def test_a_replica_killed_inside_a_transaction_leaves_exactly_one_decision_per_d
         assert decision == "unique" or (of is not None and of != doc_id)
 
 
+def test_an_edge_whose_rewind_fails_after_a_failed_transaction_loses_no_input(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+) -> None:
+    """A failed edge transaction must be replayed: if the rewind to the committed input
+    offsets fails (a broker error while the group rebalances), the edge may not go on from
+    where it was, or the next commit would move past inputs that were never logged."""
+    docs = stream(200, seed=52)
+    [worker] = replicas(
+        kafka_bootstrap,
+        topics,
+        tmp_path,
+        1,
+        partitions=3,
+        failpoints={0: "edge_produced=raise@1,edge_rewind=raise@1"},
+    )
+    try:
+        worker.wait_ready()
+        produce_to(kafka_bootstrap, topics.input, [(i % 3, d) for i, d in enumerate(docs)])
+        got = decisions(kafka_bootstrap, topics, len(docs), timeout=240)
+    finally:
+        worker.stop()
+    assert "failpoint edge_rewind fired" in worker.log_path.read_text(errors="replace")
+    assert {str(d["id"]) for d in docs} == set(got)
+    assert all(len(v) == 1 for v in got.values()), "a document was decided twice"
+
+
 def test_a_killed_and_restarted_replica_restores_its_shards_from_their_changelogs(
     kafka_bootstrap: str, topics: Topics, tmp_path: Path
 ) -> None:
