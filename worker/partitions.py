@@ -69,7 +69,7 @@ class Assignment(ConsumerRebalanceListener):
             self._rebalancing = False
             self.seen_assignment = True
             owned = sorted(self._owned)
-        log.info("partitions assigned: %s", owned)
+        log.info("partitions assigned: %s (topic %s)", owned, self.topic)
         if self._on_assigned is not None:
             self._on_assigned(set(owned))
 

@@ -72,6 +72,24 @@ def _kafka_sh(
     )
 
 
+WORKER_LOG_TAIL = 80  # lines of each worker log shown with a failed test
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """A failed test shows the tails of the worker logs under its `tmp_path` (the worker's
+    own lines, not kafka-python's), so a failure seen once in CI can be read afterwards."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    tmp = getattr(item, "funcargs", {}).get("tmp_path")
+    if report.when != "call" or not report.failed or not isinstance(tmp, Path):
+        return
+    for path in sorted(tmp.rglob("*.log")):
+        lines = path.read_text(errors="replace").splitlines()
+        kept = [line[:400] for line in lines if " kafka." not in line][-WORKER_LOG_TAIL:]
+        report.sections.append((f"worker log {path.relative_to(tmp)}", "\n".join(kept)))
+
+
 @pytest.fixture(scope="session")
 def kafka_bootstrap() -> Iterator[str]:
     """Bootstrap servers of a running broker (env var, or one we start)."""
