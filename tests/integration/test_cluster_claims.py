@@ -5,7 +5,8 @@ Against the real broker. Pipeline A runs with explicit internal topic names; the
   topics, and
 - pipeline C (another input topic, A's group, its own explicit control topic)
 each refuse at start-up, naming the topic and both pipelines (error, unready, metric), and
-write nothing to them; A decides its input exactly once, like offline dedup.
+change nothing in them (no record written; B, with a longer window, raises no retention of
+A's); A decides its input exactly once, like offline dedup.
 """
 
 from __future__ import annotations
@@ -13,14 +14,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from kafka import KafkaConsumer, TopicPartition
+from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 
 from tests.integration.harness import Topics, WorkerProcess, decisions
 from tests.integration.test_cluster_settings import assert_refused
 from tests.integration.test_scale_out import SHARDS, offline, produce_to
 from tests.integration.test_worker import stream
+from worker.cluster.layout import RETENTION_MS, describe
 
 pytestmark = pytest.mark.integration
+YEAR_S = 365 * 86400
 
 
 def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
@@ -32,6 +35,14 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
         consumer.close()
 
 
+def retention(bootstrap: str, topic: str) -> str | None:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        return describe(admin, [topic])[topic].configs.get(RETENTION_MS)
+    finally:
+        admin.close()
+
+
 def test_pipelines_given_the_same_explicit_internal_topics_are_refused_naming_both(
     kafka_bootstrap: str, unique_topic: object, tmp_path: Path
 ) -> None:
@@ -40,6 +51,7 @@ def test_pipelines_given_the_same_explicit_internal_topics_are_refused_naming_bo
         **a.internal_env(),  # explicit names, shared by every pipeline below
         "NEARDUP_DEDUP__HOME_SHARDS": str(SHARDS),
         "NEARDUP_WORKER__TRANSACTION_TIMEOUT_MS": "10000",
+        "NEARDUP_DEDUP__MAX_AGE_SECONDS": str(10 * YEAR_S),  # decides like no window here
     }
     flags = ["--cluster", "--max-batch", "50"]
     ga, gb = "g-" + a.input, "g-" + b.input
@@ -49,13 +61,14 @@ def test_pipelines_given_the_same_explicit_internal_topics_are_refused_naming_bo
         return WorkerProcess(kafka_bootstrap, topics, group, log, name, flags, {**env, **extra})
 
     one = replica(a, ga, "a0", {})
-    other_group = replica(b, gb, "b0", {})
+    other_group = replica(b, gb, "b0", {"NEARDUP_DEDUP__MAX_AGE_SECONDS": str(20 * YEAR_S)})
     same_group = replica(c, ga, "c0", {"NEARDUP_CLUSTER__CONTROL": c.input + ".control"})
     docs = stream(200, seed=131)
     try:
         one.start().wait_ready()
         fingerprints = a.internal_env()["NEARDUP_CLUSTER__FINGERPRINTS"]
         before = end_offsets(kafka_bootstrap, fingerprints)
+        kept = retention(kafka_bootstrap, fingerprints)
         for intruder, theirs, group in ((other_group, b, gb), (same_group, c, ga)):
             intruder.start()
             assert_refused(
@@ -66,6 +79,7 @@ def test_pipelines_given_the_same_explicit_internal_topics_are_refused_naming_bo
                 "NEARDUP_CLUSTER__FINGERPRINTS",
             )
         assert end_offsets(kafka_bootstrap, fingerprints) == before  # nothing written
+        assert retention(kafka_bootstrap, fingerprints) == kept  # nor raised by B's window
         produce_to(kafka_bootstrap, b.input, [(0, d) for d in docs[:50]])
         produce_to(kafka_bootstrap, c.input, [(0, d) for d in docs[:50]])
         produce_to(kafka_bootstrap, a.input, [(0, d) for d in docs])

@@ -177,9 +177,10 @@ def _describe_when(
         time.sleep(0.1)
 
 
-def ensure_internal_topics(settings: Settings) -> list[str]:
-    """Create the missing internal topics, raise short retentions (when topic creation is
-    on), then check all of them: the refusal lines."""
+def create_internal_topics(settings: Settings) -> None:
+    """Create the missing internal topics and wait until the broker shows them (a claim
+    names a topic's id). Nothing existing is touched: that waits for `check_internal_topics`,
+    after the claims, so a replica refused as another pipeline's changes none of its topics."""
     specs = internal_specs(settings)
     rf = settings.topics.replication_factor
     admin = KafkaAdminClient(**clients.common_config(settings.kafka))
@@ -192,8 +193,19 @@ def ensure_internal_topics(settings: Settings) -> list[str]:
         }
         if missing:
             topics.create(admin, missing)
-        names = [s.name for s in specs]
-        actual = _describe_when(admin, names, settings, lambda got: set(missing) <= set(got))
+            _describe_when(admin, list(missing), settings, lambda got: set(missing) <= set(got))
+    finally:
+        admin.close()
+
+
+def check_internal_topics(settings: Settings) -> list[str]:
+    """Raise short retentions (when topic creation is on), then check every internal topic
+    against the settings: the refusal lines."""
+    specs = internal_specs(settings)
+    names = [s.name for s in specs]
+    admin = KafkaAdminClient(**clients.common_config(settings.kafka))
+    try:
+        actual = _describe_when(admin, names, settings, lambda got: set(names) <= set(got))
         if settings.topics.create and _raise_retention(admin, specs, actual):
             actual = _describe_when(
                 admin, names, settings, lambda got: not short_retention(specs, got)

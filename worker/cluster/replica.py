@@ -49,7 +49,8 @@ def _prepare(settings: Settings) -> Prepared | Refusal:
     """The pipeline's topics, the cluster's settings, then the internal topics: created,
     claimed for this pipeline (`claims`) and checked against the settings.
 
-    Nothing internal is created unless this replica agrees with its cluster.
+    Nothing internal is created unless this replica agrees with its cluster, and nothing
+    existing is changed (a retention raised) unless the claims say the topics are its own.
     """
     layout = topics.ensure_topics(settings)
     try:
@@ -64,10 +65,11 @@ def _prepare(settings: Settings) -> Prepared | Refusal:
         )
     if not agreement.verdict.ok:
         return Refusal([agreement.explain(settings.cluster.control)])
-    problems = layout_.ensure_internal_topics(settings)
+    layout_.create_internal_topics(settings)
     taken = claims.claim(settings, claims.internal_names(settings))  # another pipeline's?
     if taken:
         return Refusal([*taken, claims.CLUSTER_HINT])
+    problems = layout_.check_internal_topics(settings)  # ours: a retention may be raised
     if problems:
         hint = (
             "the internal topics do not fit these settings: change the topic as named, run "
