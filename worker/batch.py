@@ -1,11 +1,11 @@
-"""The single worker as a `runtime.runner.Role`: input -> decisions, dead letters, changelog.
+"""The single worker as a `runtime.role.Role`: input -> decisions, dead letters, changelog.
 
 `BatchRole` owns what the single worker reads and holds: its consumer following the
 assignment (`partitions.Assignment`), one complete index per owned input partition
 (`indexes.PartitionIndexes`, restored in the background, paused until complete) and the
 step, `decide.decide` against those indexes. The runner (in flight: the commit of a batch
 runs while the next is decided) publishes, settles and applies the failure policy; the role
-adds what `runtime.runner.InFlight` asks: it settles the commit before a revoke (its
+adds what `runtime.role.InFlight` asks: it settles the commit before a revoke (its
 rebalance listener), judges a failed step (the input the engine cannot record or fails on
 alone is dead-lettered, a larger batch is bisected), rebuilds only the partitions a failed
 batch touched (their indexes ran ahead of what Kafka committed) and snapshots its indexes
@@ -34,7 +34,7 @@ from worker.partitions import Assignment, rewind_to_committed, update_lag
 from worker.records import BatchOutput, InputRecord, Source
 from worker.rejections import Rejections
 from worker.runtime.publisher import PublishFailure, Transaction
-from worker.runtime.runner import Limits, Output, Verdict
+from worker.runtime.role import Limits, Output, Verdict
 from worker.scope import WithinPartitionWarning
 from worker.settings import Settings
 

@@ -1,4 +1,4 @@
-"""`runtime.runner.RoleRunner` driving an in-flight publisher (`runner.InFlight`), against the
+"""`runtime.runner.RoleRunner` driving an in-flight publisher (`role.InFlight`), against the
 real broker, with a small role of the test's own: the engine's bisection (a step that raises
 on a batch of several inputs halves the next batch until the input causing it is alone, and
 that input is then dead-lettered on the replay), the commit of each batch settled before the
@@ -21,7 +21,8 @@ from worker.metrics import build_metrics
 from worker.partitions import rewind_to_committed
 from worker.records import Source
 from worker.runtime.publisher import PublishFailure, Transaction
-from worker.runtime.runner import Limits, Output, RoleRunner, Verdict
+from worker.runtime.role import Limits, Output, Verdict
+from worker.runtime.runner import RoleRunner
 from worker.settings import KafkaSettings, Settings, TopicSettings, WorkerSettings
 
 pytestmark = pytest.mark.integration
@@ -82,7 +83,7 @@ class EchoRole:
     def close(self) -> None:
         self.consumer.close(autocommit=False)
 
-    # runner.InFlight
+    # role.InFlight
     def bind(self, settle: Callable[[], PublishFailure[int] | None]) -> None:
         self.settle = settle
 

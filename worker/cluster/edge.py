@@ -1,6 +1,6 @@
 """The edge role: input -> fingerprint log (and dead letters), one transaction per batch.
 
-A `runtime.runner.Role`: the runner polls, steps, publishes and applies the failure policy. A
+A `runtime.role.Role`: the runner polls, steps, publishes and applies the failure policy. A
 failed transaction replays from the committed input offsets with a halved batch (nothing is
 read until that rewind succeeded); a dead letter the broker rejects for good is blamed on its
 input, which the replay dead-letters as `unpublishable` (then without payload), as the single
@@ -30,8 +30,7 @@ from worker.partitions import rewind_to_committed
 from worker.records import InputRecord, Source
 from worker.rejections import Rejections
 from worker.runtime.publisher import Transaction
-from worker.runtime.role import role_settings
-from worker.runtime.runner import Limits, Output
+from worker.runtime.role import Limits, Output, role_settings
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)

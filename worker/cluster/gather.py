@@ -43,7 +43,7 @@ from worker.metrics import Metrics
 from worker.partitions import Assignment
 from worker.rejections import Rejections
 from worker.runtime.publisher import Transaction
-from worker.runtime.runner import Limits, Output
+from worker.runtime.role import Limits, Output
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)

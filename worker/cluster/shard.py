@@ -6,7 +6,7 @@ home documents, all of them through one merged probe table (`ShardState`). In on
 stored, and its watermark) and its position in the fingerprint log (the metadata of its
 committed offset on the shards topic). A shard it gains is rebuilt from its changelog (its
 retention follows the dedup window), on a restore thread while the other shards go on
-voting, and resumes at that position. A `runtime.runner.Role`: the runner publishes and
+voting, and resumes at that position. A `runtime.role.Role`: the runner publishes and
 applies the failure policy; when a transaction fails,
 every owned shard is rebuilt that way, since their state ran ahead of what committed, and
 the next transactions are smaller (halved per consecutive failure).
@@ -42,8 +42,7 @@ from worker.runtime import following
 from worker.runtime.publisher import Transaction
 from worker.runtime.replay import ROLE_POLICY, each, replay
 from worker.runtime.restore import Restored, Restores
-from worker.runtime.role import role_settings
-from worker.runtime.runner import Limits, Output
+from worker.runtime.role import Limits, Output, role_settings
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -1,8 +1,29 @@
-"""What the runtime knows of a cluster role: its name and its own group (`role_settings`)."""
+"""What the runtime knows of a role: the interface the role loop (`runtime.runner`) runs.
+
+A `Role` polls, steps (an `Output`: one `Transaction` and what it carries until committed),
+counts what committed and rebuilds what ran ahead of a failed commit, within the `Limits` the
+failure policy sets. A role whose commit stays in flight (the single worker) adds `InFlight`
+and judges a step that raises with a `Verdict`. Each cluster role has its own group
+(`role_settings`).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Generic, NamedTuple, Protocol, TypeVar
+
+from kafka import KafkaConsumer
+
+from worker.cluster.health import RoleHealth
+from worker.rejections import Rejections
+from worker.runtime.publisher import PublishFailure, Transaction
 from worker.settings import Settings
+
+Polled = TypeVar("Polled")
+Carried = TypeVar("Carried")
+PolledIn = TypeVar("PolledIn", contravariant=True)
 
 
 def role_settings(settings: Settings, role: str) -> Settings:
@@ -10,3 +31,61 @@ def role_settings(settings: Settings, role: str) -> Settings:
     its own (transactional id `<group>-<role>-<instance>`)."""
     worker = settings.worker.model_copy(update={"group_id": f"{settings.worker.group_id}-{role}"})
     return settings.model_copy(update={"worker": worker})
+
+
+class Limits(NamedTuple):
+    """How much one batch may hold: records read, bytes published."""
+
+    records: int
+    bytes: int
+
+
+@dataclass
+class Output(Generic[Carried]):
+    """What a step publishes, and what the role counts once it committed."""
+
+    transaction: Transaction
+    carried: Carried
+
+
+class Role(Protocol[Polled, Carried]):
+    """A role the runner runs (see the module docstring)."""
+
+    name: str  # "edge", "shard", "gather": failpoints `<name>_produced`, metric labels
+    role: Settings  # the role's settings: its group and transactional id
+    consumer: KafkaConsumer  # its group member: the transaction's offsets are its group's
+    max_records: int
+    max_bytes: int
+
+    @property
+    def health(self) -> RoleHealth | None: ...  # None: no health of its own (single worker)
+
+    @property
+    def rejections(self) -> Rejections | None: ...  # refused inputs; None: it has no inputs
+
+    def start(self) -> None: ...  # subscribe
+    def poll(self, limits: Limits) -> Polled: ...
+    def step(self, polled: Polled, limits: Limits) -> Output[Carried] | None: ...
+    def committed(self, carried: Carried) -> None: ...
+    def rebuild(self) -> None: ...  # its state ran ahead of the commit: drop it, rewind
+    def close(self) -> None: ...
+
+
+class Verdict(Enum):
+    """What a role makes of its step raising on a batch (`InFlight.step_failed`)."""
+
+    RETRY = "retry"  # count a failure and back off
+    BISECT = "bisect"  # shrink the next batch without backoff, down to the input causing it
+    DEAD_LETTERED = "dead_lettered"  # the input is dead-lettered on the replay: no backoff
+
+
+class InFlight(Protocol[PolledIn, Carried]):
+    """What a role whose commit stays in flight adds to `Role` (the single worker)."""
+
+    def bind(self, settle: Callable[[], PublishFailure[Carried] | None]) -> None: ...
+    def revoke_failure(self) -> PublishFailure[Carried] | None: ...  # settled before a revoke
+    def counted(self, carried: Carried, committed_at: float) -> None: ...  # commit thread
+    def step_failed(self, polled: PolledIn, error: Exception) -> Verdict: ...
+    def aborted(self) -> None: ...  # count a failed batch (its own metric)
+    def recover(self, carried: Carried | None, polled: PolledIn | None) -> None: ...
+    def between(self, settled: Callable[[], bool]) -> None: ...  # snapshots, gauges

@@ -32,84 +32,16 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass
-from enum import Enum
-from typing import Generic, NamedTuple, Protocol, TypeVar
-
-from kafka import KafkaConsumer
+from typing import Generic
 
 from worker import retry
-from worker.cluster.health import RoleHealth
 from worker.metrics import Metrics
-from worker.rejections import Rejections
 from worker.runtime.policy import FailurePolicy
-from worker.runtime.publisher import Publisher, PublishFailure, Transaction
-from worker.settings import Settings
+from worker.runtime.publisher import Publisher, PublishFailure
+from worker.runtime.role import Carried, InFlight, Limits, Polled, Role, Verdict
 
 log = logging.getLogger(__name__)
-Polled = TypeVar("Polled")
-Carried = TypeVar("Carried")
-PolledIn = TypeVar("PolledIn", contravariant=True)
 MIN_TXN_BYTES = 1 << 20  # the byte cap never shrinks below this
-
-
-class Limits(NamedTuple):
-    """How much one batch may hold: records read, bytes published."""
-
-    records: int
-    bytes: int
-
-
-@dataclass
-class Output(Generic[Carried]):
-    """What a step publishes, and what the role counts once it committed."""
-
-    transaction: Transaction
-    carried: Carried
-
-
-class Role(Protocol[Polled, Carried]):
-    """A role the runner runs (see the module docstring)."""
-
-    name: str  # "edge", "shard", "gather": failpoints `<name>_produced`, metric labels
-    role: Settings  # the role's settings: its group and transactional id
-    consumer: KafkaConsumer  # its group member: the transaction's offsets are its group's
-    max_records: int
-    max_bytes: int
-
-    @property
-    def health(self) -> RoleHealth | None: ...  # None: no health of its own (single worker)
-
-    @property
-    def rejections(self) -> Rejections | None: ...  # refused inputs; None: it has no inputs
-
-    def start(self) -> None: ...  # subscribe
-    def poll(self, limits: Limits) -> Polled: ...
-    def step(self, polled: Polled, limits: Limits) -> Output[Carried] | None: ...
-    def committed(self, carried: Carried) -> None: ...
-    def rebuild(self) -> None: ...  # its state ran ahead of the commit: drop it, rewind
-    def close(self) -> None: ...
-
-
-class Verdict(Enum):
-    """What a role makes of its step raising on a batch (`InFlight.step_failed`)."""
-
-    RETRY = "retry"  # count a failure and back off
-    BISECT = "bisect"  # shrink the next batch without backoff, down to the input causing it
-    DEAD_LETTERED = "dead_lettered"  # the input is dead-lettered on the replay: no backoff
-
-
-class InFlight(Protocol[PolledIn, Carried]):
-    """What a role whose commit stays in flight adds to `Role` (the single worker)."""
-
-    def bind(self, settle: Callable[[], PublishFailure[Carried] | None]) -> None: ...
-    def revoke_failure(self) -> PublishFailure[Carried] | None: ...  # settled before a revoke
-    def counted(self, carried: Carried, committed_at: float) -> None: ...  # commit thread
-    def step_failed(self, polled: PolledIn, error: Exception) -> Verdict: ...
-    def aborted(self) -> None: ...  # count a failed batch (its own metric)
-    def recover(self, carried: Carried | None, polled: PolledIn | None) -> None: ...
-    def between(self, settled: Callable[[], bool]) -> None: ...  # snapshots, gauges
 
 
 class RoleRunner(Generic[Polled, Carried]):
