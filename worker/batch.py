@@ -25,7 +25,6 @@ from kafka import OffsetAndMetadata, TopicPartition
 from worker import clients, retry, snapshots
 from worker.admission import DecideRules
 from worker.changelog import pipeline_of, topic_of
-from worker.cluster.health import RoleHealth
 from worker.codec import OutMessage
 from worker.decide import Unrecordable, decide
 from worker.indexes import PartitionIndexes
@@ -33,6 +32,7 @@ from worker.metrics import Metrics, account, index_gauges
 from worker.partitions import Assignment, rewind_to_committed, update_lag
 from worker.records import BatchOutput, InputRecord, Source
 from worker.rejections import Rejections
+from worker.runtime.health import RoleHealth
 from worker.runtime.publisher import PublishFailure, Transaction
 from worker.runtime.role import Limits, Output, Verdict
 from worker.scope import WithinPartitionWarning

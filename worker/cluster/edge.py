@@ -23,12 +23,12 @@ from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from worker import clients, failpoints
 from worker.admission import DecideRules
 from worker.cluster.handover import Handover
-from worker.cluster.health import RoleHealth, forget_series
 from worker.cluster.ingest import Ingested, LogTopics, ingest
 from worker.metrics import Metrics
 from worker.partitions import rewind_to_committed
 from worker.records import InputRecord, Source
 from worker.rejections import Rejections
+from worker.runtime.health import RoleHealth, forget_series
 from worker.runtime.publisher import Transaction
 from worker.runtime.role import Limits, Output, role_settings
 from worker.settings import Settings

@@ -37,11 +37,11 @@ from worker.cluster.gather_follow import GatherFollow
 from worker.cluster.gather_inputs import GatherInputs
 from worker.cluster.gather_state import PayloadMismatch
 from worker.cluster.handover import Handover
-from worker.cluster.health import RoleHealth, Stop, forget_series
 from worker.cluster.outcomes import Outcomes
 from worker.metrics import Metrics
 from worker.partitions import Assignment
 from worker.rejections import Rejections
+from worker.runtime.health import RoleHealth, Stop, forget_series
 from worker.runtime.publisher import Transaction
 from worker.runtime.role import Limits, Output
 from worker.settings import Settings

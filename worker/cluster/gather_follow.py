@@ -28,10 +28,10 @@ from worker.cluster import checkpoint
 from worker.cluster.envelope import Envelope
 from worker.cluster.gather_inputs import GatherInputs, paused
 from worker.cluster.gather_state import LogPartition, RestoredLog
-from worker.cluster.health import RoleHealth, Stop, forget_series
 from worker.cluster.payloads import PayloadCheckpoint, PayloadJoin
 from worker.metrics import Metrics
 from worker.runtime import following
+from worker.runtime.health import RoleHealth, Stop, forget_series
 from worker.runtime.replay import ROLE_POLICY, each, replay
 from worker.runtime.restore import PauseTopic, Restored, Restores
 from worker.settings import Settings

@@ -21,8 +21,8 @@ from neardup_stream.sharded.votes import Votes
 from worker import clients
 from worker.cluster.envelope import Envelope
 from worker.cluster.gather_state import Blocked, LogPartition
-from worker.cluster.health import RoleHealth, Stop
 from worker.cluster.payloads import PayloadCheckpoint, PayloadRecord
+from worker.runtime.health import RoleHealth, Stop
 from worker.runtime.role import role_settings
 from worker.settings import Settings
 

@@ -32,13 +32,13 @@ from neardup_stream.sharded.voter import ShardVoter
 from worker import clients
 from worker.cluster import checkpoint
 from worker.cluster.envelope import Envelope
-from worker.cluster.health import RoleHealth, Stop, forget_series
 from worker.cluster.shard_state import RestoredShard, ShardState
 from worker.codec import OutMessage
 from worker.metrics import Metrics
 from worker.partitions import Assignment
 from worker.rejections import Rejections
 from worker.runtime import following
+from worker.runtime.health import RoleHealth, Stop, forget_series
 from worker.runtime.publisher import Transaction
 from worker.runtime.replay import ROLE_POLICY, each, replay
 from worker.runtime.restore import Restored, Restores

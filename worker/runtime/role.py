@@ -16,8 +16,8 @@ from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from kafka import KafkaConsumer
 
-from worker.cluster.health import RoleHealth
 from worker.rejections import Rejections
+from worker.runtime.health import RoleHealth
 from worker.runtime.publisher import PublishFailure, Transaction
 from worker.settings import Settings
 

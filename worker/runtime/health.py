@@ -1,4 +1,4 @@
-"""Whether a scale-out role can make progress: its stopped partitions, failures and losses.
+"""Whether a role can make progress: its stopped partitions, failures and losses.
 
 A role never skips a record it cannot apply: it stops that partition there (no votes or
 decisions past it, no checkpoint moved past it), logs one error naming the record and why,
