@@ -5,6 +5,7 @@ its input; a fenced publisher fails instead of committing."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -15,7 +16,7 @@ from tests.integration.harness import read_all
 from worker import clients
 from worker.codec import OutMessage
 from worker.records import Source
-from worker.runtime.publisher import Publisher, Transaction
+from worker.runtime.publisher import NotAMember, Publisher, Transaction
 from worker.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -41,6 +42,14 @@ class Setup:
         offsets = {TopicPartition(self.consumed, 0): OffsetAndMetadata(offset, metadata, -1)}
         return Transaction(messages, sources, offsets)
 
+    def join(self) -> None:
+        """Join the group (a transaction's offsets are fenced by the member's generation)."""
+        self.consumer.subscribe([self.consumed])
+        deadline = time.monotonic() + 60
+        while not self.consumer.assignment():
+            assert time.monotonic() < deadline, "the group never assigned the partition"
+            self.consumer.poll(timeout_ms=200)
+
     def committed(self) -> OffsetAndMetadata | None:
         found = self.consumer.committed(TopicPartition(self.consumed, 0), metadata=True)
         return found if isinstance(found, OffsetAndMetadata) else None
@@ -52,13 +61,15 @@ def make(
 ) -> Iterator[Callable[..., Setup]]:
     made: list[Setup] = []
 
-    def build(eos: bool = True, out_max_bytes: int | None = None) -> Setup:
+    def build(eos: bool = True, out_max_bytes: int | None = None, join: bool = True) -> Setup:
         setup = Setup(kafka_bootstrap, unique_topic, eos)
         configs = {} if out_max_bytes is None else {"max.message.bytes": str(out_max_bytes)}
         kafka_admin.create_topics(
             [NewTopic(setup.out, 1, 1, topic_configs=configs), NewTopic(setup.consumed, 1, 1)]
         )
         made.append(setup)
+        if join:
+            setup.join()
         return setup
 
     yield build
@@ -144,6 +155,21 @@ def test_a_fenced_publisher_fails_and_commits_nothing(make: Callable[..., Setup]
         old.close()
         new.close()
     assert [m.value for m in read_all(setup.bootstrap, setup.out, 1)] == [b"fresh"]
+
+
+def test_a_publisher_out_of_its_group_fails_and_commits_nothing(
+    make: Callable[..., Setup],
+) -> None:
+    """Not a member (never joined, or evicted): the broker would take its offsets unfenced."""
+    setup = make(join=False)
+    publisher: Publisher[str] = Publisher(setup.settings, setup.consumer, "gather")
+    try:
+        failure = publisher.publish(setup.txn([b"unfenced"], 3), "unfenced")
+    finally:
+        publisher.close()
+    assert failure is not None and isinstance(failure.error, NotAMember)
+    assert setup.committed() is None
+    assert read_all(setup.bootstrap, setup.out, 0, timeout=3) == []
 
 
 def test_at_least_once_mode_commits_offsets_without_a_transaction(

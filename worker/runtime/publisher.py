@@ -53,6 +53,10 @@ class Transaction(NamedTuple):
     offsets: Mapping[TopicPartition, OffsetAndMetadata]
 
 
+class NotAMember(RuntimeError):
+    """The role's consumer is out of its group: its offsets would not be fenced."""
+
+
 class CommitAbandoned(RuntimeError):
     """The commit did not complete: a record failed under it, or it outlived the deadline."""
 
@@ -135,6 +139,10 @@ class Publisher(Generic[T]):
                 self._count(carried)
                 return None
             metadata = self.consumer.group_metadata()
+            if metadata.generation_id < 0 or not metadata.member_id:
+                # Out of the group (evicted): without static membership the broker would
+                # take these offsets unchecked, beside the new owner's.
+                raise NotAMember(f"{self.name}: not a member of group {metadata.group_id}")
         except BaseException as exc:
             return self._failure(sent, exc)
         threading.Thread(
