@@ -115,6 +115,8 @@ class GatherInputs:
         appended them before committing the record, so they lie below the payloads' high
         watermark taken once the record was read; read up to there, they were not found.
         (The reader starts at the lowest payload offset still needed, so none is skipped.)"""
+        if self.is_stopped(p):  # a halt drops what the reader had read past its stop
+            return False
         tp = TopicPartition(self.settings.cluster.payloads, p)
         try:
             at = self.reader.position(tp)

@@ -79,11 +79,12 @@ class LogPartition:
         they were not deleted either). Raises `PayloadMismatch` if its payloads are for other
         inputs: the record is then not decided."""
         env = ready.payload
+        held = self.payloads.held.get(env.join_key)  # checked before it is taken: a refused
+        if held is not None and [x.source for x in held.passages] != env.sources:  # one stays
+            raise PayloadMismatch(f"payloads of log record {ready.offset} are for other inputs")
         passages = self.payloads.take(env.join_key)
         if passages is None and not payloads_gone():
             return None
-        if passages is not None and [x.source for x in passages] != env.sources:
-            raise PayloadMismatch(f"payloads of log record {ready.offset} are for other inputs")
         decisions, firsts = self.gatherer.decide_and_record(env.fingerprints, ready.votes)
         return Decided(decisions, passages, firsts)
 
