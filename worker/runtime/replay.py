@@ -136,6 +136,7 @@ def replay(
         return Replayed(0, {}, {})
     began = last_log = time.monotonic()
     reader.assign(tps)
+    reader.resume(*tps)  # a reused reader keeps a partition an earlier replay stopped paused
     ends = reader.end_offsets(tps)
     for tp in tps:
         first = start[tp]
