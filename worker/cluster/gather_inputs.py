@@ -142,10 +142,14 @@ class GatherInputs:
             return None
 
     def _caught_up(self, p: int) -> bool:
-        """Whether the log partition was read up to its high watermark taken now."""
+        """Whether the log partition was read up to its last stable offset taken now: every
+        committed record, so the record of every payload read (both commit together). Not
+        the high watermark: under steady input an edge transaction is nearly always open,
+        and a sweep waiting for it would let the checkpoint's used offsets outgrow
+        `offset.metadata.max.bytes` (the reader is read_committed: its end is the LSO)."""
         tp = TopicPartition(self.settings.cluster.fingerprints, p)
         try:
-            return bool(self.reader.position(tp) >= self._high_watermark(tp))
+            return bool(self.reader.position(tp) >= self.reader.end_offsets([tp])[tp])
         except Exception:  # not positioned yet after a seek: sweep another time
             return False
 

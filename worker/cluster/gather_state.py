@@ -91,8 +91,8 @@ class LogPartition:
     def payload_checkpoint(self, caught_up: Callable[[], bool]) -> PayloadCheckpoint:
         """Where the partition resumes reading payloads. When many used offsets pile up
         behind a held payload (one whose log record retention deleted, of an input partition
-        that sent nothing since), and `caught_up()` (the log was read up to its high
-        watermark taken now, so every held payload's log record was read), the payloads of
+        that sent nothing since), and `caught_up()` (the log was read up to its last
+        stable offset taken now, so every held payload's log record was read), the payloads of
         no undecided record are dropped."""
         at = self.payloads.checkpoint()
         if len(at.used) <= SWEEP_USED:
