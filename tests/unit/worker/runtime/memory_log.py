@@ -25,8 +25,10 @@ class MemoryLog:
         self.values[tp].append(value)
 
     def assign(self, tps: list[TopicPartition]) -> None:
-        self.positions = dict.fromkeys(tps, 0)
-        self.paused = set()
+        """Like kafka-python: a partition kept across assignments keeps its position and its
+        pause."""
+        self.positions = {tp: self.positions.get(tp, 0) for tp in tps}
+        self.paused &= set(tps)
 
     def beginning_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
         return {tp: self.start[tp] for tp in tps}
@@ -45,6 +47,9 @@ class MemoryLog:
 
     def pause(self, tp: TopicPartition) -> None:
         self.paused.add(tp)
+
+    def resume(self, *tps: TopicPartition) -> None:
+        self.paused -= set(tps)
 
     def poll(self, timeout_ms: int = 0) -> dict[TopicPartition, list[ConsumerRecord]]:
         out = {}

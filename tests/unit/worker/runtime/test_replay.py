@@ -98,6 +98,15 @@ def test_a_role_stops_a_partition_at_its_first_unreadable_record_and_goes_on_wit
     assert sample(registry, "neardup_restore_skipped_records_total", reason="corrupt") == 0
 
 
+def test_a_partition_one_replay_stopped_is_read_again_by_the_next_on_the_same_reader() -> None:
+    log = MemoryLog({A: values("a0", "boom", "a2")})
+    first, seen, _ = run(log, ROLE_POLICY)
+    assert first.stopped[0].offset == 1 and seen == {0: ["a0"]} and A in log.paused
+    log.values[A][1] = b"a1"  # e.g. compacted away, or another restore of the partition
+    second, seen, _ = run(log, ROLE_POLICY)
+    assert second.stopped == {} and seen == {0: ["a0", "a1", "a2"]}
+
+
 def test_a_policy_says_per_reason_what_a_refusal_does() -> None:
     policy = ReplayPolicy(OnRefusal.STOP, {"stale": OnRefusal.SKIP})
     assert policy.on("stale") is OnRefusal.SKIP and policy.on("corrupt") is OnRefusal.STOP
