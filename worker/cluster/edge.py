@@ -1,8 +1,8 @@
 """The edge role: input -> fingerprint log (and dead letters), one transaction per batch.
 
 A `runtime.role.Role`: the runner polls, steps, publishes and applies the failure policy. A
-failed transaction replays from the committed input offsets with a halved batch (nothing is
-read until that rewind succeeded); a dead letter the broker rejects for good is blamed on its
+failed transaction replays from the committed input offsets with a halved batch (the rewind
+retried until it succeeds); a dead letter the broker rejects for good is blamed on its
 input, which the replay dead-letters as `unpublishable` (then without payload), as the single
 worker and the gather do, instead of retrying the same rejection forever. The
 consumer lag of the input partitions is exported as the single worker does
@@ -20,7 +20,7 @@ import time
 from kafka import OffsetAndMetadata, TopicPartition
 
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
-from worker import clients, failpoints
+from worker import clients, failpoints, retry
 from worker.admission import DecideRules
 from worker.cluster.handover import Handover
 from worker.cluster.ingest import Ingested, LogTopics, ingest
@@ -58,7 +58,6 @@ class EdgeRole:
         self.fingerprinter = DocumentFingerprinter(settings.dedup)
         self.health = RoleHealth("edge", metrics)
         self._lagging: set[int] = set()
-        self._rewind_due = False  # a failed batch was not replayed yet (`_rewind`)
         self.rejections = Rejections(settings.topics.dlq)
         self.max_records = settings.worker.max_batch
 
@@ -68,9 +67,6 @@ class EdgeRole:
     def poll(self, limits: Limits) -> list[InputRecord]:
         """The next input records (the edge holds no state: no restores to follow)."""
         wait = self.settings.worker.poll_timeout_ms
-        if self._rewind_due and not self._rewind():
-            self.consumer.poll(timeout_ms=wait)  # keeps the membership; read again once rewound
-            return []
         polled = self.consumer.poll(timeout_ms=wait, max_records=limits.records)
         self.metrics.role_partitions.labels("edge").set(len(self.consumer.assignment()))
         self._export_lag()
@@ -102,23 +98,17 @@ class EdgeRole:
             self.metrics.dlq.labels(reason).inc()
 
     def rebuild(self) -> None:
-        """Stateless: replay from the committed input offsets."""
-        self._rewind_due = True
-        self._rewind()
+        """Stateless: replay from the committed input offsets. The rewind is retried until it
+        succeeds (as the single worker's): reading on from the consumer's position would
+        commit offsets past the failed batch's inputs, which were never logged."""
+        topic = self.settings.topics.input
 
-    def _rewind(self) -> bool:
-        """Seek the owned partitions back to their committed offsets. False if that failed:
-        then `poll` reads nothing until it succeeds, since going on from the consumer's
-        position would commit offsets past the failed batch's inputs (never logged)."""
-        owned = {tp.partition for tp in self.consumer.assignment()}
-        try:
+        def rewind() -> None:
             failpoints.hit("edge_rewind")
-            rewind_to_committed(self.consumer, self.settings.topics.input, owned)
-        except Exception:
-            log.exception("edge: rewinding to the committed input offsets failed; retrying")
-            return False
-        self._rewind_due = False
-        return True
+            owned = {tp.partition for tp in self.consumer.assignment()}
+            rewind_to_committed(self.consumer, topic, owned)
+
+        retry.until_done(self._stop, self.settings.worker.retry_backoff_max_s, rewind)
 
     def _export_lag(self) -> None:
         topic = self.settings.topics.input

@@ -79,8 +79,8 @@ class LogPartition:
         they were not deleted either). Raises `PayloadMismatch` if its payloads are for other
         inputs: the record is then not decided."""
         env = ready.payload
-        held = self.payloads.held.get(env.join_key)  # checked before it is taken: a refused
-        if held is not None and [x.source for x in held.passages] != env.sources:  # one stays
+        held = self.payloads.held.get(env.join_key)  # checked before `take`: refused, it stays
+        if held is not None and [x.source for x in held.passages] != env.sources:
             raise PayloadMismatch(f"payloads of log record {ready.offset} are for other inputs")
         passages = self.payloads.take(env.join_key)
         if passages is None and not payloads_gone():
