@@ -1,10 +1,10 @@
 """The indexes of the input partitions this worker owns, and their restores.
 
 `PartitionIndexes` maps an owned input partition to its complete `Deduplicator`. After each
-poll `follow()` brings it in line with the assignment (`runtime.following`): indexes of
-partitions gone are dropped and their restores cancelled; partitions gained (or whose index
-was dropped after a failed batch) are restored in the background, one restore per partition
-(`runtime.restore.Restores`, paused until complete), and installed when complete. `ready` is
+poll `follow()` brings it in line with the assignment (`runtime.follower`, the rule every
+role follows): indexes of partitions gone are dropped and their restores cancelled;
+partitions gained (or whose index was dropped after a failed batch) are restored in the
+background, one restore per partition (paused until complete), and installed when complete. `ready` is
 set once every owned partition has its index (the /healthz answer).
 
 A restore that met another pipeline's records (`restore.OtherPipeline`) is final: the worker
@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import logging
 import threading
-import time
 
 from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
@@ -27,15 +26,16 @@ from worker import changelog, clients, topics
 from worker.metrics import Metrics, index_gauges
 from worker.partitions import Assignment
 from worker.restore import OtherPipeline, restore_index
-from worker.runtime import following
-from worker.runtime.restore import Finished, PauseTopic, Restores
+from worker.runtime.follower import Follower
+from worker.runtime.replay import Unreadable
+from worker.runtime.restore import PauseTopic, RestoreFn, Restores
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
 
 
 class PartitionIndexes(dict[int, Deduplicator]):
-    """Owned input partition -> its complete index."""
+    """Owned input partition -> its complete index; the `follower.Holder` of the worker."""
 
     def __init__(
         self,
@@ -50,16 +50,17 @@ class PartitionIndexes(dict[int, Deduplicator]):
         super().__init__()
         self.settings, self.metrics = settings, metrics
         self.consumer, self.assignment = consumer, assignment
-        self.ready, self._stop = ready, stop
+        self.ready = ready
         self._changelog_partitions = changelog_partitions
-        self.restores: Restores[Deduplicator] = Restores(
+        restores: Restores[Deduplicator] = Restores(
             "worker",
             stop,
             metrics,
             lambda: clients.make_reader(settings),
             PauseTopic(consumer, settings.topics.input),
         )
-        self._retry_after = 0.0  # monotonic time before which no restore is started again
+        what = ("partitions", changelog.topic_of(settings))
+        self.follower = Follower(assignment, restores, self, stop, what)
         self.refused: OtherPipeline | None = None  # set for good: this worker decides nothing
 
     def drop(self, partitions: set[int]) -> None:
@@ -69,74 +70,74 @@ class PartitionIndexes(dict[int, Deduplicator]):
 
     def follow(self) -> None:
         """Drop indexes of partitions gone, pause and restore the ones gained."""
-        if self.assignment.rebalancing:
+        followed = self.follower.follow()
+        if followed is None:
             return  # revoked, not yet reassigned: what stays is not known yet
-        owned, dropped = self.assignment.take()
-        gone = following.leaving(set(self), self.restores.pending(), owned, dropped)
-        self.drop(gone.release)
-        for p in gone.cancel:
-            self.restores.cancel(p)
-        for done in self.restores.finished():
-            self._install(done, owned)
         if self.refused is not None:
             self.drop(set(self))
-            for p in self.restores.pending():
-                self.restores.cancel(p)
+            self.follower.cancel_all()
             topic = self.settings.topics.input
-            self.consumer.pause(*[TopicPartition(topic, p) for p in owned])
-        elif not self._stop.is_set() and time.monotonic() >= self._retry_after:
-            self._start(following.to_restore(owned, set(self), self.restores.pending()))
-        restored = self.assignment.seen_assignment and not owned - set(self)
+            self.consumer.pause(*[TopicPartition(topic, p) for p in followed.assigned])
+        restored = self.assignment.seen_assignment and not followed.assigned - set(self)
         if restored != self.ready.is_set():
             (self.ready.set if restored else self.ready.clear)()
             self.metrics.ready.set(int(restored))
 
     def close(self) -> None:
         """Stop the restores in progress; nothing of them is used."""
-        self.restores.close()
+        self.follower.close()
 
-    def _start(self, pending: list[int]) -> None:
-        if not pending:
-            return
+    # the `follower.Holder` of the worker
+
+    def held(self) -> set[int]:
+        return set(self)
+
+    def stopped(self) -> frozenset[int]:
+        return frozenset()  # corrupt changelog records are skipped (`restore.restore_index`)
+
+    def release(self, partition: int) -> None:
+        self.pop(partition, None)
+
+    def restore(self, partition: int) -> RestoreFn[Deduplicator] | None:
+        """Restore `partition` from the changelog (grown first if the input grew)."""
+        if self.refused is not None:
+            return None
         s, topic = self.settings, self.settings.topics.input
         name = changelog.topic_of(s)
-        if max(pending) >= self._changelog_partitions:  # input partitions added at runtime
+        if partition >= self._changelog_partitions:  # input partitions added at runtime
+            wanted = max(self.assignment.owned() | {partition}) + 1
             try:
-                topics.grow_changelog_for(s, max(pending) + 1)
+                topics.grow_changelog_for(s, wanted)
             except KafkaError as exc:  # transient: a later `follow` tries again
-                self._retry_after = time.monotonic() + s.worker.retry_backoff_max_s
+                self.follower.retry_later(s.worker.retry_backoff_max_s)
                 log.warning("could not grow changelog %s yet: %r", name, exc)
-                return
-            self._changelog_partitions = max(pending) + 1
-        log.info("restoring partitions %s from %s", pending, name)
-        pipeline = changelog.pipeline_of(s)
-        for p in pending:
-            # read_committed: waits until no transaction holds its offsets
-            committed = self.consumer.committed(TopicPartition(topic, p))
-            restore = functools.partial(
-                restore_index,
-                topic=name,
-                partition=p,
-                config=s.dedup,
-                pipeline=pipeline,
-                metrics=self.metrics,
-                snapshot_dir=s.worker.snapshot_dir,
-                committed=committed,
-            )
-            self.restores.start(p, restore)
+                return None
+            self._changelog_partitions = wanted
+        # read_committed: waits until no transaction holds its offsets
+        committed = self.consumer.committed(TopicPartition(topic, partition))
+        return functools.partial(
+            restore_index,
+            topic=name,
+            partition=partition,
+            config=s.dedup,
+            pipeline=changelog.pipeline_of(s),
+            metrics=self.metrics,
+            snapshot_dir=s.worker.snapshot_dir,
+            committed=committed,
+        )
 
-    def _install(self, done: Finished[Deduplicator], owned: set[int]) -> None:
-        if isinstance(done.error, OtherPipeline):
+    def install(self, partition: int, state: Deduplicator) -> None:
+        self[partition] = state
+        index_gauges(self.metrics, self)
+
+    def restore_stopped(self, partition: int, where: Unreadable) -> None:
+        log.error("restoring partition %d stopped at %s; retrying", partition, where)
+        self.follower.retry_later()
+
+    def restore_failed(self, partition: int, error: BaseException | None) -> None:
+        if isinstance(error, OtherPipeline):
             if self.refused is None:
-                log.error("refusing the changelog: %s", done.error)
-            self.refused = done.error
+                log.error("refusing the changelog: %s", error)
+            self.refused = error
             return
-        if done.error is not None or done.state is None:
-            log.error(
-                "restoring partition %d failed; retrying", done.partition, exc_info=done.error
-            )
-            self._retry_after = time.monotonic() + 1.0
-            return
-        if done.partition in owned:
-            self[done.partition] = done.state
-            index_gauges(self.metrics, self)
+        log.error("restoring partition %d failed; retrying", partition, exc_info=error)

@@ -70,20 +70,24 @@ class GatherRole:
         self.inputs = GatherInputs(settings, self.health)
         self.role, self.consumer = self.inputs.role, self.inputs.consumer  # for the runner
         self.parts = self.inputs.parts  # the owned log partitions
-        self.follow = GatherFollow(settings, metrics, stop, self.health, self.inputs)
         self.assignment = Assignment(settings.cluster.votes, metrics, lambda: None)
+        self.follow = GatherFollow(
+            settings, metrics, stop, self.health, self.inputs, self.assignment
+        )
         self.rejections = Rejections(settings.topics.dlq)
         self.max_records = settings.worker.max_batch
 
     def start(self) -> None:
         self.consumer.subscribe([self.settings.cluster.votes], listener=self.assignment)
 
-    def poll(self, limits: Limits) -> None:
-        """Read votes, follow the assignment, read the fingerprint log into the joins."""
+    def poll(self, limits: Limits) -> bool:
+        """Read votes, follow the assignment, read the fingerprint log into the joins.
+        False while a rebalance is under way: the partitions held may be revoked, so
+        nothing is decided until it ends (what was read stays in the joins)."""
         w = self.settings.worker
         polled = self.consumer.poll(timeout_ms=w.poll_timeout_ms, max_records=w.max_batch)
-        owned, dropped = self.assignment.take()
-        fresh = self.follow.follow(owned, dropped)
+        followed = self.follow.follow()
+        fresh = followed or set()
         self.metrics.role_partitions.labels("gather").set(len(self.parts))
         for tp, recs in polled.items():
             if tp.partition in fresh or tp.partition not in self.parts:
@@ -91,9 +95,12 @@ class GatherRole:
             for rec in recs:
                 self.inputs.add_votes(tp.partition, rec.offset, rec.key, rec.value)
         self.inputs.read_log()
+        return followed is not None
 
-    def step(self, polled: None, limits: Limits) -> Output[Outcomes] | None:
+    def step(self, polled: bool, limits: Limits) -> Output[Outcomes] | None:
         """Decide what the joins hold, within `limits`; the checkpoints ride in the offsets."""
+        if not polled:
+            return None
         batch = self._decide(limits)
         self.inputs.read_votes_again()
         self._export_progress()

@@ -1,6 +1,6 @@
 """The gather following its assignment: which log partitions it holds, restored how.
 
-`GatherFollow.follow` drops the log partitions no longer assigned (or lost) and restores
+`GatherFollow` is the gather's `runtime.follower.Holder`: `follow` drops the log partitions no longer assigned (or lost) and restores
 the ones gained: each from its gather changelog (first decisions; retention follows the
 dedup window) on a restore thread, while the other partitions go on, and takes it on at its
 checkpoint (the metadata of the committed offset of votes partition p: the next log offset
@@ -13,7 +13,6 @@ partition go, so each is restored again (after a failed transaction).
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -30,10 +29,11 @@ from worker.cluster.gather_inputs import GatherInputs, paused
 from worker.cluster.gather_state import LogPartition, RestoredLog
 from worker.cluster.payloads import PayloadCheckpoint, PayloadJoin
 from worker.metrics import Metrics
-from worker.runtime import following
+from worker.partitions import Assignment
+from worker.runtime.follower import Follower
 from worker.runtime.health import RoleHealth, Stop, forget_series
-from worker.runtime.replay import ROLE_POLICY, each, replay
-from worker.runtime.restore import PauseTopic, Restored, Restores
+from worker.runtime.replay import ROLE_POLICY, Unreadable, each, replay
+from worker.runtime.restore import PauseTopic, Restored, RestoreFn, Restores
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -50,58 +50,37 @@ class GatherFollow:
         stop: threading.Event,
         health: RoleHealth,
         inputs: GatherInputs,
+        assignment: Assignment,
     ) -> None:
-        self.settings, self.metrics, self._stop = settings, metrics, stop
+        self.settings, self.metrics = settings, metrics
         self.health, self.inputs = health, inputs
         self._payloads_from: dict[int, PayloadCheckpoint] = {}  # of restores under way
-        self._restores: Restores[RestoredLog] = Restores(
+        restores: Restores[RestoredLog] = Restores(
             "gather",
             stop,
             metrics,
             lambda: clients.make_reader(settings),
             PauseTopic(inputs.consumer, settings.cluster.votes),  # its votes: read once restored
         )
+        what = ("log partitions", settings.cluster.gather_changelog)
+        self.follower = Follower(assignment, restores, self, stop, what)
 
     def close(self) -> None:
-        self._restores.close()
+        self.follower.close()
 
     def clear(self) -> None:
         """Every partition ran ahead of the commit: each is restored again."""
         self.inputs.parts.clear()
 
-    def follow(self, assigned: set[int], dropped: set[int]) -> set[int]:
+    def follow(self) -> set[int] | None:
         """Drop partitions no longer assigned (or lost); restore gained ones in the
-        background and take them on once restored. Returns the partitions taken on."""
+        background and take them on once restored. Returns the partitions taken on; None
+        while a rebalance is under way (nothing is decided until it ends)."""
+        followed = self.follower.follow()
+        if followed is None:
+            return None
+        gained = followed.gained
         c, parts, reader = self.settings.cluster, self.inputs.parts, self.inputs.reader
-        stopped = self._stopped_changelogs()
-        gone = following.leaving(set(parts), self._restores.pending(), assigned, dropped, stopped)
-        for p in gone.release:
-            parts.pop(p, None)
-            self._release(p)
-        for p in gone.cancel:
-            self._restores.cancel(p)
-        gained = set()
-        for done in self._restores.finished():
-            p, restored = done.partition, done.state
-            if done.stopped is not None:
-                self.health.stop(
-                    Stop(c.gather_changelog, p, done.stopped.offset, done.stopped.reason)
-                )
-                continue
-            if restored is None:  # a failed restore: started again below
-                log.error("restoring log partition %d failed; retrying", p, exc_info=done.error)
-                self._stop.wait(1.0)
-                continue
-            self._take_on(p, restored.gatherer, restored.start)
-            gained.add(p)
-        pending, stopped = self._restores.pending(), self._stopped_changelogs()
-        for p in following.to_restore(assigned, set(parts), pending, stopped):
-            self._release(p)
-            votes_tp = TopicPartition(c.votes, p)
-            meta = checkpoint.read_metadata(self.inputs.consumer, votes_tp)
-            start = checkpoint.decode(meta).get(p, 0)
-            self._payloads_from[p] = checkpoint.decode_payloads(meta).get(p, PayloadCheckpoint(0))
-            self._restores.start(p, functools.partial(self._restore, p, start))
         if gained or set(parts) != {tp.partition for tp in reader.assignment()}:
             logs = self.inputs.logs()
             reader.assign([TopicPartition(t, p) for p in sorted(parts) for t in logs])
@@ -110,16 +89,52 @@ class GatherFollow:
                 reader.seek(TopicPartition(c.payloads, p), parts[p].payloads.position)
         return gained
 
-    def _restore(
-        self, p: int, start: int, reader: KafkaConsumer, should_stop: Callable[[], bool]
-    ) -> Restored[RestoredLog]:
-        """Log partition `p`'s first decisions from its changelog (on the restore thread)."""
-        gatherer = Gatherer(self.settings.dedup)
-        tp = TopicPartition(self.settings.cluster.gather_changelog, p)
-        apply = each(lambda data: gatherer.apply(FirstDecisions.unpack(data)))
-        done = replay(reader, {tp: None}, apply, ROLE_POLICY, should_stop, self.metrics)
-        stopped = done.stopped.get(p)
-        return Restored(None if stopped else RestoredLog(gatherer, start), stopped)
+    # the `follower.Holder` of the gather: its log partitions, restored from their changelogs
+
+    def held(self) -> set[int]:
+        return set(self.inputs.parts)
+
+    def stopped(self) -> set[int]:
+        """Log partitions stopped at an unreadable gather-changelog record."""
+        topic = self.settings.cluster.gather_changelog
+        return {s.partition for s in self.health.stopped() if s.topic == topic}
+
+    def release(self, p: int) -> None:
+        self.inputs.parts.pop(p, None)
+        self._release(p)
+
+    def restore(self, p: int) -> RestoreFn[RestoredLog]:
+        """Log partition `p`'s first decisions from its changelog; it resumes at the
+        checkpoint in the metadata of its committed votes offset."""
+        self._release(p)
+        meta = checkpoint.read_metadata(
+            self.inputs.consumer, TopicPartition(self.settings.cluster.votes, p)
+        )
+        start = checkpoint.decode(meta).get(p, 0)
+        self._payloads_from[p] = checkpoint.decode_payloads(meta).get(p, PayloadCheckpoint(0))
+
+        def restore(
+            reader: KafkaConsumer, should_stop: Callable[[], bool]
+        ) -> Restored[RestoredLog]:
+            gatherer = Gatherer(self.settings.dedup)
+            tp = TopicPartition(self.settings.cluster.gather_changelog, p)
+            apply = each(lambda data: gatherer.apply(FirstDecisions.unpack(data)))
+            done = replay(reader, {tp: None}, apply, ROLE_POLICY, should_stop, self.metrics)
+            stopped = done.stopped.get(p)
+            return Restored(None if stopped else RestoredLog(gatherer, start), stopped)
+
+        return restore
+
+    def install(self, p: int, restored: RestoredLog) -> None:
+        self._take_on(p, restored.gatherer, restored.start)
+
+    def restore_stopped(self, p: int, where: Unreadable) -> None:
+        self.health.stop(
+            Stop(self.settings.cluster.gather_changelog, p, where.offset, where.reason)
+        )
+
+    def restore_failed(self, p: int, error: BaseException | None) -> None:
+        log.error("restoring log partition %d failed; retrying", p, exc_info=error)
 
     def _take_on(self, p: int, gatherer: Gatherer, start: int) -> None:
         """A restored partition: decide from its checkpoint (or the log start, if later)."""
@@ -144,10 +159,6 @@ class GatherFollow:
         else:
             consumer.seek(votes_tp, committed)
         log.info("log partition %d: resuming at offset %d", p, start)
-
-    def _stopped_changelogs(self) -> set[int]:
-        topic = self.settings.cluster.gather_changelog
-        return {s.partition for s in self.health.stopped() if s.topic == topic}
 
     def _release(self, p: int) -> None:
         """Forget a partition's stops and series (it left, or is rebuilt from scratch)."""

@@ -6,7 +6,7 @@ home documents, all of them through one merged probe table (`ShardState`). In on
 stored, and its watermark) and its position in the fingerprint log (the metadata of its
 committed offset on the shards topic). A shard it gains is rebuilt from its changelog (its
 retention follows the dedup window), on a restore thread while the other shards go on
-voting, and resumes at that position. A `runtime.role.Role`: the runner publishes and
+voting (`runtime.follower`; the role is its `Holder`), and resumes at that position. A `runtime.role.Role`: the runner publishes and
 applies the failure policy; when a transaction fails,
 every owned shard is rebuilt that way, since their state ran ahead of what committed, and
 the next transactions are smaller (halved per consecutive failure).
@@ -19,7 +19,6 @@ log start is reported as lost. Lost partitions (membership expired) drop their s
 
 from __future__ import annotations
 
-import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -37,11 +36,11 @@ from worker.codec import OutMessage
 from worker.metrics import Metrics
 from worker.partitions import Assignment
 from worker.rejections import Rejections
-from worker.runtime import following
+from worker.runtime.follower import Follower
 from worker.runtime.health import RoleHealth, Stop, forget_series
 from worker.runtime.publisher import Transaction
-from worker.runtime.replay import ROLE_POLICY, each, replay
-from worker.runtime.restore import Restored, Restores
+from worker.runtime.replay import ROLE_POLICY, Unreadable, each, replay
+from worker.runtime.restore import Restored, RestoreFn, Restores
 from worker.runtime.role import Limits, Output, role_settings
 from worker.settings import Settings
 
@@ -56,7 +55,7 @@ class ShardRole:
     max_bytes = 0  # not capped in bytes: a batch is `cluster.max_records` log records
 
     def __init__(self, settings: Settings, metrics: Metrics, stop: threading.Event) -> None:
-        self.settings, self.metrics, self._stop = settings, metrics, stop
+        self.settings, self.metrics = settings, metrics
         self.role = role_settings(settings, "shards")
         self.consumer = clients.make_consumer(self.role)
         self.reader = clients.make_reader(settings)
@@ -69,9 +68,11 @@ class ShardRole:
         self.log_partitions = [TopicPartition(c.fingerprints, p) for p in range(c.log_partitions)]
         self.assignment = Assignment(c.shards, metrics, lambda: None)
         self._lost_upto: dict[int, int] = {}  # per log partition: losses reported below this
-        self._restores: Restores[RestoredShard] = Restores(
+        restores: Restores[RestoredShard] = Restores(
             "shard", stop, metrics, lambda: clients.make_reader(settings)
         )
+        what = ("shards", c.shard_changelog)
+        self.follower = Follower(self.assignment, restores, self, stop, what)
 
     def start(self) -> None:
         self.consumer.subscribe([self.settings.cluster.shards], listener=self.assignment)
@@ -79,12 +80,18 @@ class ShardRole:
 
     def poll(self, limits: Limits) -> dict[TopicPartition, list[Any]]:
         """Keep the membership, follow the assignment, then read the fingerprint log."""
-        # No records on the shards topic: this poll only keeps the membership. Never 0 ms:
-        # kafka-python then never completes a rejoin, and a moved shard has no owner.
+        # No records on the shards topic: this poll only keeps the membership. Short while
+        # shards vote, but never 0 ms, and the whole wait while a rebalance is under way
+        # (or nothing is owned): kafka-python completes a rejoin only within its polls, and
+        # 50 ms ones were seen to keep the group rebalancing (a moved shard has no owner).
         wait = self.settings.worker.poll_timeout_ms
-        self.consumer.poll(timeout_ms=min(wait, GROUP_POLL_MS) if self.owned else wait)
-        owned, dropped = self.assignment.take()
-        self._follow(owned, dropped)
+        short = self.owned and not self.assignment.rebalancing
+        self.consumer.poll(timeout_ms=min(wait, GROUP_POLL_MS) if short else wait)
+        followed = self.follower.follow()
+        if followed is None:  # a rebalance is under way: no shard votes until it ends
+            return {}
+        if followed.gained:
+            self._seek_log()  # back to where the least advanced shard is
         self.metrics.role_partitions.labels("shard").set(len(self.owned))
         if not self.owned:
             return {}
@@ -119,61 +126,50 @@ class ShardRole:
         self.owned.clear()
 
     def close(self) -> None:
-        self._restores.close()
+        self.follower.close()
         self.reader.close()
         self.consumer.close()
 
-    def _follow(self, assigned: set[int], dropped: set[int]) -> None:
-        """Drop shards no longer assigned (or lost); restore gained ones in the background
-        (the other shards keep voting meanwhile) and take them on once restored."""
-        c = self.settings.cluster
-        stopped = self._stopped_changelogs()
-        gone = following.leaving(
-            set(self.owned), self._restores.pending(), assigned, dropped, stopped
-        )
-        for s in gone.release:
-            self.owned.drop(s)
-            self.health.release(c.shard_changelog, s)
-            forget_series(self.metrics.role_lag, "shard", str(s))
-        for s in gone.cancel:
-            self._restores.cancel(s)
-        restored = False
-        for done in self._restores.finished():
-            s, shard = done.partition, done.state
-            if done.stopped is not None:
-                self.health.stop(
-                    Stop(c.shard_changelog, s, done.stopped.offset, done.stopped.reason)
-                )
-                continue
-            if shard is None:  # a failed restore: started again below
-                log.error("restoring shard %d failed; retrying", s, exc_info=done.error)
-                self._stop.wait(1.0)
-                continue
-            log.info("shard %d: %d documents, resuming at %s", s, len(shard.voter), shard.next)
-            self.owned.add(shard)
-            restored = True
-        pending, stopped = self._restores.pending(), self._stopped_changelogs()
-        for s in following.to_restore(assigned, set(self.owned), pending, stopped):
-            start = checkpoint.read(self.consumer, TopicPartition(c.shards, s))
-            self._restores.start(s, functools.partial(self._restore, s, start))
-        if restored:
-            self._seek_log()
+    # the `follower.Holder` of the shard role: its shards, restored from their changelogs
 
-    def _stopped_changelogs(self) -> set[int]:
+    def held(self) -> set[int]:
+        return set(self.owned)
+
+    def stopped(self) -> set[int]:
         """Shards stopped at an unreadable shard-changelog record."""
         topic = self.settings.cluster.shard_changelog
         return {stop.partition for stop in self.health.stopped() if stop.topic == topic}
 
-    def _restore(
-        self, s: int, start: dict[int, int], reader: KafkaConsumer, should_stop: Callable[[], bool]
-    ) -> Restored[RestoredShard]:
-        """Shard `s` rebuilt from its changelog (on the restore thread, its own reader)."""
-        voter = ShardVoter(self.settings.dedup, s)
-        tp = TopicPartition(self.settings.cluster.shard_changelog, s)
-        apply = each(lambda data: voter.apply(ShardChange.unpack(data)))
-        done = replay(reader, {tp: None}, apply, ROLE_POLICY, should_stop, self.metrics)
-        stopped = done.stopped.get(s)
-        return Restored(None if stopped else RestoredShard(voter, start), stopped)
+    def release(self, s: int) -> None:
+        self.owned.drop(s)
+        self.health.release(self.settings.cluster.shard_changelog, s)
+        forget_series(self.metrics.role_lag, "shard", str(s))
+
+    def restore(self, s: int) -> RestoreFn[RestoredShard]:
+        """Shard `s` rebuilt from its changelog; it resumes at its committed log position."""
+        start = checkpoint.read(self.consumer, TopicPartition(self.settings.cluster.shards, s))
+
+        def restore(
+            reader: KafkaConsumer, should_stop: Callable[[], bool]
+        ) -> Restored[RestoredShard]:
+            voter = ShardVoter(self.settings.dedup, s)
+            tp = TopicPartition(self.settings.cluster.shard_changelog, s)
+            apply = each(lambda data: voter.apply(ShardChange.unpack(data)))
+            done = replay(reader, {tp: None}, apply, ROLE_POLICY, should_stop, self.metrics)
+            stopped = done.stopped.get(s)
+            return Restored(None if stopped else RestoredShard(voter, start), stopped)
+
+        return restore
+
+    def install(self, s: int, shard: RestoredShard) -> None:
+        log.info("shard %d: %d documents, resuming at %s", s, len(shard.voter), shard.next)
+        self.owned.add(shard)
+
+    def restore_stopped(self, s: int, where: Unreadable) -> None:
+        self.health.stop(Stop(self.settings.cluster.shard_changelog, s, where.offset, where.reason))
+
+    def restore_failed(self, s: int, error: BaseException | None) -> None:
+        log.error("restoring shard %d failed; retrying", s, exc_info=error)
 
     def _seek_log(self) -> None:
         """Back to where the least advanced shard is, reporting records deleted before it."""
