@@ -127,6 +127,18 @@ def internal_names(settings: Settings) -> list[str]:
     return [getattr(settings.cluster, field) for field in CLUSTER_TOPICS]
 
 
+def _existing_ids(admin: KafkaAdminClient, names: list[str]) -> dict[str, str]:
+    """Topic ids of those of `names` the broker's metadata shows complete."""
+    existing = set(admin.list_topics())
+    present = [n for n in names if n in existing]
+    described = admin.describe_topics(present) if present else []
+    return {
+        m["name"]: str(m["topic_id"])
+        for m in described
+        if m.get("error_code", 0) == 0 and m.get("topic_id") not in (None, "", NO_TOPIC_ID)
+    }
+
+
 def _ids(admin: KafkaAdminClient, names: list[str], timeout_s: float) -> dict[str, str]:
     """Topic ids of `names`, which the caller has just created if missing: waits until the
     broker's metadata shows every one (a topic created a moment ago by this or another
@@ -134,14 +146,7 @@ def _ids(admin: KafkaAdminClient, names: list[str], timeout_s: float) -> dict[st
     `KafkaTimeoutError` (the caller retries) for one that does not show in `timeout_s`."""
     deadline = time.monotonic() + timeout_s
     while True:
-        existing = set(admin.list_topics())
-        present = [n for n in names if n in existing]
-        described = admin.describe_topics(present) if present else []
-        ids = {
-            m["name"]: str(m["topic_id"])
-            for m in described
-            if m.get("error_code", 0) == 0 and m.get("topic_id") not in (None, "", NO_TOPIC_ID)
-        }
+        ids = _existing_ids(admin, names)
         missing = sorted(set(names) - set(ids))
         if not missing:
             return ids
@@ -158,6 +163,22 @@ def _ensure_claims_topic(admin: KafkaAdminClient, settings: Settings) -> None:
             "configs": {"cleanup.policy": "delete", "retention.ms": "-1"},
         }
         topics.create(admin, {settings.cluster.claims: spec})
+
+
+def taken(settings: Settings, names: list[str]) -> list[str]:
+    """Like `claim`, for those of `names` that exist, without claiming anything: so a worker
+    of another pipeline is refused before it creates a topic (a missing topic is nobody's)."""
+    admin = KafkaAdminClient(**clients.common_config(settings.kafka))
+    try:
+        if settings.cluster.claims not in set(admin.list_topics()):
+            return []  # no claims yet: nothing is anybody's
+        ids = _existing_ids(admin, names)
+    finally:
+        admin.close()
+    if not ids:
+        return []
+    first = owners(agreement.read_values(settings, settings.cluster.claims))
+    return conflicts(first, pipeline_of(settings), ids)
 
 
 def claim(settings: Settings, names: list[str]) -> list[str]:

@@ -6,7 +6,7 @@ Against the real broker. Pipeline A runs with explicit internal topic names; the
 - pipeline C (another input topic, A's group, its own explicit control topic)
 each refuse at start-up, naming the topic and both pipelines (error, unready, metric), and
 change nothing in them (no record written; B, with a longer window, raises no retention of
-A's); A decides its input exactly once, like offline dedup.
+A's) nor create anything (B's own, missing gather changelog stays missing); A decides its input exactly once, like offline dedup.
 """
 
 from __future__ import annotations
@@ -35,6 +35,14 @@ def end_offsets(bootstrap: str, topic: str) -> dict[int, int]:
         consumer.close()
 
 
+def topic_names(bootstrap: str) -> set[str]:
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        return set(admin.list_topics())
+    finally:
+        admin.close()
+
+
 def retention(bootstrap: str, topic: str) -> str | None:
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
@@ -61,7 +69,12 @@ def test_pipelines_given_the_same_explicit_internal_topics_are_refused_naming_bo
         return WorkerProcess(kafka_bootstrap, topics, group, log, name, flags, {**env, **extra})
 
     one = replica(a, ga, "a0", {})
-    other_group = replica(b, gb, "b0", {"NEARDUP_DEDUP__MAX_AGE_SECONDS": str(20 * YEAR_S)})
+    own_topic = b.input + ".gather-changelog"  # missing: nobody's, but B is refused first
+    b_env = {
+        "NEARDUP_DEDUP__MAX_AGE_SECONDS": str(20 * YEAR_S),
+        "NEARDUP_CLUSTER__GATHER_CHANGELOG": own_topic,
+    }
+    other_group = replica(b, gb, "b0", b_env)
     same_group = replica(c, ga, "c0", {"NEARDUP_CLUSTER__CONTROL": c.input + ".control"})
     docs = stream(200, seed=131)
     try:
@@ -80,6 +93,7 @@ def test_pipelines_given_the_same_explicit_internal_topics_are_refused_naming_bo
             )
         assert end_offsets(kafka_bootstrap, fingerprints) == before  # nothing written
         assert retention(kafka_bootstrap, fingerprints) == kept  # nor raised by B's window
+        assert own_topic not in topic_names(kafka_bootstrap)  # nor anything created
         produce_to(kafka_bootstrap, b.input, [(0, d) for d in docs[:50]])
         produce_to(kafka_bootstrap, c.input, [(0, d) for d in docs[:50]])
         produce_to(kafka_bootstrap, a.input, [(0, d) for d in docs])

@@ -65,8 +65,11 @@ def _prepare(settings: Settings) -> Prepared | Refusal:
         )
     if not agreement.verdict.ok:
         return Refusal([agreement.explain(settings.cluster.control)])
-    layout_.create_internal_topics(settings)
-    taken = claims.claim(settings, claims.internal_names(settings))  # another pipeline's?
+    names = claims.internal_names(settings)
+    taken = claims.taken(settings, names)  # another pipeline's: refused before creating any
+    if not taken:
+        layout_.create_internal_topics(settings)
+        taken = claims.claim(settings, names)  # a pipeline starting at once may win them
     if taken:
         return Refusal([*taken, claims.CLUSTER_HINT])
     problems = layout_.check_internal_topics(settings)  # ours: a retention may be raised
