@@ -227,14 +227,15 @@ def build_metrics(registry: CollectorRegistry) -> Metrics:
 
 
 def account(metrics: Metrics, output: BatchOutput, committed_at: float) -> None:
-    """Count a batch, called right after its transaction committed (never before)."""
+    """Count a batch, called right after its transaction committed (never before). Latencies
+    go first: a scrape that sees a document counted sees its latency too."""
+    for ts in output.timestamps_ms:
+        if ts >= 0:
+            metrics.decision_latency.observe(max(0.0, committed_at - ts / 1000))
     for decision, method in output.decided:
         metrics.documents.labels(decision, method).inc()
     for reason in output.dead:
         metrics.dlq.labels(reason).inc()
-    for ts in output.timestamps_ms:
-        if ts >= 0:
-            metrics.decision_latency.observe(max(0.0, committed_at - ts / 1000))
     if output.started:
         metrics.batch_seconds.observe(time.perf_counter() - output.started)
 

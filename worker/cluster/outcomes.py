@@ -83,11 +83,11 @@ class Outcomes:
     def account(self, metrics: Metrics) -> None:
         """Count the committed transaction; its dead-lettered inputs are settled."""
         committed_at = time.time()
-        for decision, method in self.counts:
-            metrics.documents.labels(decision, method).inc()
-        for ts in self.timestamps_ms:
+        for ts in self.timestamps_ms:  # first: a document counted has its latency observed
             if ts >= 0:
                 metrics.decision_latency.observe(max(0.0, committed_at - ts / 1000))
+        for decision, method in self.counts:
+            metrics.documents.labels(decision, method).inc()
         metrics.batch_seconds.observe(time.perf_counter() - self.started)
         for source in self.dead:
             metrics.dlq.labels("unpublishable").inc()

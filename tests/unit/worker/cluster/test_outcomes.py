@@ -62,3 +62,24 @@ def test_first_decisions_over_the_message_limit_become_several_changelog_records
         assert m.key == b"42" and len(m.value) <= limit
     parts = [FirstDecisions.unpack(m.value) for m in out.messages]
     assert [e for p in parts for e in p.entries] == entries
+
+
+def test_every_document_counted_has_its_latency_observed_already() -> None:
+    """A scrape that sees a document counted sees its latency (the plain worker's rule too:
+    tests/unit/worker/test_metrics_account.py)."""
+    settings = Settings()
+    out = Outcomes(settings, Rejections(settings.topics.dlq))
+    decisions = [Decision(id=i, decision="unique") for i in "abc"]
+    out.add_record(2, 7, decisions, [passage(i) for i in range(3)], [])
+    registry = CollectorRegistry()
+    metrics = build_metrics(registry)
+    counter = metrics.documents.labels("unique", "none")
+    inc, seen = counter.inc, []
+
+    def inc_and_look(amount: float = 1) -> None:  # what a scrape at this moment would see
+        seen.append(registry.get_sample_value("neardup_decision_latency_seconds_count"))
+        inc(amount)
+
+    counter.inc = inc_and_look  # type: ignore[method-assign]
+    out.account(metrics)
+    assert seen == [3.0, 3.0, 3.0]
