@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bench.corpus import DATA_DIR, read_jsonl
+from bench.corpus import DATA_DIR, ensure_corpus, read_jsonl
 
 CORPUS_PATH = DATA_DIR / "corpus-20000-s7.jsonl"
 
@@ -40,11 +40,15 @@ class Text:
 
 
 def load_texts(limit: int) -> tuple[list[Text], str]:
-    """Up to `limit` texts in stream order: the evaluation corpus, or synthetic ones."""
-    if CORPUS_PATH.exists():
-        rows = read_jsonl(CORPUS_PATH, limit)
-        return [Text(r["text"], r.get("lang")) for r in rows], CORPUS_PATH.name
-    return synthetic_texts(limit), "synthetic"
+    """Up to `limit` texts in stream order: the evaluation corpus (real text from this
+    machine, built first if missing: a minute or two), or synthetic ones where it cannot be."""
+    try:
+        ensure_corpus(CORPUS_PATH, 20_000)
+    except Exception as exc:  # e.g. no man pages or docs on this machine
+        log(f"no evaluation corpus ({exc!r}): synthetic texts instead")
+        return synthetic_texts(limit), "synthetic"
+    rows = read_jsonl(CORPUS_PATH, limit)
+    return [Text(r["text"], r.get("lang")) for r in rows], CORPUS_PATH.name
 
 
 def synthetic_texts(n: int, seed: int = 7, dup_frac: float = 0.25) -> list[Text]:
