@@ -32,7 +32,7 @@ from worker.metrics import Metrics
 from worker.partitions import Assignment
 from worker.runtime.follower import Follower
 from worker.runtime.health import RoleHealth, Stop, forget_series
-from worker.runtime.replay import ROLE_POLICY, Unreadable, each, replay
+from worker.runtime.replay import Unreadable, replay_changes
 from worker.runtime.restore import PauseTopic, Restored, RestoreFn, Restores
 from worker.settings import Settings
 
@@ -118,9 +118,13 @@ class GatherFollow:
         ) -> Restored[RestoredLog]:
             gatherer = Gatherer(self.settings.dedup)
             tp = TopicPartition(self.settings.cluster.gather_changelog, p)
-            apply = each(lambda data: gatherer.apply(FirstDecisions.unpack(data)))
-            done = replay(reader, {tp: None}, apply, ROLE_POLICY, should_stop, self.metrics)
-            stopped = done.stopped.get(p)
+            stopped = replay_changes(
+                reader,
+                tp,
+                lambda data: gatherer.apply(FirstDecisions.unpack(data)),
+                should_stop,
+                self.metrics,
+            )
             return Restored(None if stopped else RestoredLog(gatherer, start), stopped)
 
         return restore

@@ -39,7 +39,7 @@ from worker.rejections import Rejections
 from worker.runtime.follower import Follower
 from worker.runtime.health import RoleHealth, Stop, forget_series
 from worker.runtime.publisher import Transaction
-from worker.runtime.replay import ROLE_POLICY, Unreadable, each, replay
+from worker.runtime.replay import Unreadable, replay_changes
 from worker.runtime.restore import Restored, RestoreFn, Restores
 from worker.runtime.role import Limits, Output, role_settings
 from worker.settings import Settings
@@ -154,9 +154,13 @@ class ShardRole:
         ) -> Restored[RestoredShard]:
             voter = ShardVoter(self.settings.dedup, s)
             tp = TopicPartition(self.settings.cluster.shard_changelog, s)
-            apply = each(lambda data: voter.apply(ShardChange.unpack(data)))
-            done = replay(reader, {tp: None}, apply, ROLE_POLICY, should_stop, self.metrics)
-            stopped = done.stopped.get(s)
+            stopped = replay_changes(
+                reader,
+                tp,
+                lambda data: voter.apply(ShardChange.unpack(data)),
+                should_stop,
+                self.metrics,
+            )
             return Restored(None if stopped else RestoredShard(voter, start), stopped)
 
         return restore

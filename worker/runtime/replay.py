@@ -121,6 +121,19 @@ def each(apply_one: Callable[[bytes], object]) -> Apply:
     return apply
 
 
+def replay_changes(
+    reader: KafkaConsumer,
+    tp: TopicPartition,
+    apply_one: Callable[[bytes], object],
+    should_stop: Callable[[], bool],
+    metrics: Metrics,
+) -> Unreadable | None:
+    """A cluster role's changelog partition `tp` from its start, one state change per
+    message (`each`), stopping at a message `apply_one` cannot read: where it stopped."""
+    done = replay(reader, {tp: None}, each(apply_one), ROLE_POLICY, should_stop, metrics)
+    return done.stopped.get(tp.partition)
+
+
 def replay(
     reader: KafkaConsumer,
     start: Mapping[TopicPartition, int | None],

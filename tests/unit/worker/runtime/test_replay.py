@@ -21,6 +21,7 @@ from worker.runtime.replay import (
     ReplayPolicy,
     each,
     replay,
+    replay_changes,
 )
 
 A, B = TopicPartition("c", 0), TopicPartition("c", 1)
@@ -132,3 +133,20 @@ def test_a_stop_request_interrupts_the_replay_and_returns_nothing() -> None:
 def test_each_applies_one_change_per_message() -> None:
     got: list[bytes] = []
     assert each(got.append)(0, b"x") == Applied(1) and got == [b"x"]
+
+
+def test_a_role_changelog_replays_to_its_first_unreadable_change_and_says_where() -> None:
+    log = MemoryLog({A: values("a0", "a1", "boom", "a3")})
+    seen: list[bytes] = []
+
+    def apply_one(value: bytes) -> None:
+        if value == b"boom":
+            raise ValueError("cannot read it")
+        seen.append(value)
+
+    metrics = build_metrics(CollectorRegistry())
+    stop = replay_changes(log, A, apply_one, lambda: False, metrics)  # type: ignore[arg-type]
+    assert seen == [b"a0", b"a1"]
+    assert stop is not None and (stop.partition, stop.offset) == (0, 2)
+    whole = MemoryLog({A: values("a0", "a1")})
+    assert replay_changes(whole, A, lambda v: None, lambda: False, metrics) is None  # type: ignore[arg-type]
