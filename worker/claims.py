@@ -127,9 +127,13 @@ def internal_names(settings: Settings) -> list[str]:
     return [getattr(settings.cluster, field) for field in CLUSTER_TOPICS]
 
 
-def _existing_ids(admin: KafkaAdminClient, names: list[str]) -> dict[str, str]:
-    """Topic ids of those of `names` the broker's metadata shows complete."""
-    existing = set(admin.list_topics())
+def _existing_ids(
+    admin: KafkaAdminClient, names: list[str], existing: set[str] | None = None
+) -> dict[str, str]:
+    """Topic ids of those of `names` the broker's metadata shows complete (`existing`: the
+    broker's topics, if the caller listed them already)."""
+    if existing is None:
+        existing = set(admin.list_topics())
     present = [n for n in names if n in existing]
     described = admin.describe_topics(present) if present else []
     return {
@@ -170,9 +174,10 @@ def taken(settings: Settings, names: list[str]) -> list[str]:
     of another pipeline is refused before it creates a topic (a missing topic is nobody's)."""
     admin = KafkaAdminClient(**clients.common_config(settings.kafka))
     try:
-        if settings.cluster.claims not in set(admin.list_topics()):
+        existing = set(admin.list_topics())
+        if settings.cluster.claims not in existing:
             return []  # no claims yet: nothing is anybody's
-        ids = _existing_ids(admin, names)
+        ids = _existing_ids(admin, names, existing)
     finally:
         admin.close()
     if not ids:

@@ -59,8 +59,9 @@ class PartitionIndexes(dict[int, Deduplicator]):
             lambda: clients.make_reader(settings),
             PauseTopic(consumer, settings.topics.input),
         )
-        what = ("partitions", changelog.topic_of(settings))
-        self.follower = Follower(assignment, restores, self, stop, what)
+        self.follower = Follower(
+            assignment, restores, self, stop, source=changelog.topic_of(settings)
+        )
         self.refused: OtherPipeline | None = None  # set for good: this worker decides nothing
 
     def drop(self, partitions: set[int]) -> None:

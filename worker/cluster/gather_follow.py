@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 
-from kafka import KafkaConsumer, TopicPartition
+from kafka import TopicPartition
 
 from neardup_stream.sharded.changes import FirstDecisions
 from neardup_stream.sharded.gather import Gatherer
@@ -32,8 +31,8 @@ from worker.metrics import Metrics
 from worker.partitions import Assignment
 from worker.runtime.follower import Follower
 from worker.runtime.health import RoleHealth, Stop, forget_series
-from worker.runtime.replay import Unreadable, replay_changes
-from worker.runtime.restore import PauseTopic, Restored, RestoreFn, Restores
+from worker.runtime.replay import Unreadable
+from worker.runtime.restore import PauseTopic, RestoreFn, Restores, changelog_restore
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -62,8 +61,14 @@ class GatherFollow:
             lambda: clients.make_reader(settings),
             PauseTopic(inputs.consumer, settings.cluster.votes),  # its votes: read once restored
         )
-        what = ("log partitions", settings.cluster.gather_changelog)
-        self.follower = Follower(assignment, restores, self, stop, what)
+        self.follower = Follower(
+            assignment,
+            restores,
+            self,
+            stop,
+            restoring="log partitions",
+            source=settings.cluster.gather_changelog,
+        )
 
     def close(self) -> None:
         self.follower.close()
@@ -96,8 +101,7 @@ class GatherFollow:
 
     def stopped(self) -> set[int]:
         """Log partitions stopped at an unreadable gather-changelog record."""
-        topic = self.settings.cluster.gather_changelog
-        return {s.partition for s in self.health.stopped() if s.topic == topic}
+        return self.health.stopped_in(self.settings.cluster.gather_changelog)
 
     def release(self, p: int) -> None:
         self.inputs.parts.pop(p, None)
@@ -113,29 +117,19 @@ class GatherFollow:
         start = checkpoint.decode(meta).get(p, 0)
         self._payloads_from[p] = checkpoint.decode_payloads(meta).get(p, PayloadCheckpoint(0))
 
-        def restore(
-            reader: KafkaConsumer, should_stop: Callable[[], bool]
-        ) -> Restored[RestoredLog]:
-            gatherer = Gatherer(self.settings.dedup)
-            tp = TopicPartition(self.settings.cluster.gather_changelog, p)
-            stopped = replay_changes(
-                reader,
-                tp,
-                lambda data: gatherer.apply(FirstDecisions.unpack(data)),
-                should_stop,
-                self.metrics,
-            )
-            return Restored(None if stopped else RestoredLog(gatherer, start), stopped)
-
-        return restore
+        return changelog_restore(
+            TopicPartition(self.settings.cluster.gather_changelog, p),
+            lambda: Gatherer(self.settings.dedup),
+            lambda gatherer, data: gatherer.apply(FirstDecisions.unpack(data)),
+            lambda gatherer: RestoredLog(gatherer, start),
+            self.metrics,
+        )
 
     def install(self, p: int, restored: RestoredLog) -> None:
         self._take_on(p, restored.gatherer, restored.start)
 
     def restore_stopped(self, p: int, where: Unreadable) -> None:
-        self.health.stop(
-            Stop(self.settings.cluster.gather_changelog, p, where.offset, where.reason)
-        )
+        self.health.stop(Stop(where.topic, p, where.offset, where.reason))
 
     def restore_failed(self, p: int, error: BaseException | None) -> None:
         log.error("restoring log partition %d failed; retrying", p, exc_info=error)

@@ -21,10 +21,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
 from typing import Any
 
-from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+from kafka import OffsetAndMetadata, TopicPartition
 
 from neardup_stream.sharded.changes import ShardChange
 from neardup_stream.sharded.voter import ShardVoter
@@ -39,8 +38,8 @@ from worker.rejections import Rejections
 from worker.runtime.follower import Follower
 from worker.runtime.health import RoleHealth, Stop, forget_series
 from worker.runtime.publisher import Transaction
-from worker.runtime.replay import Unreadable, replay_changes
-from worker.runtime.restore import Restored, RestoreFn, Restores
+from worker.runtime.replay import Unreadable
+from worker.runtime.restore import RestoreFn, Restores, changelog_restore
 from worker.runtime.role import Limits, Output, role_settings
 from worker.settings import Settings
 
@@ -71,8 +70,9 @@ class ShardRole:
         restores: Restores[RestoredShard] = Restores(
             "shard", stop, metrics, lambda: clients.make_reader(settings)
         )
-        what = ("shards", c.shard_changelog)
-        self.follower = Follower(self.assignment, restores, self, stop, what)
+        self.follower = Follower(
+            self.assignment, restores, self, stop, restoring="shards", source=c.shard_changelog
+        )
 
     def start(self) -> None:
         self.consumer.subscribe([self.settings.cluster.shards], listener=self.assignment)
@@ -137,8 +137,7 @@ class ShardRole:
 
     def stopped(self) -> set[int]:
         """Shards stopped at an unreadable shard-changelog record."""
-        topic = self.settings.cluster.shard_changelog
-        return {stop.partition for stop in self.health.stopped() if stop.topic == topic}
+        return self.health.stopped_in(self.settings.cluster.shard_changelog)
 
     def release(self, s: int) -> None:
         self.owned.drop(s)
@@ -149,28 +148,20 @@ class ShardRole:
         """Shard `s` rebuilt from its changelog; it resumes at its committed log position."""
         start = checkpoint.read(self.consumer, TopicPartition(self.settings.cluster.shards, s))
 
-        def restore(
-            reader: KafkaConsumer, should_stop: Callable[[], bool]
-        ) -> Restored[RestoredShard]:
-            voter = ShardVoter(self.settings.dedup, s)
-            tp = TopicPartition(self.settings.cluster.shard_changelog, s)
-            stopped = replay_changes(
-                reader,
-                tp,
-                lambda data: voter.apply(ShardChange.unpack(data)),
-                should_stop,
-                self.metrics,
-            )
-            return Restored(None if stopped else RestoredShard(voter, start), stopped)
-
-        return restore
+        return changelog_restore(
+            TopicPartition(self.settings.cluster.shard_changelog, s),
+            lambda: ShardVoter(self.settings.dedup, s),
+            lambda voter, data: voter.apply(ShardChange.unpack(data)),
+            lambda voter: RestoredShard(voter, start),
+            self.metrics,
+        )
 
     def install(self, s: int, shard: RestoredShard) -> None:
         log.info("shard %d: %d documents, resuming at %s", s, len(shard.voter), shard.next)
         self.owned.add(shard)
 
     def restore_stopped(self, s: int, where: Unreadable) -> None:
-        self.health.stop(Stop(self.settings.cluster.shard_changelog, s, where.offset, where.reason))
+        self.health.stop(Stop(where.topic, s, where.offset, where.reason))
 
     def restore_failed(self, s: int, error: BaseException | None) -> None:
         log.error("restoring shard %d failed; retrying", s, exc_info=error)

@@ -63,10 +63,11 @@ class Follower(Generic[T]):
         restores: Restores[T],
         holder: Holder[T],
         stop: threading.Event,
-        what: tuple[str, str] = ("partitions", "its changelog"),
+        restoring: str = "partitions",
+        source: str = "its changelog",
     ) -> None:
         self.assignment, self.restores, self.holder = assignment, restores, holder
-        self._what = what  # for the log: what is restored ("shards"), from where (a topic)
+        self._restoring, self._source = restoring, source  # for the log: what, from which topic
         self._stop = stop
         self._retry_after = 0.0  # monotonic time before which no restore is started
 
@@ -106,7 +107,7 @@ class Follower(Generic[T]):
                 restores.start(p, restore)
                 started.append(p)
             if started:
-                log.info("restoring %s %s from %s", self._what[0], started, self._what[1])
+                log.info("restoring %s %s from %s", self._restoring, started, self._source)
         return Followed(assigned, gained)
 
     def retry_later(self, seconds: float = RETRY_S) -> None:

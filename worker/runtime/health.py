@@ -70,6 +70,11 @@ class RoleHealth:
         with self._lock:
             return sorted(self._stopped.values())
 
+    def stopped_in(self, topic: str) -> set[int]:
+        """The partitions of `topic` stopped here."""
+        with self._lock:
+            return {partition for t, partition in self._stopped if t == topic}
+
     def release(self, topic: str, partition: int) -> None:
         """The partition left this replica (its next owner finds the record again)."""
         with self._lock:

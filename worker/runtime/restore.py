@@ -26,10 +26,11 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 from kafka import KafkaConsumer, TopicPartition
 
 from worker.metrics import Metrics
-from worker.runtime.replay import Interrupted, Unreadable
+from worker.runtime.replay import Interrupted, Unreadable, replay_changes
 
 T = TypeVar("T")
 R = TypeVar("R")
+S = TypeVar("S")
 log = logging.getLogger(__name__)
 
 
@@ -50,6 +51,24 @@ class Finished(NamedTuple, Generic[T]):
 
 
 RestoreFn = Callable[[KafkaConsumer, Callable[[], bool]], Restored[T]]
+
+
+def changelog_restore(
+    tp: TopicPartition,
+    fresh: Callable[[], S],
+    apply: Callable[[S, bytes], object],
+    complete: Callable[[S], T],
+    metrics: Metrics,
+) -> RestoreFn[T]:
+    """A cluster role's restore of changelog partition `tp`: a `fresh()` state, every change
+    `apply`d in order (`replay.replay_changes`), then `complete(state)`; or where it stopped."""
+
+    def restore(reader: KafkaConsumer, should_stop: Callable[[], bool]) -> Restored[T]:
+        state = fresh()
+        stopped = replay_changes(reader, tp, lambda data: apply(state, data), should_stop, metrics)
+        return Restored(None if stopped else complete(state), stopped)
+
+    return restore
 
 
 class Pausing(Protocol):
