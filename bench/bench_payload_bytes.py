@@ -58,7 +58,7 @@ def measure(docs: list[dict], shards: int, batch: int) -> dict[str, float]:
         logged = [m.value for m in out.messages if m.topic == LOG.fingerprints]
         payloads = [m.value for m in out.messages if m.topic == LOG.payloads]
         for fp, pl in zip(logged, payloads, strict=True):
-            env = Envelope.unpack(fp, config.fingerprint_id, "in", offset)
+            env = Envelope.unpack(fp, config.fingerprint_id, "in", offset, 0)
             passages = PayloadRecord.unpack(pl, "in").passages
             key = str(offset).encode()  # the votes' key, as the shard role writes it
             sizes["votes"] += sum(

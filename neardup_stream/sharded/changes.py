@@ -4,9 +4,14 @@ Replaying its changes in order rebuilds a `ShardVoter` or a `Gatherer` exactly a
 without the fingerprint log (`apply`):
 
 - `ShardChange`: per domain, the home documents a shard stored (their `FingerprintRecord`s
-  and positions) and the domain's event-time watermark after the batch ("NS", v1);
+  and positions) and the domain's event-time watermark after the batch ("NS", v2);
 - `FirstDecisions`: per domain, the first decisions a gather step made and its watermark
-  ("NG", v2: rows carry the update flag; v1 rows are read as no updates).
+  ("NG", v3; v2 rows carry the update flag, v1 rows are read as no updates).
+
+Both carry the domain's quiet-rule mark (`sharded.quiet`): its stream, the stream's clock
+just after its last document (`seen`), and whether the domain started afresh before them
+(`reset`). Records of the older formats have no mark: they are read with no stream, `seen`
+at the watermark and no reset.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from neardup_stream.models import Decision
 from neardup_stream.records import FingerprintRecord
 
 _SHARD = struct.Struct("<2sBqII")  # magic, version, watermark, domain bytes, records
+_MARK = struct.Struct("<qiB")  # v2, after the header: seen, stream (-1: none), reset
 _FIRST = struct.Struct("<2sBI")  # magic, version, JSON bytes
 _LEN = struct.Struct("<I")
 
@@ -33,11 +39,16 @@ class ShardChange:
     watermark: int
     positions: np.ndarray  # int64[n]
     records: list[FingerprintRecord]
+    stream: int | None  # the stream of the domain (None: recorded before streams were)
+    seen: int  # the stream's clock just after the domain's last document
+    reset: bool  # the domain started afresh before these documents
 
     def pack(self) -> bytes:
         domain = self.domain.encode("utf-8", "surrogatepass")
+        stream = -1 if self.stream is None else self.stream
         parts = [
-            _SHARD.pack(b"NS", 1, self.watermark, len(domain), len(self.records)),
+            _SHARD.pack(b"NS", 2, self.watermark, len(domain), len(self.records)),
+            _MARK.pack(self.seen, stream, self.reset),
             domain,
             self.positions.astype("<i8").tobytes(),
         ]
@@ -52,9 +63,15 @@ class ShardChange:
         if len(data) < _SHARD.size or data[:2] != b"NS":
             raise ValueError("not a shard change (no 'NS' header)")
         _, version, watermark, dlen, n = _SHARD.unpack_from(data)
-        if version != 1:
-            raise ValueError(f"shard change format {version}, this build reads 1")
+        if version not in (1, 2):
+            raise ValueError(f"shard change format {version}, this build reads 1 and 2")
         at = _SHARD.size
+        seen, stream, reset = watermark, -1, False
+        if version == 2:
+            if len(data) < at + _MARK.size:
+                raise ValueError("shard change is truncated")
+            seen, stream, reset = _MARK.unpack_from(data, at)
+            at += _MARK.size
         if len(data) < at + dlen + 8 * n:
             raise ValueError("shard change is truncated")
         domain = data[at : at + dlen].decode("utf-8", "surrogatepass")
@@ -71,7 +88,8 @@ class ShardChange:
                 raise ValueError("shard change is truncated")
             records.append(FingerprintRecord.decode(data[at : at + size]))
             at += size
-        return cls(domain, int(watermark), positions, records)
+        mark = (None if stream < 0 else int(stream), int(seen), bool(reset))
+        return cls(domain, int(watermark), positions, records, *mark)
 
 
 @dataclass(frozen=True)
@@ -81,6 +99,9 @@ class FirstDecisions:
     domain: str
     watermark: int
     entries: list[tuple[int, Decision]]  # (event time, decision), in log order
+    stream: int | None  # as in `ShardChange`
+    seen: int
+    reset: bool
 
     @staticmethod
     def row(ts: int, d: Decision) -> list[object]:
@@ -89,8 +110,9 @@ class FirstDecisions:
 
     def pack(self) -> bytes:
         rows = [self.row(ts, d) for ts, d in self.entries]
-        body = json.dumps([self.domain, self.watermark, rows], separators=(",", ":")).encode()
-        return _FIRST.pack(b"NG", 2, len(body)) + body
+        head = [self.domain, self.watermark, rows, self.stream, self.seen, self.reset]
+        body = json.dumps(head, separators=(",", ":")).encode()
+        return _FIRST.pack(b"NG", 3, len(body)) + body
 
     @classmethod
     def unpack(cls, data: bytes) -> FirstDecisions:
@@ -98,12 +120,13 @@ class FirstDecisions:
         if len(data) < _FIRST.size or data[:2] != b"NG":
             raise ValueError("not a first-decisions record (no 'NG' header)")
         _, version, size = _FIRST.unpack_from(data)
-        if version not in (1, 2):
-            raise ValueError(f"first-decisions format {version}, this build reads 1 and 2")
+        if version not in (1, 2, 3):
+            raise ValueError(f"first-decisions format {version}, this build reads 1 to 3")
         if len(data) != _FIRST.size + size:
             raise ValueError("first-decisions record is truncated")
         try:
-            domain, watermark, rows = json.loads(data[_FIRST.size :])
+            domain, watermark, rows, *mark = json.loads(data[_FIRST.size :])
+            stream, seen, reset = mark if version == 3 else (None, watermark, False)
             entries = [
                 (
                     int(ts),
@@ -119,6 +142,8 @@ class FirstDecisions:
                 )
                 for ts, i, dup, rep, sim, method, *update in rows
             ]
+            stream = None if stream is None else int(stream)
+            seen, reset = int(seen), bool(reset)
         except (ValueError, TypeError) as exc:
             raise ValueError(f"first-decisions record is malformed: {exc}") from exc
-        return cls(str(domain), int(watermark), entries)
+        return cls(str(domain), int(watermark), entries, stream, seen, reset)

@@ -20,6 +20,7 @@ from neardup_stream.sharded import merged_kernels as mk
 from neardup_stream.sharded.changes import ShardChange
 from neardup_stream.sharded.fingerprints import FingerprintBatch
 from neardup_stream.sharded.merged_tables import MergedTables, engines_of
+from neardup_stream.sharded.quiet import Segment
 from neardup_stream.sharded.voter import ShardVoter
 from neardup_stream.sharded.votes import Votes
 
@@ -34,16 +35,18 @@ def vote_domain(
     template: Deduplicator,
     fb: FingerprintBatch,
     domain: str,
-    rows: np.ndarray,
+    segment: Segment,
     home: np.ndarray,
     voting: np.ndarray,
     record: bool,
     out: Voted,
 ) -> None:
-    """Vote on `fb`'s `rows` (all of `domain`): `voters` are the held shards in slot order,
+    """Vote on `fb`'s rows of `segment` (all of `domain`): `voters` are the held shards in slot order,
     `home[j]` the slot of row j's home shard (-1: not held, or not voting), `voting` the
     slots that vote; each voting shard's votes and changes are filled into `out`.
     `template` gives the limits and rules every shard's engines share."""
+    rows = segment.rows
+    mark = (fb.stream, segment.seen, segment.reset)
     m, k = rows.size, len(merged.order)
     batch = fb.rows(rows, home >= 0)
     homed: dict[int, list[int]] = {}  # slot -> its home rows
@@ -101,7 +104,7 @@ def vote_domain(
         if held is None:  # stores nothing of the domain: only its watermark moved
             voters[slot].idle[domain] = window["watermark"][slot]
             if record:
-                changes.append(ShardChange(domain, window["watermark"][slot], _NONE, []))
+                changes.append(ShardChange(domain, window["watermark"][slot], _NONE, [], *mark))
             continue
         engine, positions = held
         st = engine.store
@@ -134,6 +137,6 @@ def vote_domain(
             positions.trim(window["base"][slot])
         if record:
             stored_at = at[stored] if stored else _NONE
-            changes.append(ShardChange(domain, window["watermark"][slot], stored_at, made))
+            changes.append(ShardChange(domain, window["watermark"][slot], stored_at, made, *mark))
     if merged.dead[domain] > max(4096, sum(window["count"])):
         merged.compact(domain, wins)

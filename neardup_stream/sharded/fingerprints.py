@@ -2,7 +2,8 @@
 
 `FingerprintBatch` holds the column arrays the index kernels read (`BatchColumns`), each
 document's id, domain and *position* (its place in the decision order: strictly increasing
-along the log), and the fingerprint config id. `pack`/`unpack` give the bytes of one
+along the log), the *stream* it was read from (a log partition: not packed, the reader
+knows it), and the fingerprint config id. `pack`/`unpack` give the bytes of one
 fingerprint-log record (format "NF", version 1); a batch made under another fingerprint
 config, or another format, is refused with a clear message, never misread.
 """
@@ -34,6 +35,7 @@ class FingerprintBatch:
     positions: np.ndarray  # int64[n], strictly increasing
     docs: BatchColumns
     blocks: int  # SimHash block keys at the start of each row of `docs.keys`
+    stream: int = 0  # the log partition it was read from (its clock: `sharded.quiet`)
     _homes: dict[int, np.ndarray] = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:

@@ -12,7 +12,8 @@ decision again, and a duplicate's `representative` is its match's representative
 home shard holds with other content is an update: decided afresh (marked `update`), and its
 decision replaces the id's first decision. These entries expire by the
 engine's retention rules (age from the event-time watermark, then count); a replay whose first
-decision has expired here is decided afresh.
+decision has expired here is decided afresh. A quiet domain (`sharded.quiet`) is forgotten
+here as on the shards, with the same clock: that of the fingerprint-log partition.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from neardup_stream.index.columns import EXACT, UNIQUE
 from neardup_stream.models import METHODS, Decision
 from neardup_stream.sharded.changes import FirstDecisions
 from neardup_stream.sharded.fingerprints import FingerprintBatch
+from neardup_stream.sharded.quiet import StreamClocks
 from neardup_stream.sharded.votes import Votes
 
 
@@ -42,10 +44,12 @@ class Best(NamedTuple):
 class _Domain:
     """First decisions of one domain's live documents, oldest first."""
 
-    def __init__(self) -> None:
+    def __init__(self, stream: int | None) -> None:
         self.first: dict[str, Decision] = {}
         self.order: deque[tuple[int, Decision]] = deque()  # (ts, decision) in log order
         self.watermark = -(2**62)
+        self.stream = stream
+        self.seen = -(2**62)  # the stream's clock after its last document (`sharded.quiet`)
 
     def remember(self, ts: int, decision: Decision, config: DedupConfig) -> None:
         self.first[decision.id] = decision  # an update replaces its id's earlier decision
@@ -67,12 +71,26 @@ class _Domain:
                 self._drop_oldest()
 
 
+class _Part(NamedTuple):
+    """One domain's first decisions in a batch, made without forgetting it between."""
+
+    domain: str
+    state: _Domain
+    reset: bool
+    entries: list[tuple[int, Decision]]
+
+
+SWEEP_EVERY = 256  # batches (or replayed changes) between two sweeps of quiet domains
+
+
 class Gatherer:
     """Decides documents from the votes of all `config.home_shards` shards."""
 
     def __init__(self, config: DedupConfig) -> None:
         self.config = config
         self._domains: dict[str, _Domain] = {}
+        self.clocks = StreamClocks(config)
+        self._until_sweep = SWEEP_EVERY
 
     def decide(self, fb: FingerprintBatch, votes: Sequence[Votes]) -> list[Decision]:
         """Decisions of `fb`'s documents; `votes` holds one `Votes` of `fb` per shard."""
@@ -91,13 +109,25 @@ class Gatherer:
         if any(v.match_position.size != len(fb) for v in by_shard):
             raise ValueError("votes do not cover the fingerprint batch")
         out: list[Decision] = []
-        firsts: dict[str, list[tuple[int, Decision]]] = {}
+        parts: list[_Part] = []
+        part_of: dict[str, _Part] = {}
         homes = fb.homes(shards)
+        line = self.clocks.timeline(fb.stream, fb.docs.ts)
+        before, after, margin = line.before.tolist(), line.after.tolist(), self.clocks.margin
         for i, (doc_id, domain) in enumerate(zip(fb.ids, fb.domains, strict=True)):
-            state = self._state(domain)
+            state = self._domains.get(domain)
+            fresh = state is None or (margin is not None and state.seen < before[i] - margin)
+            if fresh or domain not in part_of:
+                if fresh:
+                    state = self._domains[domain] = _Domain(fb.stream)
+                assert state is not None
+                part_of[domain] = _Part(domain, state, fresh, [])
+                parts.append(part_of[domain])
+            assert state is not None
+            made = part_of[domain].entries
             ts = int(fb.docs.ts[i])
             state.watermark = max(state.watermark, ts)
-            made = firsts.setdefault(domain, [])
+            state.seen = after[i]
             home = by_shard[homes[i]]
             if home.seen[i] and doc_id in state.first:
                 out.append(state.first[doc_id])
@@ -106,23 +136,45 @@ class Gatherer:
             state.remember(ts, decision, self.config)
             made.append((ts, decision))
             out.append(decision)
-        changes = [FirstDecisions(d, self._domains[d].watermark, e) for d, e in firsts.items()]
-        return out, changes
+        self.clocks.advance(line)
+        self._sweep_now_and_then()
+        return out, [
+            FirstDecisions(p.domain, p.state.watermark, p.entries, fb.stream, p.state.seen, p.reset)
+            for p in parts
+        ]
 
     def apply(self, change: FirstDecisions) -> None:
         """Replay one recorded change (a restore from the gather changelog)."""
-        state = self._state(change.domain)
+        state = self._domains.get(change.domain)
+        if state is None or change.reset:
+            state = self._domains[change.domain] = _Domain(change.stream)
         for ts, decision in change.entries:
             state.watermark = max(state.watermark, ts)
             state.remember(ts, decision, self.config)
         state.watermark = max(state.watermark, change.watermark)
+        state.seen = max(state.seen, change.seen)
+        if change.stream is not None:
+            state.stream = change.stream
+        self.clocks.advance_to(change.stream, change.seen)
         state.expire(self.config)
+        self._sweep_now_and_then()
 
-    def _state(self, domain: str) -> _Domain:
-        state = self._domains.get(domain)
-        if state is None:
-            state = self._domains[domain] = _Domain()
-        return state
+    def sweep(self) -> int:
+        """Forget the quiet domains (`sharded.quiet`); how many there were."""
+        quiet = [d for d, s in self._domains.items() if self.clocks.quiet(s.stream, s.seen)]
+        for domain in quiet:
+            del self._domains[domain]
+        return len(quiet)
+
+    def _sweep_now_and_then(self) -> None:
+        self._until_sweep -= 1
+        if self._until_sweep <= 0:
+            self._until_sweep = SWEEP_EVERY
+            self.sweep()
+
+    def domains(self) -> int:
+        """The domains it keeps state for."""
+        return len(self._domains)
 
     def _fresh(
         self, doc_id: str, i: int, votes: list[Votes], state: _Domain, update: bool

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Generic, NamedTuple, TypeVar
 
 from neardup_stream.sharded.changes import FirstDecisions
@@ -141,7 +141,8 @@ def split_first_decisions(change: FirstDecisions, limit: int) -> list[FirstDecis
 
     Every part but the last carries the highest event time of its own entries as watermark
     (the state's watermark reaches that anyway while they apply); the last carries
-    `change.watermark`. One entry larger than `limit` still forms a part of its own.
+    `change.watermark`. Only the first part resets the domain; all carry its stream and
+    `seen`. One entry larger than `limit` still forms a part of its own.
     """
     parts: list[FirstDecisions] = []
     entries = change.entries
@@ -152,8 +153,13 @@ def split_first_decisions(change: FirstDecisions, limit: int) -> list[FirstDecis
         need = len(row.encode()) + 1
         if i > start and size + need > limit:
             chunk = entries[start:i]
-            parts.append(FirstDecisions(change.domain, max(t for t, _ in chunk), chunk))
+            watermark = max(t for t, _ in chunk)
+            parts.append(
+                replace(
+                    change, watermark=watermark, entries=chunk, reset=change.reset and not parts
+                )
+            )
             start, size = i, base
         size += need
-    parts.append(FirstDecisions(change.domain, change.watermark, entries[start:]))
+    parts.append(replace(change, entries=entries[start:], reset=change.reset and not parts))
     return parts

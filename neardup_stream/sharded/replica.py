@@ -11,8 +11,10 @@ Shards come and go at runtime (`add`: e.g. just restored from its changelog by a
 `ShardVoter`, whose table entries then move into the merged table; `remove`: its entries
 are dropped). A shard's engine of a domain that stores nothing after a vote is freed
 (`ShardVoter.release_if_empty`), and a domain's merged table with it once no held shard has an
-engine of that domain: memory follows the domains with documents in the window. `vote_and_record` may let only some held shards vote on a batch (a shard that
-restored later resumes at an earlier record than the others).
+engine of that domain: memory follows the domains with documents in the window. A quiet
+domain (`sharded.quiet`) is forgotten by the voting shards, and its entries leave the table.
+`vote_and_record` may let only some held shards vote on a batch (a shard that restored later
+resumes at an earlier record than the others).
 
 This module is the facade: which shards are held and who votes. The tables' bookkeeping is
 `merged_tables` (`MergedTables`), one domain's vote through them `domain_vote`.
@@ -67,6 +69,7 @@ class ReplicaVoter:
             raise ValueError(f"shard {voter.shard} runs under other dedup settings")
         if voter.shard in self._voters:
             raise ValueError(f"shard {voter.shard} is held already")
+        voter.sweep()
         self._voters[voter.shard] = voter
         self._merged.relayout(self._voters)
         for domain in voter.domains():
@@ -132,22 +135,45 @@ class ReplicaVoter:
             return out
         homes = self._merged.slot_of[fb.homes(self.config.home_shards)]
         homes[homes >= 0] = np.where(voting[homes[homes >= 0]], homes[homes >= 0], -1)
+        lead = self._voters[chosen[0]]  # the voting shards are at the same place in the log
+        line = lead.clocks.timeline(fb.stream, fb.docs.ts)
         for domain, rows in by_domain(fb.domains):
-            voters = self._in_slots()
-            vote_domain(
-                self._merged,
-                voters,
-                self._template,
-                fb,
-                domain,
-                rows,
-                homes[rows],
-                voting,
-                record,
-                out,
-            )
-            self._release_empty(domain)
+            for segment in lead.clocks.segments(line, rows, lead.seen.get(domain)):
+                if segment.reset:
+                    self._forget(domain, chosen)
+                voters = self._in_slots()
+                args = (fb, domain, segment, homes[segment.rows], voting, record, out)
+                vote_domain(self._merged, voters, self._template, *args)
+                for s in chosen:
+                    self._voters[s].mark(domain, fb.stream, segment.seen)
+                self._release_empty(domain)
+        for s in chosen:
+            self._voters[s].clocks.advance(line)
+            for domain in self._voters[s].sweep_now_and_then():
+                self._refit(domain)
         return out
+
+    def sweep(self) -> None:
+        """Forget the quiet domains of every held shard now (`ShardVoter.sweep`)."""
+        for voter in self._voters.values():
+            for domain in voter.sweep():
+                self._refit(domain)
+
+    def _forget(self, domain: str, shards: Iterable[int]) -> None:
+        """`shards` forget `domain` (quiet, or unknown to the first of them)."""
+        for s in shards:
+            self._voters[s].forget(domain)
+        self._refit(domain)
+
+    def _refit(self, domain: str) -> None:
+        """Some held shard dropped its engine of `domain`: its entries leave the table."""
+        self._merged.unbind(domain)
+        if domain not in self._merged.tables:
+            return
+        if any(v.holds(domain) for v in self._voters.values()):
+            self._merged.compact(domain, self._windows(domain))
+        else:
+            self._merged.drop(domain)
 
     def _release_empty(self, domain: str) -> None:
         """Free the held shards' engines of `domain` that store nothing, and the domain's

@@ -12,7 +12,8 @@ An engine lives only while it stores something: one left empty (a shard votes on
 document of a domain but stores only its home documents; age retention evicts the rest) is
 freed, and only its watermark is kept (`idle`, a few bytes a domain), which a new engine of
 that domain starts from. An engine's decisions depend on its stored documents and its
-watermark only, so this changes no vote.
+watermark only, so this changes no vote. A quiet domain (`sharded.quiet`) is forgotten
+altogether, watermark included: its next document starts it afresh.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.sharded.changes import ShardChange
 from neardup_stream.sharded.fingerprints import FingerprintBatch
+from neardup_stream.sharded.quiet import Segment, StreamClocks
 from neardup_stream.sharded.votes import Votes
 
 _REF_MASK = 0xFFFFFFFF
+SWEEP_EVERY = 256  # batches (or replayed changes) between two sweeps of quiet domains
 
 
 class Positions:
@@ -80,6 +83,10 @@ class ShardVoter:
         self.engine_config = config.model_copy(update={"max_docs": per_shard})
         self._engines: dict[str, tuple[Deduplicator, Positions]] = {}
         self.idle: dict[str, int] = {}  # watermark of each domain whose engine was freed
+        self.clocks = StreamClocks(config)
+        self.seen: dict[str, int] = {}  # every domain known here: its quiet-rule mark
+        self.stream_of: dict[str, int | None] = {}  # and its stream
+        self._until_sweep = SWEEP_EVERY
 
     def vote(self, fb: FingerprintBatch) -> Votes:
         """This shard's votes on `fb`, whose home documents it then stores."""
@@ -98,15 +105,52 @@ class ShardVoter:
         home = fb.homes(shards) == self.shard
         votes = Votes.none(self.shard, n)
         changes = []
+        line = self.clocks.timeline(fb.stream, fb.docs.ts)
         for domain, rows in by_domain(fb.domains):
-            change = self._vote_domain(fb, domain, rows, home[rows], votes, record)
-            if change is not None:
-                changes.append(change)
-            self.release_if_empty(domain)
+            for segment in self.clocks.segments(line, rows, self.seen.get(domain)):
+                if segment.reset:
+                    self.forget(domain)
+                change = self._vote_domain(fb, domain, segment, home[segment.rows], votes, record)
+                if change is not None:
+                    changes.append(change)
+                self.mark(domain, fb.stream, segment.seen)
+                self.release_if_empty(domain)
+        self.clocks.advance(line)
+        self.sweep_now_and_then()
         return votes, changes
+
+    def mark(self, domain: str, stream: int | None, seen: int) -> None:
+        """`domain` (of `stream`; None: as before) was just seen at its stream's clock `seen`."""
+        self.seen[domain] = seen
+        if stream is not None or domain not in self.stream_of:
+            self.stream_of[domain] = stream
+
+    def forget(self, domain: str) -> None:
+        """Drop everything of `domain` here (it went quiet), watermark included."""
+        self._engines.pop(domain, None)
+        self.idle.pop(domain, None)
+        self.seen.pop(domain, None)
+        self.stream_of.pop(domain, None)
+
+    def sweep(self) -> list[str]:
+        """Forget the quiet domains; which they were."""
+        quiet = [d for d, at in self.seen.items() if self.clocks.quiet(self.stream_of[d], at)]
+        for domain in quiet:
+            self.forget(domain)
+        return quiet
+
+    def sweep_now_and_then(self) -> list[str]:
+        """`sweep`, once every `SWEEP_EVERY` calls (memory only: decisions never need it)."""
+        self._until_sweep -= 1
+        if self._until_sweep > 0:
+            return []
+        self._until_sweep = SWEEP_EVERY
+        return self.sweep()
 
     def apply(self, change: ShardChange) -> None:
         """Replay one recorded change (a restore from the shard's changelog)."""
+        if change.reset:
+            self.forget(change.domain)
         engine, positions = self._engine(change.domain)
         first = (engine.store.base + engine.store.count) & _REF_MASK  # refs are consecutive
         if engine.apply_records(change.records) != len(change.records):
@@ -115,7 +159,10 @@ class ShardVoter:
             positions.add(first, change.positions)
         engine.advance_to(change.watermark)
         positions.trim(engine.store.base)
+        self.mark(change.domain, change.stream, max(change.seen, self.seen.get(change.domain, 0)))
+        self.clocks.advance_to(change.stream, change.seen)
         self.release_if_empty(change.domain)
+        self.sweep_now_and_then()
 
     def engine(self, domain: str) -> tuple[Deduplicator, Positions]:
         """The engine of `domain` here and the positions of what it stores (made if new)."""
@@ -151,11 +198,12 @@ class ShardVoter:
         self,
         fb: FingerprintBatch,
         domain: str,
-        rows: np.ndarray,
+        segment: Segment,
         home: np.ndarray,
         votes: Votes,
         record: bool,
     ) -> ShardChange | None:
+        rows = segment.rows
         engine, positions = self._engine(domain)
         batch = fb.rows(rows, home)
         vote = engine.vote(batch, records=record)
@@ -174,7 +222,9 @@ class ShardVoter:
         positions.trim(engine.store.base)
         if not record:
             return None
-        return ShardChange(domain, engine.watermark, fb.positions[rows[stored]], vote.records)
+        stored_at = fb.positions[rows[stored]]
+        mark = (fb.stream, segment.seen, segment.reset)
+        return ShardChange(domain, engine.watermark, stored_at, vote.records, *mark)
 
     def __len__(self) -> int:
         return sum(len(engine) for engine, _ in self._engines.values())

@@ -52,7 +52,7 @@ def log_records(bootstrap: str, topics: Topics) -> dict[int, list[str]]:
     out: dict[int, list[str]] = {}
     while consumer.position(tp) < end:
         for rec in consumer.poll(timeout_ms=1000).get(tp, []):
-            env = Envelope.unpack(rec.value, config_id, topics.input, rec.offset)
+            env = Envelope.unpack(rec.value, config_id, topics.input, rec.offset, tp.partition)
             out[rec.offset] = list(env.fingerprints.ids)
     consumer.close()
     return out

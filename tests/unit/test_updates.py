@@ -167,7 +167,9 @@ def test_packed_votes_and_first_decisions_carry_the_update_flag() -> None:
     v1 = data[:2] + b"\x01" + data[3:update_at] + data[update_at + n :]
     assert Votes.unpack(v1).update.tolist() == [False] * n
     assert Votes.unpack(v1).match_ids == back.match_ids
-    first = FirstDecisions("d", 5, [(5, Decision(id="x", decision="unique", update=True))])
+    first = FirstDecisions(
+        "d", 5, [(5, Decision(id="x", decision="unique", update=True))], 3, 9, True
+    )
     assert FirstDecisions.unpack(first.pack()).entries[0][1].update
     body = json.dumps(["d", 5, [[5, "x", None, None, None, None]]]).encode()
     v1_first = b"NG\x01" + len(body).to_bytes(4, "little") + body

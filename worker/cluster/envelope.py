@@ -64,8 +64,11 @@ class Envelope:
         return b"".join([_HEAD.pack(MAGIC, VERSION, len(fb)), fb, coords.tobytes()])
 
     @classmethod
-    def unpack(cls, data: bytes, config_id: int, input_topic: str, offset: int) -> Envelope:
-        """The record at log `offset`; its documents get positions from that offset.
+    def unpack(
+        cls, data: bytes, config_id: int, input_topic: str, offset: int, partition: int
+    ) -> Envelope:
+        """The record at `offset` of log `partition`; its documents get positions from that
+        offset, and the partition as their stream (its clock: `neardup_stream.sharded.quiet`).
 
         Raises:
             ValueError: not an envelope, another version or fingerprint config, or cut short.
@@ -90,9 +93,8 @@ class Envelope:
             Source(input_topic, int(p), int(o))
             for p, o in zip(coords["partition"], coords["offset"], strict=True)
         ]
-        fb = replace(
-            fb, positions=(np.int64(offset) << POSITION_BITS) + np.arange(n, dtype=np.int64)
-        )
+        positions = (np.int64(offset) << POSITION_BITS) + np.arange(n, dtype=np.int64)
+        fb = replace(fb, positions=positions, stream=partition)
         return cls(fb, sources)
 
 

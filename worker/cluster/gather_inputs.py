@@ -97,7 +97,7 @@ class GatherInputs:
                         record = PayloadRecord.unpack(rec.value, topic)
                         into.payloads.add(rec.offset, record, len(rec.value))
                         continue
-                    env = Envelope.unpack(rec.value, config_id, topic, rec.offset)
+                    env = Envelope.unpack(rec.value, config_id, topic, rec.offset, tp.partition)
                 except ValueError as exc:  # the shards stop there too (fingerprint log)
                     self.halt(Stop(tp.topic, tp.partition, rec.offset, str(exc)))
                     break

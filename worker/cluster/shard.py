@@ -193,7 +193,7 @@ class ShardRole:
                     break
                 try:
                     env = Envelope.unpack(
-                        rec.value, config_id, self.settings.topics.input, rec.offset
+                        rec.value, config_id, self.settings.topics.input, rec.offset, tp.partition
                     )
                 except ValueError as exc:  # the gather stops there too
                     self.reader.pause(tp)

@@ -66,7 +66,9 @@ class ClusterPipeline:
             assert m.partition is not None  # the edge places every log record
             offset = self.log_offsets.get(m.partition, 0)
             self.log_offsets[m.partition] = offset + 1
-            env = Envelope.unpack(m.value, s.dedup.fingerprint_id, s.topics.input, offset)
+            env = Envelope.unpack(
+                m.value, s.dedup.fingerprint_id, s.topics.input, offset, m.partition
+            )
             envelopes.append((m.partition, env))
         in_log = {src for _, env in envelopes for src in env.sources}
         unlogged = [r.source for r in records if r.source not in in_log]

@@ -108,7 +108,7 @@ def decisions(n: int, id_len: int) -> FirstDecisions:
         )
         for i in range(n)
     ]
-    return FirstDecisions("site", 5000, entries)
+    return FirstDecisions("site", 5000, entries, 1, 5000, True)
 
 
 @settings(max_examples=50, deadline=None)

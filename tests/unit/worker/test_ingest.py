@@ -35,7 +35,7 @@ def doc(i: int, site: str = "a", size: int = 200) -> bytes:
 
 def envelopes(out: object) -> list[Envelope]:
     return [
-        Envelope.unpack(m.value, CONFIG.fingerprint_id, "in", 7)
+        Envelope.unpack(m.value, CONFIG.fingerprint_id, "in", 7, 0)
         for m in out.messages  # type: ignore[attr-defined]
         if m.topic == "fp"
     ]
@@ -71,7 +71,7 @@ def test_domains_go_to_their_log_partition_in_input_order() -> None:
     payloads = iter(out.messages[1::2])
     for m in out.messages[::2]:
         partitions.add(m.partition)
-        env = Envelope.unpack(m.value, CONFIG.fingerprint_id, "in", 0)
+        env = Envelope.unpack(m.value, CONFIG.fingerprint_id, "in", 0, 0)
         assert set(env.fingerprints.domains) <= {f"s{i}" for i in range(5)}
         assert all(domain_partition(d, 3) == m.partition for d in env.fingerprints.domains)
         offsets = [s.offset for s in env.sources]

@@ -30,15 +30,15 @@ def envelope(sources: list[Source]) -> Envelope:
 def test_a_log_record_carries_fingerprints_and_inputs_but_no_payload() -> None:
     sources = [src(0, 8), src(2, 9)]
     packed = envelope(sources).pack()
-    back = Envelope.unpack(packed, CONFIG.fingerprint_id, "docs", 5)
+    back = Envelope.unpack(packed, CONFIG.fingerprint_id, "docs", 5, 2)
     assert back.sources == sources and back.join_key == JoinKey(0, 8)
-    assert back.fingerprints.ids == ["d8", "d9"]
+    assert back.fingerprints.ids == ["d8", "d9"] and back.fingerprints.stream == 2
     assert list(back.fingerprints.positions) == [5 << POSITION_BITS, (5 << POSITION_BITS) + 1]
     assert sources_of(packed, "docs") == sources
     with pytest.raises(ValueError, match="truncated"):
-        Envelope.unpack(packed[:-1], CONFIG.fingerprint_id, "docs", 5)
+        Envelope.unpack(packed[:-1], CONFIG.fingerprint_id, "docs", 5, 2)
     with pytest.raises(ValueError, match="format 3"):
-        Envelope.unpack(packed[:2] + b"\x03" + packed[3:], CONFIG.fingerprint_id, "docs", 5)
+        Envelope.unpack(packed[:2] + b"\x03" + packed[3:], CONFIG.fingerprint_id, "docs", 5, 2)
 
 
 def v1_record(sources: list[Source], values: list[bytes]) -> bytes:
@@ -53,7 +53,7 @@ def v1_record(sources: list[Source], values: list[bytes]) -> bytes:
 def test_the_inline_format_of_the_previous_release_is_refused_but_its_inputs_are_read() -> None:
     old = v1_record([src(0, 3), src(1, 4)], [b"abc", b"de"])
     with pytest.raises(ValueError, match=r"format 1 .*payloads inline.*handover_from"):
-        Envelope.unpack(old, CONFIG.fingerprint_id, "docs", 0)
+        Envelope.unpack(old, CONFIG.fingerprint_id, "docs", 0, 0)
     assert sources_of(old, "docs") == [src(0, 3), src(1, 4)]  # a handover from it works
     with pytest.raises(ValueError, match="truncated"):
         sources_of(old[:-1], "docs")

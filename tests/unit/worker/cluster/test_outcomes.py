@@ -52,7 +52,7 @@ def test_first_decisions_over_the_message_limit_become_several_changelog_records
         (1000 + i, Decision(id=f"{i}-" + "i" * 9000, decision="duplicate", duplicate_of="o" * 9000))
         for i in range(500)
     ]
-    change = FirstDecisions("", 2000, entries)
+    change = FirstDecisions("", 2000, entries, 0, 2000, False)
     assert len(change.pack()) > settings.worker.output_max_message_bytes
     out = Outcomes(settings, Rejections(settings.topics.dlq))
     out.add_record(1, 42, [], [], [change])
