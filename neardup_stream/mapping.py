@@ -90,6 +90,14 @@ class InputMapping(BaseModel):
         return "key" if self.id_from_key or self.value_format == "text" else "field"
 
     @property
+    def has_domains(self) -> bool:
+        """Whether documents are split into dedup domains (any domain setting is given)."""
+        return any(
+            v is not None
+            for v in (self.domain_field, self.domain_header, self.domain_key_separator)
+        )
+
+    @property
     def is_default(self) -> bool:
         """`{"id", "text", "timestamp"}` objects: the parser's fast path applies (it keeps every
         field, so the domain settings do not matter to it)."""

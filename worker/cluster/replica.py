@@ -83,6 +83,18 @@ def _prepare(settings: Settings) -> Prepared | Refusal:
     return Prepared(layout, agreement.handover)
 
 
+def unbounded_domains(settings: Settings) -> str | None:
+    """The start-up warning for dedup domains that are never forgotten (None: they are)."""
+    if not settings.input.has_domains or settings.dedup.max_age_seconds is not None:
+        return None
+    return (
+        "dedup domains without dedup.max_age_seconds: every domain ever seen keeps up to "
+        f"max_docs ({settings.dedup.max_docs}) documents on the shards and its first "
+        "decisions on a gather, for good; set NEARDUP_DEDUP__MAX_AGE_SECONDS so that domains "
+        "gone quiet are forgotten (docs/engine-semantics.md, quiet domains)"
+    )
+
+
 class Replica:
     """Same interface as `loop.Worker`: `run()` blocks until `request_stop()`."""
 
@@ -111,6 +123,9 @@ class Replica:
         if isinstance(prepared, Refusal):
             self._refuse(prepared)
             return
+        warning = unbounded_domains(s)
+        if warning is not None:
+            log.warning("%s", warning)
         rules = prepared.layout.decide_rules(s)
         m, stop = self.metrics, self._stop  # each role runs on the one role loop
         edge = RoleRunner(EdgeRole(s, m, stop, rules, prepared.handover), m, stop)

@@ -93,3 +93,13 @@ def test_an_explicit_retention_below_window_skew_and_margin_is_refused(
 def test_handover_from_is_a_flag() -> None:
     assert from_flags("--cluster", "--handover-from", "old").cluster.handover_from == "old"
     assert from_flags("--cluster").cluster.handover_from is None
+
+
+def test_domains_that_are_never_forgotten_are_warned_about_at_start() -> None:
+    from worker.cluster.replica import unbounded_domains
+
+    warning = unbounded_domains(from_flags("--cluster", "--domain-field", "site"))
+    assert warning is not None and "NEARDUP_DEDUP__MAX_AGE_SECONDS" in warning
+    aged = Settings(dedup={"max_age_seconds": 86400})
+    assert unbounded_domains(from_flags("--cluster", "--domain-field", "site", base=aged)) is None
+    assert unbounded_domains(from_flags("--cluster")) is None  # one domain: nothing to forget
