@@ -80,9 +80,6 @@ class _Part(NamedTuple):
     entries: list[tuple[int, Decision]]
 
 
-SWEEP_EVERY = 256  # batches (or replayed changes) between two sweeps of quiet domains
-
-
 class Gatherer:
     """Decides documents from the votes of all `config.home_shards` shards."""
 
@@ -90,7 +87,6 @@ class Gatherer:
         self.config = config
         self._domains: dict[str, _Domain] = {}
         self.clocks = StreamClocks(config)
-        self._until_sweep = SWEEP_EVERY
 
     def decide(self, fb: FingerprintBatch, votes: Sequence[Votes]) -> list[Decision]:
         """Decisions of `fb`'s documents; `votes` holds one `Votes` of `fb` per shard."""
@@ -167,9 +163,7 @@ class Gatherer:
         return len(quiet)
 
     def _sweep_now_and_then(self) -> None:
-        self._until_sweep -= 1
-        if self._until_sweep <= 0:
-            self._until_sweep = SWEEP_EVERY
+        if self.clocks.sweep_due():
             self.sweep()
 
     def domains(self) -> int:

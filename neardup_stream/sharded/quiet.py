@@ -44,6 +44,9 @@ class Segment(NamedTuple):
     seen: int  # the stream's clock just after the last of them
 
 
+SWEEP_EVERY = 256  # calls of `sweep_due` (batches, replayed changes) between two sweeps at most
+
+
 class StreamClocks:
     """The clock of each stream, and the quiet rule (see the module docstring)."""
 
@@ -51,6 +54,21 @@ class StreamClocks:
         age = config.max_age_seconds
         self.margin = None if age is None else int(age + config.max_future_skew_seconds)
         self.clocks: dict[int, int] = {}
+        self._swept: dict[int, int] = {}  # the clocks at the last sweep
+        self._calls = 0
+
+    def sweep_due(self) -> bool:
+        """Whether to sweep quiet domains now: a clock moved an eighth of the margin since
+        the last sweep, or `SWEEP_EVERY` calls passed (never without a margin)."""
+        if self.margin is None:
+            return False
+        self._calls += 1
+        step = max(1, self.margin // 8)
+        moved = any(c - self._swept.setdefault(s, c) >= step for s, c in self.clocks.items())
+        if not moved and self._calls < SWEEP_EVERY:
+            return False
+        self._calls, self._swept = 0, dict(self.clocks)
+        return True
 
     def quiet(self, stream: int | None, seen: int) -> bool:
         """Whether a domain of `stream` last seen at `seen` is quiet by now."""

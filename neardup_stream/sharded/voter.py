@@ -30,7 +30,6 @@ from neardup_stream.sharded.quiet import Segment, StreamClocks
 from neardup_stream.sharded.votes import Votes
 
 _REF_MASK = 0xFFFFFFFF
-SWEEP_EVERY = 256  # batches (or replayed changes) between two sweeps of quiet domains
 
 
 class Positions:
@@ -86,7 +85,6 @@ class ShardVoter:
         self.clocks = StreamClocks(config)
         self.seen: dict[str, int] = {}  # every domain known here: its quiet-rule mark
         self.stream_of: dict[str, int | None] = {}  # and its stream
-        self._until_sweep = SWEEP_EVERY
 
     def vote(self, fb: FingerprintBatch) -> Votes:
         """This shard's votes on `fb`, whose home documents it then stores."""
@@ -140,12 +138,8 @@ class ShardVoter:
         return quiet
 
     def sweep_now_and_then(self) -> list[str]:
-        """`sweep`, once every `SWEEP_EVERY` calls (memory only: decisions never need it)."""
-        self._until_sweep -= 1
-        if self._until_sweep > 0:
-            return []
-        self._until_sweep = SWEEP_EVERY
-        return self.sweep()
+        """`sweep` when `StreamClocks.sweep_due` (memory only: decisions never need it)."""
+        return self.sweep() if self.clocks.sweep_due() else []
 
     def apply(self, change: ShardChange) -> None:
         """Replay one recorded change (a restore from the shard's changelog)."""

@@ -139,6 +139,9 @@ def test_memory_follows_the_domains_active_in_the_window_not_those_ever_seen() -
     dedup = ShardedDeduplicator(config())
     assert decide(dedup, stream, 9) == decide(kept, stream, 9)
     assert sum(d.is_duplicate for d in decide(ShardedDeduplicator(config()), stream, 9)) == 800
+    swept_lately = (360 + 360 // 8) // 30 + 1  # sweeps come as the clock moves 1/8 margin
+    assert dedup.replica.domain_engines() <= 3 * swept_lately  # without an explicit sweep
+    assert dedup.gatherer.domains() <= swept_lately
     dedup.replica.sweep()
     dedup.gatherer.sweep()
     active = 360 // 30 + 1  # sites with a document within the last max_age + skew
