@@ -60,6 +60,7 @@ from neardup_stream.fingerprint.minhash_kernels import (  # noqa: E402
     densify,
     one_bit_sketch,
     oph_sketch,
+    sketch_scratch,
 )
 from neardup_stream.fingerprint.nfkc import NfkcTables, fold_full  # noqa: E402
 from neardup_stream.fingerprint.simhash_kernels import (  # noqa: E402
@@ -169,6 +170,7 @@ def fingerprint_batch(texts, fold, spec):
         longest = max(longest, offsets[d + 1] - offsets[d])
     buf = np.empty(2 * longest + 64, dtype=np.uint32)
     bins = np.empty(sketch_bits, dtype=np.uint64)
+    work = sketch_scratch(sketch_bits)
     seen = np.empty(64, dtype=np.uint32)
     scratch = np.empty(2 * keep_max + 2, dtype=np.int64)
     room = 0
@@ -227,7 +229,7 @@ def fingerprint_batch(texts, fold, spec):
         if 0 < nfeat[d] <= compact_max:
             encode(feat_values[feat_offsets[d] : used], sketch[d])
         elif total:  # more than compact_max features, so the bins are filled
-            one_bit_sketch(bins, total, sketch[d])
+            one_bit_sketch(bins, total, sketch[d], work)
     return RawFingerprints(
         exact, simhash, sketch, signature, nfeat, feat_values[:used], feat_offsets
     )

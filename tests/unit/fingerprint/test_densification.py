@@ -73,3 +73,40 @@ def test_a_power_of_two_bin_is_the_hash_top_bits_as_before() -> None:
     filled = mins != np.iinfo(np.uint64).max
     bits = np.unpackbits(_sketch(values).view(np.uint8), bitorder="little").astype(bool)
     assert np.array_equal(bits[filled], (mins[filled] & np.uint64(1)).astype(bool))
+
+
+M1, M2, GOLD = 0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 0x9E3779B97F4A7C15
+MASK = 2**64 - 1
+
+
+def _reference(values: np.ndarray, bits: int) -> np.ndarray:
+    """Optimal densification written bin by bin, in Python: each empty bin walks its own
+    probe sequence to the first non-empty bin (what the kernel computes in rounds)."""
+    bins = [MASK] * bits
+    for h in values.tolist():
+        b = ((h >> 32) * bits) >> 32
+        bins[b] = min(bins[b], h)
+
+    def probe(x: int) -> int:
+        x ^= x >> 32
+        return ((((x * M1) & MASK) >> 32) * bits) >> 32
+
+    out = np.zeros(bits // 64, dtype=np.uint64)
+    for i, v in enumerate(bins):
+        if v == MASK:
+            key, step = ((i + 1) * M2) & MASK, GOLD
+            while bins[probe((key + step) & MASK)] == MASK:
+                step = (step + GOLD) & MASK
+            v = (((bins[probe((key + step) & MASK)] ^ key) * M1) & MASK) >> 63
+        out[i >> 6] |= np.uint64((v & 1) << (i & 63))
+    return out
+
+
+def test_the_sketch_is_the_bin_by_bin_densification_at_every_density() -> None:
+    rng = np.random.default_rng(9)
+    for n in (1, 3, 90, 700, 3000, 20000):  # from one filled bin to none empty
+        values = rng.integers(0, 2**64, n, dtype=np.uint64)
+        for bits in (256, 3072):
+            mine = np.zeros(bits // 64, dtype=np.uint64)
+            oph_sketch(values, bits, mine)
+            assert mine.tolist() == _reference(values, bits).tolist(), (n, bits)
