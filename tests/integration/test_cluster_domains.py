@@ -34,7 +34,8 @@ def test_engines_of_many_domains_are_freed_once_their_documents_leave_the_window
 ) -> None:
     """Every site gets a page, then (past the window) a new version of it, and every other
     site a near-copy of that: the first pages expire, and with them their shards' engines.
-    Then one site alone publishes, until the others went quiet: they are forgotten."""
+    Then the replica restarts (restoring from its changelogs) and one site alone publishes,
+    until the others went quiet: they are forgotten."""
     t0 = datetime.now(UTC) - timedelta(days=10)
     first = [
         {"id": f"a{i}", "site": f"site{i}.example", "text": random_text(900 + i, 80),
@@ -66,18 +67,17 @@ def test_engines_of_many_domains_are_freed_once_their_documents_leave_the_window
     parsed = [Document.model_validate(d) for d in final]
     want |= {d.id: d.decision for d in dedup.process(parsed, ["live.example"] * QUIET)}
 
-    workers = replicas(
-        kafka_bootstrap,
-        topics,
-        tmp_path,
-        1,
-        extra=["--domain-field", "site", "--max-age", str(MAX_AGE)],
-    )
+    flags = ["--domain-field", "site", "--max-age", str(MAX_AGE)]
+    workers = replicas(kafka_bootstrap, topics, tmp_path, 1, extra=flags)
     try:
         workers[0].wait_ready()
         produce_to(kafka_bootstrap, topics.input, [(0, d) for d in docs])
         decisions(kafka_bootstrap, topics, len(docs), timeout=240)
         metrics = workers[0].http("/metrics")[1]
+        workers[0].stop()  # the next replica restores shards and gather from the changelogs
+        (tmp_path / "restarted").mkdir()
+        workers = replicas(kafka_bootstrap, topics, tmp_path / "restarted", 1, extra=flags)
+        workers[0].wait_ready()
         produce_to(kafka_bootstrap, topics.input, [(0, d) for d in final])
         got = decisions(kafka_bootstrap, topics, len(docs) + QUIET, timeout=240)
         after = workers[0].http("/metrics")[1]
@@ -90,6 +90,6 @@ def test_engines_of_many_domains_are_freed_once_their_documents_leave_the_window
     engines = gauge(metrics, "neardup_index_domain_engines")
     assert engines == engines_offline
     assert SITES <= engines <= live < SHARDS * SITES  # SHARDS * SITES: an engine per shard and site
-    # every site but the live one went quiet: forgotten, by the replica as offline
+    # every site but the live one went quiet: forgotten, by the restored replica as offline
     assert gauge(after, "neardup_index_documents") == QUIET
     assert gauge(after, "neardup_index_domain_engines") == dedup.replica.domain_engines() <= QUIET
