@@ -81,3 +81,16 @@ def test_recorded_changes_that_are_cut_short_are_refused() -> None:
     )
     with pytest.raises(ValueError, match="truncated"):
         FirstDecisions.unpack(firsts[0].pack()[:-1])
+
+
+def test_changes_of_the_format_before_streams_are_read_without_a_mark() -> None:
+    """"NS" v1 had no stream, mark or reset: read as no stream, seen at the watermark."""
+    change = ShardChange("site", 1234, np.empty(0, dtype=np.int64), [], 2, 1500, True)
+    back = ShardChange.unpack(change.pack())
+    assert (back.stream, back.seen, back.reset, back.domain) == (2, 1500, True, "site")
+    v2 = change.pack()
+    v1 = v2[:2] + b"\x01" + v2[3:19] + v2[19 + 13 :]  # header, then no mark
+    old = ShardChange.unpack(v1)
+    assert (old.stream, old.seen, old.reset, old.domain) == (None, 1234, False, "site")
+    with pytest.raises(ValueError, match="format 3"):
+        ShardChange.unpack(v2[:2] + b"\x03" + v2[3:])
