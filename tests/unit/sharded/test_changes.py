@@ -84,7 +84,8 @@ def test_recorded_changes_that_are_cut_short_are_refused() -> None:
 
 
 def test_changes_of_the_format_before_streams_are_read_without_a_mark() -> None:
-    """"NS" v1 had no stream, mark or reset: read as no stream, seen at the watermark."""
+    """Shard changes of format 1 had no stream, mark or reset: read with no stream and
+    seen at the watermark."""
     change = ShardChange("site", 1234, np.empty(0, dtype=np.int64), [], 2, 1500, True)
     back = ShardChange.unpack(change.pack())
     assert (back.stream, back.seen, back.reset, back.domain) == (2, 1500, True, "site")
