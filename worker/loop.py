@@ -20,6 +20,7 @@ from worker.batch import BatchRole
 from worker.changelog import topic_of
 from worker.metrics import Metrics
 from worker.records import BatchOutput, InputRecord
+from worker.runtime import shutdown
 from worker.runtime.runner import RoleRunner
 from worker.settings import Settings
 
@@ -70,7 +71,7 @@ class Worker:
         log.error("refusing the changelog: %s | %s", " | ".join(taken), claims.CHANGELOG_HINT)
         self.metrics.settings_mismatch.set(1)
         self.consuming = True  # a signal now stops it the ordinary way
-        self._stop.wait()
+        shutdown.wait_for_stop(self._stop)
 
     def _backoff(self, attempt: int) -> float:
         return retry.backoff_s(self.settings.worker.retry_backoff_max_s, attempt)

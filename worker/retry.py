@@ -10,6 +10,8 @@ from typing import TypeVar
 
 from kafka.errors import KafkaError
 
+from worker.runtime import shutdown
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -32,7 +34,7 @@ def until_stopped(
             attempt += 1
             delay = delay_for(attempt)
             log.warning("broker not usable yet (%r); retrying in %.1f s", exc, delay)
-            stop.wait(delay)
+            shutdown.pause(stop, delay)
     return None
 
 
@@ -48,4 +50,4 @@ def until_done(stop: threading.Event, max_s: float, action: Callable[[], None]) 
             attempt += 1
             delay = backoff_s(max_s, attempt)
             log.exception("recovery step failed; retrying in %.1f s", delay)
-            stop.wait(delay)
+            shutdown.pause(stop, delay)

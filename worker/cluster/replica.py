@@ -142,7 +142,7 @@ class Replica:
         self.metrics.ready.set(1)
         for t in threads.values():
             t.start()
-        self._stop.wait()  # a signal, or a role that failed
+        shutdown.wait_for_stop(self._stop)  # a signal, or a role that failed
         deadline = shutdown.Deadline(s.worker.shutdown_timeout_s)
         shutdown.join(threads, deadline)
         for r in runners:
@@ -159,7 +159,7 @@ class Replica:
         )
         self.metrics.settings_mismatch.set(1)
         self.consuming = True  # a signal now stops it the ordinary way
-        self._stop.wait()
+        shutdown.wait_for_stop(self._stop)
 
     def _guard(self, runner: Any) -> None:
         """A role that dies takes the replica down (the orchestrator restarts it)."""

@@ -36,6 +36,7 @@ from typing import Generic
 
 from worker import retry
 from worker.metrics import Metrics
+from worker.runtime import shutdown
 from worker.runtime.policy import FailurePolicy
 from worker.runtime.publisher import Publisher, PublishFailure
 from worker.runtime.role import Carried, InFlight, Limits, Polled, Role, Verdict
@@ -161,7 +162,7 @@ class RoleRunner(Generic[Polled, Carried]):
         if backoff and rejected is None:
             delay = self.policy.failed()
             log.error("a batch failed; retrying in %.1f s", delay, exc_info=failure.error)
-            self._stop.wait(delay)
+            shutdown.pause(self._stop, delay)
         retry.until_done(
             self._stop, self.role.role.worker.retry_backoff_max_s, self.publisher.reset
         )
@@ -191,7 +192,7 @@ class RoleRunner(Generic[Polled, Carried]):
             )
         role.rebuild()
         if delay:
-            self._stop.wait(delay)
+            shutdown.pause(self._stop, delay)
 
     def close(self) -> None:
         try:

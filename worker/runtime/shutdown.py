@@ -21,6 +21,31 @@ from dataclasses import dataclass, field
 
 log = logging.getLogger(__name__)
 MIN_STEP_S = 1.0  # every close step gets at least this, even once the deadline has passed
+SIGNAL_CHECK_S = 0.2  # how often a main thread waiting for its stop looks at pending signals
+
+
+def wait_for_stop(stop: threading.Event) -> None:
+    """Block the main thread until `stop` is set, running signal handlers meanwhile.
+
+    A signal the kernel delivers to another thread (any thread may receive a process's
+    SIGTERM, and Kafka's clients run several) only marks the handler pending: Python runs it
+    in the main thread at its next bytecode. A main thread in an endless `stop.wait()`
+    never gets there, so the SIGTERM that should set `stop` would be lost. Waking up every
+    `SIGNAL_CHECK_S` runs it."""
+    while not stop.wait(SIGNAL_CHECK_S):
+        pass
+
+
+def pause(stop: threading.Event, seconds: float) -> bool:
+    """Wait `seconds` or until `stop` is set (whether it is), running signal handlers
+    meanwhile (`wait_for_stop`): a back-off of the main thread must not hold back SIGTERM."""
+    until = time.monotonic() + seconds
+    while not stop.is_set():
+        left = until - time.monotonic()
+        if left <= 0:
+            break
+        stop.wait(min(left, SIGNAL_CHECK_S))
+    return stop.is_set()
 
 
 @dataclass

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import logging
+import signal
 import threading
+import time
 
 import pytest
 
-from worker.runtime.shutdown import Deadline, join, within
+from worker.runtime.shutdown import Deadline, join, pause, wait_for_stop, within
 
 
 def test_a_step_that_ends_is_waited_for_and_its_failure_is_logged(
@@ -61,3 +63,45 @@ def test_the_deadline_never_leaves_less_than_the_floor() -> None:
     assert Deadline(0).left() == 0
     assert Deadline(0).left(floor=1.0) == 1.0
     assert Deadline(3600).left() > 3000
+
+
+def test_a_signal_delivered_to_another_thread_still_stops_the_waiting_main_thread() -> None:
+    """Any thread may receive a process's SIGTERM; its handler runs in the main thread only
+    once that thread executes again. Here the kernel delivers the signal to a helper thread
+    (`pthread_kill`), and the main thread, waiting for its stop, must run the handler soon:
+    an endless `Event.wait()` would sleep until the watchdog sets the event 10 s later."""
+    stop = threading.Event()
+    handled: list[float] = []
+
+    def on_signal(_signum: int, _frame: object) -> None:
+        handled.append(time.monotonic())
+        stop.set()
+
+    def deliver_to_myself() -> None:
+        time.sleep(0.3)  # the main thread is waiting by then
+        signal.pthread_kill(threading.get_ident(), signal.SIGUSR1)
+
+    def watchdog() -> None:
+        time.sleep(10)
+        stop.set()
+
+    previous = signal.signal(signal.SIGUSR1, on_signal)
+    try:
+        threading.Thread(target=watchdog, daemon=True).start()
+        sender = threading.Thread(target=deliver_to_myself)
+        started = time.monotonic()
+        sender.start()
+        wait_for_stop(stop)
+        sender.join()
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+    assert handled and handled[0] - started < 5  # the handler, not the watchdog, ended it
+
+
+def test_a_pause_lasts_its_time_unless_stopped() -> None:
+    stop = threading.Event()
+    started = time.monotonic()
+    assert pause(stop, 0.5) is False and time.monotonic() - started >= 0.5
+    threading.Timer(0.2, stop.set).start()
+    started = time.monotonic()
+    assert pause(stop, 30) is True and time.monotonic() - started < 10
