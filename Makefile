@@ -44,11 +44,14 @@ test-faults: install
 
 # The whole suite (the README's test command; CI runs it): both of the above at once, each
 # against a broker of its own (the fault half restarts and pauses brokers; the main half must
-# not see that). The test broker is started first, so a first start fetches the broker jars
-# once. The fault run's output follows.
+# not see that). Both test brokers start from empty data (the topics of earlier runs would
+# pile up until the broker's heap runs out), and the main one first, so a first start
+# fetches the broker jars once. The fault run's output follows.
 FAULTS_KAFKA_PORT ?= 19192
 test: install
-	@set -e; KAFKA_PORT=$(TEST_KAFKA_PORT) deploy/local/kafka.sh start >/dev/null; \
+	@set -e; for port in $(TEST_KAFKA_PORT) $(FAULTS_KAFKA_PORT); do \
+		KAFKA_PORT=$$port deploy/local/kafka.sh reset >/dev/null; done; \
+	KAFKA_PORT=$(TEST_KAFKA_PORT) deploy/local/kafka.sh start >/dev/null; \
 	log=$$(mktemp); \
 	$(MAKE) --no-print-directory -o install test-faults TEST_KAFKA_PORT=$(FAULTS_KAFKA_PORT) \
 		PYTEST_ARGS="-p no:cacheprovider $(PYTEST_ARGS)" >"$$log" 2>&1 & faults=$$!; \
