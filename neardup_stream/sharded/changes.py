@@ -115,9 +115,8 @@ class FirstDecisions:
         return _FIRST.pack(b"NG", 3, len(body)) + body
 
     @classmethod
-    def unpack(cls, data: bytes, stream: int | None = None) -> FirstDecisions:
-        """Raises ValueError when `data` is not one, another version, or cut short. A record
-        of the formats before streams takes `stream` (its changelog partition's) as its own."""
+    def unpack(cls, data: bytes) -> FirstDecisions:
+        """Raises ValueError when `data` is not one, another version, or cut short."""
         if len(data) < _FIRST.size or data[:2] != b"NG":
             raise ValueError("not a first-decisions record (no 'NG' header)")
         _, version, size = _FIRST.unpack_from(data)
@@ -127,7 +126,7 @@ class FirstDecisions:
             raise ValueError("first-decisions record is truncated")
         try:
             domain, watermark, rows, *mark = json.loads(data[_FIRST.size :])
-            stream, seen, reset = mark if version == 3 else (stream, watermark, False)
+            stream, seen, reset = mark if version == 3 else (None, watermark, False)
             entries = [
                 (
                     int(ts),

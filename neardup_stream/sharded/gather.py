@@ -153,7 +153,12 @@ class Gatherer:
             state.stream = change.stream
         self.clocks.advance_to(change.stream, change.seen)
         state.expire(self.config)
-        self._sweep_now_and_then()
+        # no sweep here (see `ShardVoter.apply`): `swept` once the restore is complete
+
+    def swept(self) -> Gatherer:
+        """This gatherer, its quiet domains forgotten (a restore's last step)."""
+        self.sweep()
+        return self
 
     def sweep(self) -> int:
         """Forget the quiet domains (`sharded.quiet`); how many there were."""

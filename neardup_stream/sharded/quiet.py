@@ -40,7 +40,7 @@ class Segment(NamedTuple):
     """Consecutive documents of one domain in a batch, decided without forgetting between."""
 
     rows: np.ndarray  # int64: their rows of the batch, in order
-    reset: bool  # the domain starts afresh before them (it was quiet, or unknown)
+    reset: bool  # the domain starts afresh before them (quiet, or unknown; never without a margin)
     seen: int  # the stream's clock just after the last of them
 
 
@@ -92,8 +92,8 @@ class StreamClocks:
         """`rows` (one domain's, in order) split where the domain goes quiet; `seen` is the
         domain's mark before the batch (None: nothing is known of it)."""
         after = line.after[rows]
-        if self.margin is None:
-            return [Segment(rows, seen is None, int(after[-1]))]
+        if self.margin is None:  # nothing is ever forgotten: no reset, even of the unknown
+            return [Segment(rows, False, int(after[-1]))]
         previous = np.empty_like(after)
         previous[0] = line.before[rows[0]] if seen is None else seen
         previous[1:] = after[:-1]

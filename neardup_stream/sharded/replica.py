@@ -135,10 +135,11 @@ class ReplicaVoter:
             return out
         homes = self._merged.slot_of[fb.homes(self.config.home_shards)]
         homes[homes >= 0] = np.where(voting[homes[homes >= 0]], homes[homes >= 0], -1)
-        lead = self._voters[chosen[0]]  # the voting shards are at the same place in the log
+        voters_now = [self._voters[s] for s in chosen]
+        lead = voters_now[0]  # the voting shards are at the same place in the log
         line = lead.clocks.timeline(fb.stream, fb.docs.ts)
         for domain, rows in by_domain(fb.domains):
-            for segment in lead.clocks.segments(line, rows, lead.seen.get(domain)):
+            for segment in lead.clocks.segments(line, rows, _mark(voters_now, domain)):
                 if segment.reset:
                     self._forget(domain, chosen)
                 voters = self._in_slots()
@@ -214,3 +215,10 @@ class ReplicaVoter:
     def index_entries(self) -> int:
         """Entries of the merged tables (over all held shards and domains)."""
         return self._merged.entries()
+
+
+def _mark(voters: list[ShardVoter], domain: str) -> int | None:
+    """`domain`'s quiet-rule mark among the voting shards that know it (they agree; one
+    restored without the domain's records does not make the others forget it)."""
+    marks = [v.seen[domain] for v in voters if domain in v.seen]
+    return max(marks) if marks else None

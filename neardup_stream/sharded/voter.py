@@ -156,7 +156,8 @@ class ShardVoter:
         self.mark(change.domain, change.stream, max(change.seen, self.seen.get(change.domain, 0)))
         self.clocks.advance_to(change.stream, change.seen)
         self.release_if_empty(change.domain)
-        self.sweep_now_and_then()
+        # no sweep here: inside a record's changes the clock runs ahead of the live one (a
+        # change carries its domain's last mark); `ReplicaVoter.add` sweeps once restored
 
     def engine(self, domain: str) -> tuple[Deduplicator, Positions]:
         """The engine of `domain` here and the positions of what it stores (made if new)."""

@@ -120,8 +120,8 @@ class GatherFollow:
         return changelog_restore(
             TopicPartition(self.settings.cluster.gather_changelog, p),
             lambda: Gatherer(self.settings.dedup),
-            lambda gatherer, data: gatherer.apply(FirstDecisions.unpack(data, stream=p)),
-            lambda gatherer: RestoredLog(gatherer, start),
+            lambda gatherer, data: gatherer.apply(FirstDecisions.unpack(data)),
+            lambda gatherer: RestoredLog(gatherer.swept(), start),
             self.metrics,
         )
 

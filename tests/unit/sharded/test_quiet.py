@@ -228,3 +228,77 @@ def test_a_restore_from_the_changelogs_forgets_as_the_live_state_did() -> None:
         firsts += [c.pack() for c in changes]
         twice += len(changes) - len({c.domain for c in changes})
     assert resets > 60 and twice > 10
+
+
+def _one(cfg: DedupConfig, items: list[tuple[Document, str]], at: int) -> FingerprintBatch:
+    positions = np.arange(at, at + len(items), dtype=np.int64)
+    docs, domains = [d for d, _ in items], [m for _, m in items]
+    packed = DocumentFingerprinter(cfg).batch(docs, domains, positions, NOW).pack()
+    return FingerprintBatch.unpack(packed, cfg.fingerprint_id)
+
+
+def _restored(cfg: DedupConfig, logs: dict[int, list[bytes]]) -> ReplicaVoter:
+    replica = ReplicaVoter(cfg)
+    for s, log in logs.items():
+        voter = ShardVoter(cfg, s)
+        for data in log:
+            voter.apply(ShardChange.unpack(data))
+        replica.add(voter)
+    return replica
+
+
+def test_a_restore_never_forgets_a_domain_in_the_middle_of_a_record() -> None:
+    """A change carries its domain's last mark, so while one record's changes replay the
+    clock runs ahead of the live one: a backfill domain read after a live one must not be
+    swept there (it never was quiet live), only once the restore is complete."""
+    cfg, old = config(home_shards=2), T0 - 10**7
+    text = " ".join(f"w{j}" for j in range(40))
+    first = _one(cfg, [(doc("z0", "zz a b c d e", T0), "z"), (doc("y1", text, old), "y")], 0)
+    second = _one(
+        cfg,
+        [
+            (doc("z1", "zz 1 2 3 4 5", T0 + 300), "z"),
+            (doc("y2", "other " * 5 + "x1", old + 1), "y"),
+            (doc("z2", "zz q r s t u", T0 + 600), "z"),
+            (doc("y3", "other2 " * 5 + "x2", old + 2), "y"),
+        ],
+        2,
+    )
+    live, gatherer = ReplicaVoter(cfg, range(2)), Gatherer(cfg)
+    logs: dict[int, list[bytes]] = {0: [], 1: []}
+    firsts: list[bytes] = []
+    for fb in (first, second):
+        voted = live.vote_and_record(fb)
+        firsts += [
+            c.pack() for c in gatherer.decide_and_record(fb, [v for v, _ in voted.values()])[1]
+        ]
+        for s, (_, recorded) in voted.items():
+            logs[s] += [c.pack() for c in recorded]
+    restored, regathered = _restored(cfg, logs), Gatherer(cfg)
+    for data in firsts:
+        regathered.apply(FirstDecisions.unpack(data))
+    regathered = regathered.swept()
+    again = _one(cfg, [(doc("y4", text, old + 3), "y")], 6)
+    got = regathered.decide(again, list(restored.vote(again).values()))
+    assert got == gatherer.decide(again, list(live.vote(again).values()))
+    assert got[0].duplicate_of == "y1"
+
+
+def test_a_shard_restored_without_a_domain_does_not_make_the_others_forget_it() -> None:
+    """Without max_age the shard role writes no change that stores nothing, so a restored
+    shard may not know a domain its neighbour in the replica holds documents of."""
+    cfg = config(home_shards=2, max_age_seconds=None)
+    text = " ".join(f"w{j}" for j in range(40))
+    at = 0
+    while True:  # an id whose home is shard 1
+        first = _one(cfg, [(doc(f"a{at}", text, T0), "d")], at)
+        if first.homes(2)[0] == 1:
+            break
+        at += 1
+    live = ReplicaVoter(cfg, range(2))
+    logs: dict[int, list[bytes]] = {0: [], 1: []}
+    for s, (_, recorded) in live.vote_and_record(first).items():
+        logs[s] += [c.pack() for c in recorded if c.records]  # as worker/cluster/shard.py
+    assert not logs[0] and logs[1]
+    again = _one(cfg, [(doc("again", text, T0 + 1), "d")], at + 1)
+    assert _restored(cfg, logs).vote(again)[1].match_ids == [f"a{at}"]
