@@ -165,6 +165,7 @@ class Gatherer:
         quiet = [d for d, s in self._domains.items() if self.clocks.quiet(s.stream, s.seen)]
         for domain in quiet:
             del self._domains[domain]
+        self.clocks.swept()
         return len(quiet)
 
     def _sweep_now_and_then(self) -> None:

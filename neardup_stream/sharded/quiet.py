@@ -65,10 +65,11 @@ class StreamClocks:
         self._calls += 1
         step = max(1, self.margin // 8)
         moved = any(c - self._swept.setdefault(s, c) >= step for s, c in self.clocks.items())
-        if not moved and self._calls < SWEEP_EVERY:
-            return False
+        return moved or self._calls >= SWEEP_EVERY  # the sweep then calls `swept`
+
+    def swept(self) -> None:
+        """Quiet domains were just swept: `sweep_due` counts from the clocks as they are."""
         self._calls, self._swept = 0, dict(self.clocks)
-        return True
 
     def quiet(self, stream: int | None, seen: int) -> bool:
         """Whether a domain of `stream` last seen at `seen` is quiet by now."""

@@ -135,6 +135,7 @@ class ShardVoter:
         quiet = [d for d, at in self.seen.items() if self.clocks.quiet(self.stream_of[d], at)]
         for domain in quiet:
             self.forget(domain)
+        self.clocks.swept()
         return quiet
 
     def sweep_now_and_then(self) -> list[str]:
