@@ -41,9 +41,9 @@ def vote_domain(
     record: bool,
     out: Voted,
 ) -> None:
-    """Vote on `fb`'s rows of `segment` (all of `domain`): `voters` are the held shards in slot order,
-    `home[j]` the slot of row j's home shard (-1: not held, or not voting), `voting` the
-    slots that vote; each voting shard's votes and changes are filled into `out`.
+    """Vote on `fb`'s rows of `segment` (all of `domain`): `voters` are the held shards in
+    slot order, `home[j]` the slot of row j's home shard (-1: not held, or not voting),
+    `voting` the slots that vote; each voting shard's votes and changes fill `out`.
     `template` gives the limits and rules every shard's engines share."""
     rows = segment.rows
     mark = (fb.stream, segment.seen, segment.reset)

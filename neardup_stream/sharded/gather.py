@@ -109,17 +109,15 @@ class Gatherer:
         part_of: dict[str, _Part] = {}
         homes = fb.homes(shards)
         line = self.clocks.timeline(fb.stream, fb.docs.ts)
-        before, after, margin = line.before.tolist(), line.after.tolist(), self.clocks.margin
+        before, after = line.before.tolist(), line.after.tolist()
         for i, (doc_id, domain) in enumerate(zip(fb.ids, fb.domains, strict=True)):
             state = self._domains.get(domain)
-            fresh = state is None or (margin is not None and state.seen < before[i] - margin)
+            fresh = state is None or self.clocks.quiet_at(state.seen, before[i])
+            if state is None or fresh:
+                state = self._domains[domain] = _Domain(fb.stream)
             if fresh or domain not in part_of:
-                if fresh:
-                    state = self._domains[domain] = _Domain(fb.stream)
-                assert state is not None
                 part_of[domain] = _Part(domain, state, fresh, [])
                 parts.append(part_of[domain])
-            assert state is not None
             made = part_of[domain].entries
             ts = int(fb.docs.ts[i])
             state.watermark = max(state.watermark, ts)

@@ -44,7 +44,7 @@ class Segment(NamedTuple):
     seen: int  # the stream's clock just after the last of them
 
 
-SWEEP_EVERY = 256  # calls of `sweep_due` (batches, replayed changes) between two sweeps at most
+SWEEP_EVERY = 256  # batches (calls of `sweep_due`) between two sweeps at most
 
 
 class StreamClocks:
@@ -73,9 +73,13 @@ class StreamClocks:
 
     def quiet(self, stream: int | None, seen: int) -> bool:
         """Whether a domain of `stream` last seen at `seen` is quiet by now."""
-        if self.margin is None or stream is None or stream not in self.clocks:
+        if stream is None or stream not in self.clocks:
             return False
-        return seen < self.clocks[stream] - self.margin
+        return self.quiet_at(seen, self.clocks[stream])
+
+    def quiet_at(self, seen: int, clock: int) -> bool:
+        """Whether a domain last seen at `seen` is quiet when its stream's clock is `clock`."""
+        return self.margin is not None and seen < clock - self.margin
 
     def timeline(self, stream: int, ts: np.ndarray) -> Timeline:
         """The clock around each document of a batch with event times `ts` (not yet seen)."""
