@@ -34,6 +34,7 @@ from prometheus_client import (
 )
 
 from neardup_stream.deduplicator import Deduplicator
+from worker.role_cpu import RoleCpu
 
 if TYPE_CHECKING:
     from worker.records import BatchOutput
@@ -75,6 +76,7 @@ class Metrics:
 
 def build_metrics(registry: CollectorRegistry) -> Metrics:
     """Register the worker's metrics on `registry`."""
+    registry.register(RoleCpu())  # neardup_role_cpu_seconds_total{role}
     return Metrics(
         documents=Counter(
             "neardup_documents",

@@ -24,7 +24,7 @@ QUIET = 12
 
 
 def gauge(text: str, name: str) -> float:
-    found = re.search(rf"^{name} (\S+)$", text, re.M)
+    found = re.search(rf"^{re.escape(name)} (\S+)$", text, re.M)
     assert found, f"{name} not exported"
     return float(found.group(1))
 
@@ -87,6 +87,8 @@ def test_engines_of_many_domains_are_freed_once_their_documents_leave_the_window
     assert {k: v[0][0] for k, v in got.items()} == want
     live = SITES + SITES // 2  # the b and c pages; every a page has left the window
     assert gauge(metrics, "neardup_index_documents") == live
+    for role in ("edge", "shard", "gather"):  # each role's threads and Kafka clients
+        assert gauge(metrics, f'neardup_role_cpu_seconds_total{{role="{role}"}}') > 0
     engines = gauge(metrics, "neardup_index_domain_engines")
     assert engines == engines_offline
     assert SITES <= engines <= live < SHARDS * SITES  # SHARDS * SITES: an engine per shard and site

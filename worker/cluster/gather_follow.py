@@ -58,7 +58,7 @@ class GatherFollow:
             "gather",
             stop,
             metrics,
-            lambda: clients.make_reader(settings),
+            lambda: clients.make_reader(inputs.role),
             PauseTopic(inputs.consumer, settings.cluster.votes),  # its votes: read once restored
         )
         self.follower = Follower(

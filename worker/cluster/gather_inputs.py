@@ -36,7 +36,7 @@ class GatherInputs:
         self.settings, self.health = settings, health
         self.role = role_settings(settings, "gather")  # its group and transactional id
         self.consumer = clients.make_consumer(self.role)  # the votes, as a group member
-        self.reader = clients.make_reader(settings)  # fingerprint log and payloads
+        self.reader = clients.make_reader(self.role)  # fingerprint log and payloads
         self._watermarks: KafkaConsumer | None = None  # read_uncommitted, for `Blocked`
         self.parts: dict[int, LogPartition] = {}
 
@@ -158,7 +158,7 @@ class GatherInputs:
         read_committed, sees the last stable offset)."""
         if self._watermarks is None:
             self._watermarks = KafkaConsumer(
-                **clients.common_config(self.settings.kafka),
+                **clients.common_config(self.role.kafka),
                 group_id=None,
                 enable_auto_commit=False,
             )

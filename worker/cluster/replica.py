@@ -133,8 +133,10 @@ class Replica:
         gather = RoleRunner(GatherRole(s, m, stop, prepared.handover), m, stop)
         runners: list[Any] = [edge, shard, gather]
         self._roles = runners  # (roles: healthy() hook for /healthz)
-        threads = {
-            r.role.name: threading.Thread(target=self._guard, args=(r,), daemon=True)
+        threads = {  # named by role: a stack dump (py-spy dump) says which role is which
+            r.role.name: threading.Thread(
+                target=self._guard, args=(r,), name=f"{r.role.name}-role", daemon=True
+            )
             for r in runners
         }
         self.consuming = True

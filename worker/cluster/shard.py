@@ -57,7 +57,7 @@ class ShardRole:
         self.settings, self.metrics = settings, metrics
         self.role = role_settings(settings, "shards")
         self.consumer = clients.make_consumer(self.role)
-        self.reader = clients.make_reader(settings)
+        self.reader = clients.make_reader(self.role)
         self.health = RoleHealth("shard", metrics)
         self.rejections: Rejections | None = None  # votes answer for no input
         self.owned = ShardState(settings.dedup)  # one merged probe table for all owned shards
@@ -68,7 +68,7 @@ class ShardRole:
         self.assignment = Assignment(c.shards, metrics, lambda: None)
         self._lost_upto: dict[int, int] = {}  # per log partition: losses reported below this
         restores: Restores[RestoredShard] = Restores(
-            "shard", stop, metrics, lambda: clients.make_reader(settings)
+            "shard", stop, metrics, lambda: clients.make_reader(self.role)
         )
         self.follower = Follower(
             self.assignment, restores, self, stop, restoring="shards", source=c.shard_changelog

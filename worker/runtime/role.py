@@ -28,9 +28,13 @@ PolledIn = TypeVar("PolledIn", contravariant=True)
 
 def role_settings(settings: Settings, role: str) -> Settings:
     """The role's group is `<group>-<role>`: its members, offsets and transactional ids are
-    its own (transactional id `<group>-<role>-<instance>`)."""
+    its own (transactional id `<group>-<role>-<instance>`). Its Kafka clients identify as
+    `<client_id>-<role>`, as Kafka Streams suffixes its threads' clients: the broker's
+    request metrics and quotas, and the clients' thread names (`role_cpu`), tell the roles
+    apart."""
     worker = settings.worker.model_copy(update={"group_id": f"{settings.worker.group_id}-{role}"})
-    return settings.model_copy(update={"worker": worker})
+    kafka = settings.kafka.model_copy(update={"client_id": f"{settings.kafka.client_id}-{role}"})
+    return settings.model_copy(update={"worker": worker, "kafka": kafka})
 
 
 class Limits(NamedTuple):
