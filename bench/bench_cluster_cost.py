@@ -16,7 +16,8 @@ CPU is user + system of every thread of every process of the run (/proc), taken 
 between the moments the decisions counted by the processes (`neardup_documents_total`,
 summed) pass 10% and 100% of the documents, divided by the documents decided in between;
 and from the moment every process is ready (start-up, warm-up and compilation are over) to
-100%, divided by all the documents. The first leaves out the first batches, but a cluster's
+100%, divided by all the documents; that one is also split by role
+(`neardup_role_cpu_seconds_total`: a role's threads with its Kafka clients'). The first leaves out the first batches, but a cluster's
 edge and shards run ahead of the decisions (fingerprints and votes of documents not decided
 yet), so the cluster's work is undercounted in it; the second counts every role's work on
 every document, and is the figure to compare. Then `--trickle` more documents are produced
@@ -46,7 +47,12 @@ from kafka.admin import NewTopic
 
 from bench.kafka_broker import REPO_ROOT, Topics
 from bench.kafka_docs import BenchError, DocSource, load_texts, log
-from bench.kafka_metrics import decision_counts, histogram_buckets, histogram_quantiles
+from bench.kafka_metrics import (
+    decision_counts,
+    histogram_buckets,
+    histogram_quantiles,
+    labelled_counts,
+)
 from bench.kafka_worker import WorkerProcess, WorkerTopics, read_cpu_seconds
 
 LATENCY = "neardup_decision_latency_seconds"
@@ -65,6 +71,7 @@ class Cost:
     latency_p50_s: float | None
     latency_p99_s: float | None
     index_documents: list[float]
+    role_us_per_doc: dict[str, float]  # from ready to 100%: `neardup_role_cpu_seconds_total`
 
 
 def produce(bootstrap: str, topic: str, source: DocSource, first: int, n: int, parts: int,
@@ -118,6 +125,17 @@ def cpu(workers: list[WorkerProcess]) -> float:
     return sum(read_cpu_seconds(w.pid) or 0.0 for w in workers)
 
 
+def role_cpu(workers: list[WorkerProcess]) -> dict[str, float]:
+    """CPU seconds by role (`neardup_role_cpu_seconds_total`), summed over the processes."""
+    total: dict[str, float] = {}
+    for text in decided(workers)[1]:
+        for role, seconds in labelled_counts(
+            text, "neardup_role_cpu_seconds_total", "role"
+        ).items():
+            total[role] = total.get(role, 0.0) + seconds
+    return total
+
+
 def wait_for(workers: list[WorkerProcess], n: float, timeout: float) -> tuple[float, float, float]:
     """Until the processes decided `n` documents: (decided, CPU seconds, monotonic time)."""
     deadline = time.monotonic() + timeout
@@ -165,10 +183,12 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
             w.start()
         for w in workers:
             w.wait_ready(300)
-        c_ready = cpu(workers)
+        c_ready, roles_ready = cpu(workers), role_cpu(workers)
         log(f"{name}: {replicas} process(es) ready; deciding {backlog:,} documents")
         d0, c0, t0 = wait_for(workers, 0.1 * backlog, 1800)
         d1, c1, t1 = wait_for(workers, backlog, 3600)
+        roles = role_cpu(workers)
+        role_us = {r: round((roles[r] - roles_ready.get(r, 0.0)) / d1 * 1e6, 1) for r in roles}
         _, before = decided(workers)
         p50 = p99 = None
         if args.trickle:
@@ -185,7 +205,7 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
                 w.stop()
     cost = Cost(name, replicas, int(d1 - d0), round((c1 - c0) / (d1 - d0) * 1e6, 1),
                 round((c1 - c_ready) / d1 * 1e6, 1),
-                round((d1 - d0) / (t1 - t0), 1), p50, p99, index)  # fmt: skip
+                round((d1 - d0) / (t1 - t0), 1), p50, p99, index, role_us)  # fmt: skip
     log(f"{name}: {cost}")
     return cost
 
@@ -261,6 +281,8 @@ def main() -> None:
         print(f"{c.run}: {c.cpu_us_per_doc} us/doc{ratio} between 10% and 100%, "
               f"{c.cpu_us_per_doc_all} us/doc{whole} from ready, {c.docs_per_s} docs/s, "
               f"latency p50 {c.latency_p50_s} s p99 {c.latency_p99_s} s, index {c.index_documents}")  # fmt: skip
+        roles = ", ".join(f"{r} {us}" for r, us in sorted(c.role_us_per_doc.items()))
+        print(f"  CPU us/doc by role from ready (their Kafka clients included): {roles}")
     if args.out:
         args.out.write_text(json.dumps(result, indent=2) + "\n")
 
