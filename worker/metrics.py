@@ -9,10 +9,12 @@ the oldest undecided record, the shard waited for, gather buffer) are filled by 
 roles only, with a `role` label where one is documented; `neardup_settings_mismatch` by
 either when it refuses to run (settings, or topics another pipeline claimed). `account`
 counts a committed batch of the single worker, `index_gauges` sets the index sizes summed
-over its partition indexes. `MetricsServer` exposes `/metrics` and `/healthz` on a
-configurable address: 200 once the process is ready (the single worker: every owned
-partition restored; a cluster replica: settings agreed, internal topics claimed and
-checked, and every role healthy), 503 before and while unready.
+over its partition indexes. `neardup_role_cpu_seconds_total` (`role_cpu`) is read from
+the threads at each scrape, in both (a single worker's are all `other`). `MetricsServer`
+exposes `/metrics` and `/healthz` on a configurable address: 200 once the process is ready
+(the single worker: every owned partition restored; a cluster replica: settings agreed,
+internal topics claimed and checked, and every role healthy), 503 before and while
+unready.
 """
 
 from __future__ import annotations
