@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -28,7 +29,11 @@ from worker.testing import Driver, InputMessage, OutputRecord
 pytestmark = pytest.mark.integration
 
 SAMPLE = REPO_ROOT / "deploy" / "local" / "demo" / "sample.jsonl"
-BASE_MS = 1_750_000_000_000
+# Record times an hour back: within the input topic's retention (7 days by default) and
+# behind the skew clamp. A fixed date fell out of the retention as time went on, and the
+# broker deleted the input under the worker (seen in CI: the log started at 462, and the
+# worker had decided a prefix only).
+BASE_MS = int(time.time() * 1000) - 3_600_000
 AT = re.compile(rb'"at":"([^"]*)"')
 
 
