@@ -16,11 +16,11 @@ CPU is user + system of every thread of every process of the run (/proc), taken 
 between the moments the decisions counted by the processes (`neardup_documents_total`,
 summed) pass 10% and 100% of the documents, divided by the documents decided in between;
 and from the moment every process is ready (start-up, warm-up and compilation are over) to
-100%, divided by all the documents; that one is also split by role
-(`neardup_role_cpu_seconds_total`: a role's threads with its Kafka clients'). The first leaves out the first batches, but a cluster's
-edge and shards run ahead of the decisions (fingerprints and votes of documents not decided
-yet), so the cluster's work is undercounted in it; the second counts every role's work on
-every document, and is the figure to compare. Then `--trickle` more documents are produced
+100%, divided by all the documents, and split by role (`neardup_role_cpu_seconds_total`: a
+role's threads with its Kafka clients'). The first leaves out the first batches, but a
+cluster's edge and shards run ahead of the decisions (fingerprints and votes of documents
+not decided yet), so the cluster's work is undercounted in it; the second counts every
+role's work on every document, and is the figure to compare. Then `--trickle` more documents are produced
 at `--rate` per second and the produce-to-decision latency of those (the worker's
 `neardup_decision_latency_seconds`, from the record timestamp to the committed decision) is
 read as p50 / p99. Those stay in the input topic: a later run decides them as part of its

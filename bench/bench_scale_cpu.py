@@ -93,6 +93,16 @@ def merged(
     return cost - gather[0], gather[0]
 
 
+def one_engine(config: DedupConfig) -> Callable[[FingerprintBatch], None]:
+    """A plain `Deduplicator` deciding and storing each record's documents."""
+    engine = Deduplicator(config.model_copy(update={"home_shards": 1}))
+
+    def vote(fb: FingerprintBatch) -> None:
+        engine.vote(fb.rows(np.arange(len(fb)), np.ones(len(fb), dtype=np.bool_)), True)
+
+    return vote
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--docs", type=int, default=20_000)
@@ -117,20 +127,9 @@ def main() -> None:
     warm = records[:2]
     merged(config, warm, len(warm), list(range(args.shards)))
     run(config, warm, len(warm), ShardVoter(config, 0).vote_and_record)
-    Deduplicator(config.model_copy(update={"home_shards": 1})).vote(
-        FingerprintBatch.unpack(warm[0], config.fingerprint_id).rows(
-            np.arange(args.batch), np.ones(args.batch, dtype=np.bool_)
-        ),
-        True,
-    )
+    run(config, warm, len(warm), one_engine(config))
     if "engine" in args.variants:
-        engine = Deduplicator(config.model_copy(update={"home_shards": 1}))
-
-        def one(fb: FingerprintBatch) -> None:
-            engine.vote(fb.rows(np.arange(len(fb)), np.ones(len(fb), dtype=np.bool_)), True)
-
-        us["engine"] = run(config, records, timed_from, one) / n * 1e6
-        del engine
+        us["engine"] = run(config, records, timed_from, one_engine(config)) / n * 1e6
     for w in args.replicas:
         held = [s for s in range(args.shards) if s % w == 0]
         if "separate" in args.variants:

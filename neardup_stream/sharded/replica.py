@@ -135,22 +135,22 @@ class ReplicaVoter:
             return out
         homes = self._merged.slot_of[fb.homes(self.config.home_shards)]
         homes[homes >= 0] = np.where(voting[homes[homes >= 0]], homes[homes >= 0], -1)
-        voters_now = [self._voters[s] for s in chosen]
-        lead = voters_now[0]  # the voting shards are at the same place in the log
+        voting_voters = [self._voters[s] for s in chosen]
+        lead = voting_voters[0]  # the voting shards are at the same place in the log
         line = lead.clocks.timeline(fb.stream, fb.docs.ts)
         for domain, rows in by_domain(fb.domains):
-            for segment in lead.clocks.segments(line, rows, _mark(voters_now, domain)):
+            for segment in lead.clocks.segments(line, rows, _mark(voting_voters, domain)):
                 if segment.reset:
                     self._forget(domain, chosen)
                 voters = self._in_slots()
                 args = (fb, domain, segment, homes[segment.rows], voting, record, out)
                 vote_domain(self._merged, voters, self._template, *args)
-                for s in chosen:
-                    self._voters[s].mark(domain, fb.stream, segment.seen)
+                for voter in voting_voters:
+                    voter.mark(domain, fb.stream, segment.seen)
                 self._release_empty(domain)
-        for s in chosen:
-            self._voters[s].clocks.advance(line)
-            for domain in self._voters[s].sweep_now_and_then():
+        for voter in voting_voters:
+            voter.clocks.advance(line)
+            for domain in voter.sweep_now_and_then():
                 self._refit(domain)
         return out
 

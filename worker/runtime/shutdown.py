@@ -14,6 +14,7 @@ transaction times out or is fenced by the next start) and replayed from the comm
 from __future__ import annotations
 
 import logging
+import math
 import threading
 import time
 from collections.abc import Callable
@@ -32,8 +33,7 @@ def wait_for_stop(stop: threading.Event) -> None:
     in the main thread at its next bytecode. A main thread in an endless `stop.wait()`
     never gets there, so the SIGTERM that should set `stop` would be lost. Waking up every
     `SIGNAL_CHECK_S` runs it."""
-    while not stop.wait(SIGNAL_CHECK_S):
-        pass
+    pause(stop, math.inf)
 
 
 def pause(stop: threading.Event, seconds: float) -> bool:

@@ -178,17 +178,43 @@ def test_a_late_document_of_a_quiet_domain_starts_the_domain_afresh() -> None:
     assert kept[-1].duplicate_of == "a1"
 
 
+def _one(cfg: DedupConfig, items: list[tuple[Document, str]], at: int) -> FingerprintBatch:
+    """`items` as one fingerprint batch at log positions at.., packed and unpacked."""
+    positions = np.arange(at, at + len(items), dtype=np.int64)
+    docs, domains = [d for d, _ in items], [m for _, m in items]
+    packed = DocumentFingerprinter(cfg).batch(docs, domains, positions, NOW).pack()
+    return FingerprintBatch.unpack(packed, cfg.fingerprint_id)
+
+
 def batches(cfg: DedupConfig, stream: list[tuple[Document, str]]) -> list[FingerprintBatch]:
     """Packed and unpacked fingerprint batches of uneven sizes, on stream 4."""
-    fingerprinter, out, k = DocumentFingerprinter(cfg), [], 0
+    out, k = [], 0
     rng = random.Random(9)
     while k < len(stream):
         chunk = stream[k : k + rng.choice([1, 7, 40, 90])]
-        positions = np.arange(k, k + len(chunk), dtype=np.int64)
-        fb = fingerprinter.batch([d for d, _ in chunk], [m for _, m in chunk], positions, NOW)
-        out.append(FingerprintBatch.unpack(fb.pack(), cfg.fingerprint_id))
+        out.append(_one(cfg, chunk, k))
         k += len(chunk)
     return [FingerprintBatch(**{**vars(fb), "stream": 4, "_homes": {}}) for fb in out]
+
+
+def _restored(cfg: DedupConfig, logs: dict[int, list[bytes]]) -> ReplicaVoter:
+    """A replica of the shards in `logs`, rebuilt from their recorded changes (swept as each
+    is added)."""
+    replica = ReplicaVoter(cfg)
+    for s, log in logs.items():
+        voter = ShardVoter(cfg, s)
+        for data in log:
+            voter.apply(ShardChange.unpack(data))
+        replica.add(voter)
+    return replica
+
+
+def _regathered(cfg: DedupConfig, firsts: list[bytes]) -> Gatherer:
+    """A gatherer rebuilt from its recorded first decisions, then swept."""
+    gatherer = Gatherer(cfg)
+    for data in firsts:
+        gatherer.apply(FirstDecisions.unpack(data))
+    return gatherer.swept()
 
 
 def test_a_restore_from_the_changelogs_forgets_as_the_live_state_did() -> None:
@@ -203,16 +229,7 @@ def test_a_restore_from_the_changelogs_forgets_as_the_live_state_did() -> None:
     resets = twice = 0  # twice: a domain reset inside a batch (two changes of it)
     for b, fb in enumerate(fbs):
         if b in (20, 41, 70):
-            restored = ReplicaVoter(cfg)
-            for s in range(3):
-                voter = ShardVoter(cfg, s)
-                for data in logs[s]:
-                    voter.apply(ShardChange.unpack(data))
-                restored.add(voter)  # swept as it is added
-            regathered = Gatherer(cfg)
-            for data in firsts:
-                regathered.apply(FirstDecisions.unpack(data))
-            regathered.sweep()
+            restored, regathered = _restored(cfg, logs), _regathered(cfg, firsts)
             live.sweep()
             gatherer.sweep()
             for s in range(3):
@@ -228,23 +245,6 @@ def test_a_restore_from_the_changelogs_forgets_as_the_live_state_did() -> None:
         firsts += [c.pack() for c in changes]
         twice += len(changes) - len({c.domain for c in changes})
     assert resets > 60 and twice > 10
-
-
-def _one(cfg: DedupConfig, items: list[tuple[Document, str]], at: int) -> FingerprintBatch:
-    positions = np.arange(at, at + len(items), dtype=np.int64)
-    docs, domains = [d for d, _ in items], [m for _, m in items]
-    packed = DocumentFingerprinter(cfg).batch(docs, domains, positions, NOW).pack()
-    return FingerprintBatch.unpack(packed, cfg.fingerprint_id)
-
-
-def _restored(cfg: DedupConfig, logs: dict[int, list[bytes]]) -> ReplicaVoter:
-    replica = ReplicaVoter(cfg)
-    for s, log in logs.items():
-        voter = ShardVoter(cfg, s)
-        for data in log:
-            voter.apply(ShardChange.unpack(data))
-        replica.add(voter)
-    return replica
 
 
 def test_a_restore_never_forgets_a_domain_in_the_middle_of_a_record() -> None:
@@ -274,10 +274,7 @@ def test_a_restore_never_forgets_a_domain_in_the_middle_of_a_record() -> None:
         ]
         for s, (_, recorded) in voted.items():
             logs[s] += [c.pack() for c in recorded]
-    restored, regathered = _restored(cfg, logs), Gatherer(cfg)
-    for data in firsts:
-        regathered.apply(FirstDecisions.unpack(data))
-    regathered = regathered.swept()
+    restored, regathered = _restored(cfg, logs), _regathered(cfg, firsts)
     again = _one(cfg, [(doc("y4", text, old + 3), "y")], 6)
     got = regathered.decide(again, list(restored.vote(again).values()))
     assert got == gatherer.decide(again, list(live.vote(again).values()))
