@@ -28,6 +28,7 @@ from worker.changelog import pipeline_of, topic_of
 from worker.codec import OutMessage
 from worker.decide import Unrecordable, decide
 from worker.indexes import PartitionIndexes
+from worker.input_start import InputStart
 from worker.metrics import Metrics, account, index_gauges
 from worker.partitions import Assignment, rewind_to_committed, update_lag
 from worker.records import BatchOutput, InputRecord, Source
@@ -62,7 +63,8 @@ class BatchRole:
         self.metrics, self._stop, self.rules = metrics, stop, rules
         self.rejections = Rejections(settings.topics.dlq)
         self.max_records = settings.worker.max_batch
-        self.consumer = clients.make_consumer(settings)
+        self.consumer = clients.make_consumer(settings, reset="none")
+        self.input = InputStart(self.consumer, "worker", metrics)
         scope = WithinPartitionWarning(settings.topics.input)  # one index per partition: say so
         self.assignment = Assignment(
             settings.topics.input, metrics, self._settle_before_revoke, scope.observe
@@ -81,7 +83,7 @@ class BatchRole:
 
     def poll(self, limits: Limits) -> list[InputRecord]:
         """Records of partitions with a complete index; others are rewound for later."""
-        polled = self.consumer.poll(
+        polled = self.input.poll(
             timeout_ms=self.settings.worker.poll_timeout_ms, max_records=limits.records
         )
         if self._revoke_failure is not None:

@@ -37,12 +37,13 @@ def common_config(kafka: KafkaSettings) -> dict[str, Any]:
     return cfg
 
 
-def make_consumer(settings: Settings, **extra: Any) -> KafkaConsumer:
+def make_consumer(settings: Settings, reset: str = "earliest", **extra: Any) -> KafkaConsumer:
     """The group consumer of the input topic (read_committed, manual commits).
 
     The sticky assignor keeps partitions where they are across rebalances, so a worker keeps
     the index of every partition that stays. read_committed also makes committed-offset
-    look-ups wait for pending transactional commits (KIP-447 `require_stable`).
+    look-ups wait for pending transactional commits (KIP-447 `require_stable`). `reset`
+    "none" leaves a missing or out-of-range position to the caller (`input_start`).
     """
     worker = settings.worker
     return KafkaConsumer(
@@ -52,7 +53,7 @@ def make_consumer(settings: Settings, **extra: Any) -> KafkaConsumer:
         session_timeout_ms=worker.session_timeout_ms,
         heartbeat_interval_ms=min(3000, worker.session_timeout_ms // 3),
         enable_auto_commit=False,
-        auto_offset_reset="earliest",
+        auto_offset_reset=reset,
         isolation_level="read_committed",
         max_poll_records=settings.worker.max_batch,
         partition_assignment_strategy=(StickyPartitionAssignor,),

@@ -197,8 +197,10 @@ def build_metrics(registry: CollectorRegistry) -> Metrics:
         ),
         records_lost=Counter(
             "neardup_records_lost",
-            "Log records deleted by retention before a scale-out role applied them (its "
-            "checkpoint was older than the log start): their documents get no decision",
+            "Records deleted by retention before a role applied them (its checkpoint or "
+            "position was older than the log start): input records the worker or edge never "
+            "read, fingerprint-log records a shard or gather never applied; their documents "
+            "get no decision",
             ["role"],
             registry=registry,
         ),

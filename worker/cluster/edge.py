@@ -6,8 +6,8 @@ retried until it succeeds); a dead letter the broker rejects for good is blamed 
 input, which the replay dead-letters as `unpublishable` (then without payload), as the single
 worker and the gather do, instead of retrying the same rejection forever. The
 consumer lag of the input partitions is exported as the single worker does
-(`neardup_consumer_lag_messages`) and as the edge's `neardup_role_lag_messages`. A
-committed input offset older than the partition's log start is reported as lost.
+(`neardup_consumer_lag_messages`) and as the edge's `neardup_role_lag_messages`. Inputs
+retention deleted before the edge read them are reported as lost (`input_start`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from worker import clients, failpoints, retry
 from worker.admission import DecideRules
 from worker.cluster.handover import Handover
 from worker.cluster.ingest import Ingested, LogTopics, ingest
+from worker.input_start import InputStart
 from worker.metrics import Metrics
 from worker.partitions import rewind_to_committed
 from worker.records import InputRecord, Source
@@ -54,7 +55,8 @@ class EdgeRole:
         # Inputs a previous generation decided: fingerprinted again, never dead-lettered twice.
         self.handover = handover or Handover("", {})
         self.role = role_settings(settings, "edge")
-        self.consumer = clients.make_consumer(self.role)
+        self.consumer = clients.make_consumer(self.role, reset="none")
+        self.input = InputStart(self.consumer, "edge", metrics)
         self.fingerprinter = DocumentFingerprinter(settings.dedup)
         self.health = RoleHealth("edge", metrics)
         self._lagging: set[int] = set()
@@ -67,7 +69,7 @@ class EdgeRole:
     def poll(self, limits: Limits) -> list[InputRecord]:
         """The next input records (the edge holds no state: no restores to follow)."""
         wait = self.settings.worker.poll_timeout_ms
-        polled = self.consumer.poll(timeout_ms=wait, max_records=limits.records)
+        polled = self.input.poll(timeout_ms=wait, max_records=limits.records)
         self.metrics.role_partitions.labels("edge").set(len(self.consumer.assignment()))
         self._export_lag()
         return [
@@ -116,7 +118,6 @@ class EdgeRole:
         for p in self._lagging - owned:
             forget_series(self.metrics.consumer_lag, topic, str(p))
             forget_series(self.metrics.role_lag, "edge", str(p))
-        self._check_starts(owned - self._lagging)
         self._lagging = owned
         for p in owned:
             tp = TopicPartition(topic, p)
@@ -128,19 +129,6 @@ class EdgeRole:
             if lag is not None:
                 self.metrics.consumer_lag.labels(topic, str(p)).set(lag)
                 self.metrics.role_lag.labels("edge", str(p)).set(lag)
-
-    def _check_starts(self, gained: set[int]) -> None:
-        """Report inputs deleted by retention past the committed offset of a gained partition
-        (the consumer then starts at the log start: those inputs get no outcome)."""
-        if not gained:
-            return
-        topic = self.settings.topics.input
-        tps = [TopicPartition(topic, p) for p in sorted(gained)]
-        starts = self.consumer.beginning_offsets(tps)
-        for tp in tps:
-            committed = self.consumer.committed(tp)
-            if committed is not None:
-                self.health.lost(topic, tp.partition, committed, starts.get(tp, 0))
 
     def _ingest(self, records: list[InputRecord]) -> Ingested:
         """`ingest`, in input order; of inputs the previous generation decided, only the

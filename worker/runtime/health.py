@@ -84,21 +84,7 @@ class RoleHealth:
 
     def lost(self, topic: str, partition: int, checkpoint: int, log_start: int) -> int:
         """Report the records [checkpoint, log_start) deleted before this role applied them."""
-        missing = lost_offsets(checkpoint, log_start)
-        if missing:
-            self.metrics.records_lost.labels(self.role).inc(missing)
-            log.error(
-                "%s: %s-%d: checkpoint at offset %d but the log starts at %d: %d offsets were "
-                "deleted by retention before this role applied them; their documents get no "
-                "decision (the outage outlasted the internal topics' retention)",
-                self.role,
-                topic,
-                partition,
-                checkpoint,
-                log_start,
-                missing,
-            )
-        return missing
+        return report_lost(self.metrics, self.role, topic, partition, checkpoint, log_start)
 
     def failed(self) -> None:
         with self._lock:
@@ -116,6 +102,35 @@ class RoleHealth:
 def lost_offsets(checkpoint: int, log_start: int) -> int:
     """Offsets between a checkpoint and a later log start (0 when the log still has them)."""
     return max(0, log_start - checkpoint)
+
+
+def report_lost(
+    metrics: Metrics,
+    role: str,
+    topic: str,
+    partition: int,
+    checkpoint: int,
+    log_start: int,
+    cause: str = "the outage outlasted the internal topics' retention",
+) -> int:
+    """Count and log the offsets [checkpoint, log_start) retention deleted before `role`
+    applied them; returns how many (0: nothing was missing, nothing reported)."""
+    missing = lost_offsets(checkpoint, log_start)
+    if missing:
+        metrics.records_lost.labels(role).inc(missing)
+        log.error(
+            "%s: %s-%d: checkpoint at offset %d but the log starts at %d: %d offsets were "
+            "deleted by retention before this role applied them; their documents get no "
+            "decision (%s)",
+            role,
+            topic,
+            partition,
+            checkpoint,
+            log_start,
+            missing,
+            cause,
+        )
+    return missing
 
 
 def forget_series(gauge: Gauge, *labels: str) -> None:

@@ -1,0 +1,112 @@
+"""`InputStart`: a missing or out-of-range input position is placed at the log start, and what
+that skips is reported once (a stand-in consumer raising what kafka-python raises)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from kafka import TopicPartition
+from kafka.errors import NoOffsetForPartitionError, OffsetOutOfRangeError
+from prometheus_client import CollectorRegistry
+
+from worker.input_start import InputStart
+from worker.metrics import build_metrics
+
+TP0, TP1 = TopicPartition("in", 0), TopicPartition("in", 1)
+
+
+class Consumer:
+    """Raises the queued errors from `poll`, then returns `records`."""
+
+    def __init__(self, starts: dict[TopicPartition, int], ends: dict[TopicPartition, int]) -> None:
+        self.starts, self.ends = starts, ends
+        self.errors: list[Exception] = []
+        self.records: dict[TopicPartition, list[Any]] = {TP0: ["r"]}
+        self.sought: list[tuple[TopicPartition, ...]] = []
+
+    def poll(self, **_: Any) -> dict[TopicPartition, list[Any]]:
+        if self.errors:
+            raise self.errors.pop(0)
+        return self.records
+
+    def beginning_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        return {tp: self.starts[tp] for tp in tps}
+
+    def end_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
+        return {tp: self.ends[tp] for tp in tps}
+
+    def seek_to_beginning(self, *tps: TopicPartition) -> None:
+        self.sought.append(tps)
+
+
+def lost(registry: CollectorRegistry) -> float | None:
+    return registry.get_sample_value("neardup_records_lost_total", {"role": "worker"})
+
+
+def reading(consumer: Consumer) -> tuple[InputStart, CollectorRegistry]:
+    registry = CollectorRegistry()
+    return InputStart(consumer, "worker", build_metrics(registry)), registry  # type: ignore[arg-type]
+
+
+def test_records_pass_through_and_the_lost_series_exists_before_any_loss() -> None:
+    start, registry = reading(Consumer({}, {}))
+    assert start.poll(timeout_ms=1) == {TP0: ["r"]}
+    assert lost(registry) == 0
+
+
+def test_offsets_deleted_before_reading_are_reported_once_and_reading_goes_on_at_the_start(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    consumer = Consumer({TP0: 120, TP1: 0}, {TP0: 200, TP1: 50})
+    start, registry = reading(consumer)
+    consumer.errors = [OffsetOutOfRangeError({TP0: 100})]
+    with caplog.at_level(logging.ERROR):
+        assert start.poll() == {}
+    assert lost(registry) == 20
+    assert consumer.sought == [(TP0,)]
+    assert "in-0: checkpoint at offset 100 but the log starts at 120: 20 offsets" in caplog.text
+    # A rewind to the same committed offset (a failed transaction) reports only what is new.
+    consumer.starts[TP0] = 130
+    consumer.errors = [OffsetOutOfRangeError({TP0: 100})]
+    start.poll()
+    assert lost(registry) == 30
+    consumer.errors = [OffsetOutOfRangeError({TP0: 100})]
+    start.poll()
+    assert lost(registry) == 30
+    assert start.poll() == {TP0: ["r"]}
+
+
+def test_a_position_past_the_log_end_starts_over_without_a_loss(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    consumer = Consumer({TP1: 0}, {TP1: 5})
+    start, registry = reading(consumer)
+    consumer.errors = [OffsetOutOfRangeError({TP1: 40})]
+    with caplog.at_level(logging.ERROR):
+        assert start.poll() == {}
+    assert lost(registry) == 0
+    assert consumer.sought == [(TP1,)]
+    assert "reading at offset 40 but the log ends at 5" in caplog.text
+
+
+def test_partitions_without_a_committed_offset_start_at_the_log_start() -> None:
+    consumer = Consumer({}, {})
+    start, registry = reading(consumer)
+    consumer.errors = [NoOffsetForPartitionError({TP1, TP0})]
+    assert start.poll() == {}
+    assert consumer.sought == [(TP0, TP1)]
+    assert lost(registry) == 0
+
+
+@pytest.mark.parametrize("error", [NoOffsetForPartitionError(set()), OffsetOutOfRangeError({})])
+def test_an_error_naming_no_partition_is_raised_not_turned_into_a_seek_of_everything(
+    error: Exception,
+) -> None:
+    consumer = Consumer({}, {})
+    start, _ = reading(consumer)
+    consumer.errors = [error]
+    with pytest.raises(type(error)):
+        start.poll()
+    assert consumer.sought == []
