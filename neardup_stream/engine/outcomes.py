@@ -4,8 +4,8 @@ Owns the translation from the kernels' columns to `Decision`s (a stored row's me
 its `METHODS` name, a match's ref to its id and representative), the rule for rows that were
 not decided here (a repeat within the batch gets its first occurrence's decision, a replay
 its stored version's), and the `FingerprintRecord` that reproduces a newly stored document
-(`apply_records`). `finish` also records each stored row's decision in the store before later
-rows of the batch read it.
+(`apply_records`). `finish` also records the ids of each stored row in the store, for the whole batch at once
+(later rows of the batch that match an earlier one read its ids from the batch).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 from neardup_stream.batch import Batch
 from neardup_stream.engine import driver
 from neardup_stream.index.columns import UNIQUE
-from neardup_stream.index.doc_store import StoredDecision
+from neardup_stream.index.doc_store import Names, StoredDecision
 from neardup_stream.models import METHODS, Decision
 from neardup_stream.records import FingerprintRecord
 
@@ -62,6 +62,12 @@ def finish(
     (longest sentences) the records carry.
     """
     st, out = engine.store, batch.decisions
+    refs, matches, methods = out.ref.tolist(), out.match.tolist(), out.method.tolist()
+    updates = out.update.tolist()
+    similarities = out.similarity.astype(np.float32).tolist()  # as the store keeps them
+    named: dict[int, tuple[str, str]] = {}  # ref stored by this batch -> (id, representative)
+    stored_refs: list[int] = []
+    stored_names: list[Names] = []
     outcomes: list[Outcome] = []
     for i, doc_id in enumerate(batch.ids):
         if i in batch.repeat_of:
@@ -70,29 +76,31 @@ def finish(
         if i in batch.known:
             outcomes.append(Outcome(stored_decision(st.decision(batch.known[i])), None))
             continue
-        ref, match, method = int(out.ref[i]), int(out.match[i]), int(out.method[i])
-        update = bool(out.update[i])
+        ref, match, update = refs[i], matches[i], updates[i]
         dup = rep = None
         if match < 0:
             decision = Decision(id=doc_id, decision="unique", update=update)
         else:
-            dup, rep = st.doc_id(match), st.representative(match)
+            dup, rep = named.get(match) or st.names(match)
             decision = Decision(
                 id=doc_id,
                 decision="duplicate",
                 duplicate_of=dup,
                 representative=rep,
-                similarity=round(float(np.float32(out.similarity[i])), 6),
-                method=METHODS[method - 1],
+                similarity=round(similarities[i], 6),
+                method=METHODS[methods[i] - 1],
                 update=update,
             )
-        st.record(ref, doc_id, dup, rep)  # before later documents of the batch read it
+        named[ref] = (doc_id, rep or doc_id)  # later documents of the batch may match it
+        stored_refs.append(ref)
+        stored_names.append((doc_id, dup, rep))
         record = (
             fingerprint_record(engine, batch, i, decision, feats.get(i), sigs.get(i))
             if records
             else None
         )
         outcomes.append(Outcome(decision, record))
+    st.record_all(stored_refs, stored_names)
     driver.remember(engine, batch)
     return outcomes
 

@@ -30,6 +30,9 @@ _LEN = 2  # bytes of the length prefix of a blob record
 _BLOB_LIMIT = 1 << 32  # the live blob must stay addressable by 32-bit offsets
 
 
+Names = tuple[str, str | None, str | None]  # (id, duplicate_of, representative)
+
+
 @dataclass(frozen=True)
 class StoredDecision:
     """The decision a stored document received when it was first seen."""
@@ -147,21 +150,45 @@ class DocStore:
         self.window["start"][0] = 0
 
     def record(self, ref: int, doc_id: str, duplicate_of: str | None, rep: str | None) -> None:
-        """Append the ids of a just-stored document to the blob (in ref order).
+        """Append the ids of a just-stored document to the blob (see `record_all`)."""
+        self.record_all([ref], [(doc_id, duplicate_of, rep)])
+
+    def record_all(self, refs: list[int], names: list[Names]) -> None:
+        """Append the ids of just-stored documents to the blob, in ref order: each one's
+        own id and, for a duplicate, the ids of its match and of that cluster's first.
 
         Raises:
             OverflowError: the ids of live documents would pass 4 GiB, beyond what 32-bit
                 offsets address (lower `max_docs` or shorten the ids).
         """
-        parts = [doc_id] if duplicate_of is None else [doc_id, duplicate_of, rep or ""]
-        body = _SEP.join(p.encode("utf-8", "surrogatepass") for p in parts)
-        if len(self.blob) + _LEN + len(body) > _BLOB_LIMIT:
+        bodies = [
+            doc_id.encode("utf-8", "surrogatepass")
+            if dup is None
+            else _SEP.join(p.encode("utf-8", "surrogatepass") for p in (doc_id, dup, rep or ""))
+            for doc_id, dup, rep in names
+        ]
+        sizes = [_LEN + len(b) for b in bodies]
+        if len(self.blob) + sum(sizes) > _BLOB_LIMIT:
             raise OverflowError(
                 "the ids of live documents would pass 4 GiB, beyond the store's 32-bit "
                 "offsets; lower max_docs (or max_age_seconds) or shorten the ids"
             )
-        self.offset[self.slot(ref)] = (self.blob_base + len(self.blob)) & REF_MASK
-        self.blob += len(body).to_bytes(_LEN, "little") + body
+        starts = self.blob_base + len(self.blob) + np.cumsum([0, *sizes[:-1]], dtype=np.int64)
+        self.offset[self.slots(np.asarray(refs, dtype=np.int64))] = starts & REF_MASK
+        self.blob += b"".join(len(b).to_bytes(_LEN, "little") + b for b in bodies)
+
+    def slots(self, refs: np.ndarray) -> np.ndarray:
+        """`slot` of each of `refs` (int64)."""
+        delta = ((refs - self.base + 2**31) & REF_MASK) - 2**31
+        return (int(self.window["start"][0]) + delta) % self.capacity
+
+    def names(self, ref: int) -> tuple[str, str]:
+        """The id of stored `ref` and of the first document of its cluster (itself if it
+        was unique)."""
+        parts = self._record_bytes(ref).split(_SEP)
+        own = parts[0].decode("utf-8", "surrogatepass")
+        first = parts[2].decode("utf-8", "surrogatepass") if len(parts) > 2 else ""
+        return own, first or own
 
     def trim_blob(self) -> None:
         """Release the blob prefix of evicted documents once it is large."""
@@ -194,8 +221,7 @@ class DocStore:
 
     def representative(self, ref: int) -> str:
         """First document of the cluster `ref` belongs to (itself if it was unique)."""
-        d = self.decision(ref)
-        return d.representative or d.doc_id
+        return self.names(ref)[1]
 
     def state(self) -> dict[str, np.ndarray]:
         """Live columns in ref order plus the blob, for snapshots."""
