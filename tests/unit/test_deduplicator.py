@@ -233,3 +233,31 @@ def test_a_full_bucket_keeps_its_newest_documents_so_retention_never_hides_a_mat
     )
     assert [d.decision for d in out] == ["unique"] + ["duplicate"] * 29
     assert {d.duplicate_of for d in out[1:]} == {f"c{i}" for i in range(29)}
+
+
+@pytest.mark.parametrize("max_docs", [None, 7])
+def test_decisions_do_not_depend_on_how_the_stream_is_cut_into_batches(
+    max_docs: int | None,
+) -> None:
+    # Chains within a batch (a copy of a copy decided in the same batch), repeats of ids,
+    # updates, and with max_docs documents evicted by later ones of the same batch: the ids a
+    # duplicate names come from the batch or the store, and must be the same either way.
+    docs: list[Document] = []
+    for i in range(60):
+        if i % 5 == 4:
+            text = mutate(str(docs[i - 1].text), 0.02, i)  # near-copy of the previous one
+        elif i % 11 == 10:
+            text = str(docs[i - 3].text)  # exact copy
+        else:
+            text = random_text(9_000 + i, 150)
+        doc_id = f"d{i - 2}" if i % 17 == 16 else f"d{i}"  # an id seen before: update
+        docs.append(doc(doc_id, text))
+    docs.append(docs[3])  # a replay
+    config = DedupConfig(max_docs=max_docs)
+    whole = Deduplicator(config).check_batch(docs, now=1e9)
+    one_by_one = Deduplicator(config)
+    singles = [one_by_one.check(d, now=1e9) for d in docs]
+    assert whole == singles
+    dups = [d for d in whole if d.decision == "duplicate"]
+    assert len(dups) >= 10 and any(d.duplicate_of != d.representative for d in dups)
+    assert any(d.update for d in whole)
