@@ -80,11 +80,11 @@ class InputStart:
                 )
                 self._reported.pop(tp, None)
             elif start > at:
-                checkpoint = max(at, self._reported.get(tp, at))
+                reported = self._reported.get(tp, 0)
                 report_lost(
-                    self.metrics, self.role, tp.topic, tp.partition, checkpoint, start, CAUSE
+                    self.metrics, self.role, tp.topic, tp.partition, max(at, reported), start, CAUSE
                 )
-                self._reported[tp] = max(start, self._reported.get(tp, start))
+                self._reported[tp] = max(start, reported)
         self.consumer.seek_to_beginning(*tps)
 
 

@@ -82,10 +82,12 @@ def apply_records(engine: Deduplicator, records: Iterable[FingerprintRecord]) ->
     batch = Batch.from_records(recs, engine.fingerprinter.bands)
     driver.mark_known(engine, batch)
     driver.run(engine, batch, decide=False)
-    for i in batch.stored():
+    stored = batch.stored()
+    refs = [int(batch.decisions.ref[i]) for i in stored]
+    names = [(recs[i].doc_id, recs[i].duplicate_of, recs[i].representative) for i in stored]
+    engine.store.record_all(refs, names)
+    for i, ref in zip(stored, refs, strict=True):
         rec = recs[i]
-        ref = int(batch.decisions.ref[i])
-        engine.store.record(ref, rec.doc_id, rec.duplicate_of, rec.representative)
         if rec.features is not None:
             engine.features.add(ref, rec.features)
         if rec.sentences is not None and engine.config.longest_sentences:
@@ -93,4 +95,4 @@ def apply_records(engine: Deduplicator, records: Iterable[FingerprintRecord]) ->
     driver.remember(engine, batch)
     engine.features.forget(engine.store.alive)
     engine.sentences.forget(engine.store.alive)
-    return len(batch.stored())
+    return len(stored)

@@ -49,11 +49,11 @@ def vote(engine: Deduplicator, batch: Batch, records: bool = False) -> Vote:
     driver.run(engine, batch, decide=True)
     out = batch.decisions
     made: list[FingerprintRecord] = []
-    for i in batch.stored():  # first: later rows of the batch may match these
-        st.record(int(out.ref[i]), batch.ids[i], None, None)
-        if records:
-            update = bool(out.update[i])
-            decision = Decision(id=batch.ids[i], decision="unique", update=update)
+    stored = batch.stored()  # first: later rows of the batch may match these
+    st.record_all([int(out.ref[i]) for i in stored], [(batch.ids[i], None, None) for i in stored])
+    if records:
+        for i in stored:
+            decision = Decision(id=batch.ids[i], decision="unique", update=bool(out.update[i]))
             made.append(fingerprint_record(engine, batch, i, decision, None))
     matches: list[str | None] = [None] * len(batch)
     for i in np.flatnonzero((out.match >= 0) & ~batch.docs.skip).tolist():

@@ -17,6 +17,7 @@ compiled kernels append and evict; this class owns the arrays, the id blob and g
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -31,6 +32,7 @@ _BLOB_LIMIT = 1 << 32  # the live blob must stay addressable by 32-bit offsets
 
 
 Names = tuple[str, str | None, str | None]  # (id, duplicate_of, representative)
+Refs = TypeVar("Refs", int, np.ndarray)
 
 
 @dataclass(frozen=True)
@@ -134,7 +136,11 @@ class DocStore:
 
     def slot(self, ref: int) -> int:
         """Physical row of `ref`; also valid for refs evicted since the last `reserve`."""
-        delta = ((ref - self.base + 2**31) & REF_MASK) - 2**31
+        return int(self.slots(ref))
+
+    def slots(self, refs: Refs) -> Refs:
+        """`slot` of a ref, or of each of an int64 array of refs."""
+        delta = ((refs - self.base + 2**31) & REF_MASK) - 2**31
         return (int(self.window["start"][0]) + delta) % self.capacity
 
     def reserve(self, extra: int) -> None:
@@ -150,7 +156,7 @@ class DocStore:
         self.window["start"][0] = 0
 
     def record(self, ref: int, doc_id: str, duplicate_of: str | None, rep: str | None) -> None:
-        """Append the ids of a just-stored document to the blob (see `record_all`)."""
+        """Append the ids of one just-stored document (a batch: `record_all`, one call)."""
         self.record_all([ref], [(doc_id, duplicate_of, rep)])
 
     def record_all(self, refs: list[int], names: list[Names]) -> None:
@@ -161,6 +167,8 @@ class DocStore:
             OverflowError: the ids of live documents would pass 4 GiB, beyond what 32-bit
                 offsets address (lower `max_docs` or shorten the ids).
         """
+        if not refs:
+            return
         bodies = [
             doc_id.encode("utf-8", "surrogatepass")
             if dup is None
@@ -176,11 +184,6 @@ class DocStore:
         starts = self.blob_base + len(self.blob) + np.cumsum([0, *sizes[:-1]], dtype=np.int64)
         self.offset[self.slots(np.asarray(refs, dtype=np.int64))] = starts & REF_MASK
         self.blob += b"".join(len(b).to_bytes(_LEN, "little") + b for b in bodies)
-
-    def slots(self, refs: np.ndarray) -> np.ndarray:
-        """`slot` of each of `refs` (int64)."""
-        delta = ((refs - self.base + 2**31) & REF_MASK) - 2**31
-        return (int(self.window["start"][0]) + delta) % self.capacity
 
     def names(self, ref: int) -> tuple[str, str]:
         """The id of stored `ref` and of the first document of its cluster (itself if it

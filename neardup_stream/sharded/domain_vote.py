@@ -110,14 +110,15 @@ def vote_domain(
         st = engine.store
         stored = [j for j in homed.get(slot, ()) if not seen[j]]
         made = []
-        for j in stored:
-            st.record(refs[j], batch.ids[j], None, None)
-            if record:
+        stored_refs, stored_ids = [refs[j] for j in stored], [batch.ids[j] for j in stored]
+        st.record_all(stored_refs, [(doc_id, None, None) for doc_id in stored_ids])
+        if record:
+            for j in stored:
                 decision = Decision(id=batch.ids[j], decision="unique", update=updates[j])
                 made.append(engine._record(batch, j, decision, None))
         if stored:  # refs of one batch are consecutive
-            positions.add(refs[stored[0]], at[stored])
-            engine.registry.add([refs[j] for j in stored], [batch.ids[j] for j in stored])
+            positions.add(stored_refs[0], at[stored])
+            engine.registry.add(stored_refs, stored_ids)
         for j in homed.get(slot, ()):
             shard_votes.seen[rows[j]] = seen[j]
             shard_votes.update[rows[j]] = updates[j]

@@ -203,6 +203,19 @@ def read_all(bootstrap: str, topic: str, expected: int, timeout: float = 120) ->
     return out
 
 
+def decide_then_stop(
+    bootstrap: str, topics: Topics, group: str, log_path: Path, docs: list[dict[str, object]]
+) -> None:
+    """Start a worker, produce `docs`, wait until each is decided, stop the worker cleanly."""
+    worker = WorkerProcess(bootstrap, topics, group, log_path).start()
+    try:
+        worker.wait_ready()
+        produce_docs(bootstrap, topics.input, docs)
+        assert len(decisions(bootstrap, topics, len(docs))) == len(docs), worker.log()
+    finally:
+        assert worker.stop() == 0, worker.log()
+
+
 def decisions(bootstrap: str, topics: Topics, expected: int, timeout: float = 180) -> dict:
     """id -> list of (decision, duplicate_of) across the unique and duplicate topics."""
     deadline = time.monotonic() + timeout

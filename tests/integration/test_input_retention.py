@@ -9,7 +9,13 @@ from pathlib import Path
 import pytest
 from kafka import KafkaAdminClient, TopicPartition
 
-from tests.integration.harness import Topics, WorkerProcess, decisions, produce_docs
+from tests.integration.harness import (
+    Topics,
+    WorkerProcess,
+    decide_then_stop,
+    decisions,
+    produce_docs,
+)
 from tests.integration.test_cluster_stops import end_offset, wait_metric
 from tests.integration.test_worker import stream
 
@@ -22,13 +28,7 @@ def test_inputs_retention_deleted_before_the_worker_read_them_are_reported_as_lo
     docs = stream(60, seed=71)
     first, gone, later = docs[:20], docs[20:35], docs[35:]
     group = "g-" + topics.input
-    worker = WorkerProcess(kafka_bootstrap, topics, group, tmp_path / "a.log").start()
-    try:
-        worker.wait_ready()
-        produce_docs(kafka_bootstrap, topics.input, first)
-        assert len(decisions(kafka_bootstrap, topics, len(first))) == len(first), worker.log()
-    finally:
-        assert worker.stop() == 0, worker.log()
+    decide_then_stop(kafka_bootstrap, topics, group, tmp_path / "a.log", first)
     committed = end_offset(kafka_bootstrap, topics.input, 0)
     produce_docs(kafka_bootstrap, topics.input, gone)
     log_start = end_offset(kafka_bootstrap, topics.input, 0)

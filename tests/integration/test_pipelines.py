@@ -28,6 +28,7 @@ from tests.integration.faults import wait_for
 from tests.integration.harness import (
     Topics,
     WorkerProcess,
+    decide_then_stop,
     decisions,
     produce_docs,
     read_all,
@@ -96,13 +97,7 @@ def test_a_mistyped_input_and_group_with_default_changelog_is_its_own_pipeline(
     group_a, group_b = unique_topic("g"), unique_topic("typo")
     a = default_changelog(unique_topic, group_a)
     b = default_changelog(unique_topic, group_b, typo_of(a.input))
-    worker_a = WorkerProcess(kafka_bootstrap, a, group_a, tmp_path / "a.log").start()
-    try:
-        worker_a.wait_ready()
-        produce_docs(kafka_bootstrap, a.input, docs)
-        assert len(decisions(kafka_bootstrap, a, len(docs))) == len(docs), worker_a.log()
-    finally:
-        assert worker_a.stop() == 0, worker_a.log()
+    decide_then_stop(kafka_bootstrap, a, group_a, tmp_path / "a.log", docs)
     worker_b = WorkerProcess(kafka_bootstrap, b, group_b, tmp_path / "b.log").start()
     try:
         worker_b.wait_ready()
@@ -199,13 +194,7 @@ def test_a_new_changelog_for_a_group_that_decided_input_is_warned_about(
 ) -> None:
     docs = stream(10, seed=53)
     group = "g-" + topics.input
-    worker = WorkerProcess(kafka_bootstrap, topics, group, tmp_path / "w1.log").start()
-    try:
-        worker.wait_ready()
-        produce_docs(kafka_bootstrap, topics.input, docs)
-        assert len(decisions(kafka_bootstrap, topics, len(docs))) == len(docs), worker.log()
-    finally:
-        assert worker.stop() == 0, worker.log()
+    decide_then_stop(kafka_bootstrap, topics, group, tmp_path / "w1.log", docs)
     moved = dataclasses.replace(topics, changelog=topics.changelog + ".renamed")
     worker = WorkerProcess(kafka_bootstrap, moved, group, tmp_path / "w2.log").start()
     try:

@@ -45,13 +45,18 @@ def lost(registry: CollectorRegistry) -> float | None:
     return registry.get_sample_value("neardup_records_lost_total", {"role": "worker"})
 
 
-def reading(consumer: Consumer) -> tuple[InputStart, CollectorRegistry]:
-    registry = CollectorRegistry()
-    return InputStart(consumer, "worker", build_metrics(registry)), registry  # type: ignore[arg-type]
+def reading(
+    starts: dict[TopicPartition, int], ends: dict[TopicPartition, int], *errors: Exception
+) -> tuple[Consumer, InputStart, CollectorRegistry]:
+    """A stand-in consumer whose next polls raise `errors`, and its `InputStart`."""
+    consumer, registry = Consumer(starts, ends), CollectorRegistry()
+    consumer.errors = list(errors)
+    start = InputStart(consumer, "worker", build_metrics(registry))  # type: ignore[arg-type]
+    return consumer, start, registry
 
 
 def test_records_pass_through_and_the_lost_series_exists_before_any_loss() -> None:
-    start, registry = reading(Consumer({}, {}))
+    _, start, registry = reading({}, {})
     assert start.poll(timeout_ms=1) == {TP0: ["r"]}
     assert lost(registry) == 0
 
@@ -59,9 +64,9 @@ def test_records_pass_through_and_the_lost_series_exists_before_any_loss() -> No
 def test_offsets_deleted_before_reading_are_reported_once_and_reading_goes_on_at_the_start(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    consumer = Consumer({TP0: 120, TP1: 0}, {TP0: 200, TP1: 50})
-    start, registry = reading(consumer)
-    consumer.errors = [OffsetOutOfRangeError({TP0: 100})]
+    consumer, start, registry = reading(
+        {TP0: 120, TP1: 0}, {TP0: 200, TP1: 50}, OffsetOutOfRangeError({TP0: 100})
+    )
     with caplog.at_level(logging.ERROR):
         assert start.poll() == {}
     assert lost(registry) == 20
@@ -81,9 +86,7 @@ def test_offsets_deleted_before_reading_are_reported_once_and_reading_goes_on_at
 def test_a_position_past_the_log_end_starts_over_without_a_loss(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    consumer = Consumer({TP1: 0}, {TP1: 5})
-    start, registry = reading(consumer)
-    consumer.errors = [OffsetOutOfRangeError({TP1: 40})]
+    consumer, start, registry = reading({TP1: 0}, {TP1: 5}, OffsetOutOfRangeError({TP1: 40}))
     with caplog.at_level(logging.ERROR):
         assert start.poll() == {}
     assert lost(registry) == 0
@@ -92,9 +95,7 @@ def test_a_position_past_the_log_end_starts_over_without_a_loss(
 
 
 def test_partitions_without_a_committed_offset_start_at_the_log_start() -> None:
-    consumer = Consumer({}, {})
-    start, registry = reading(consumer)
-    consumer.errors = [NoOffsetForPartitionError({TP1, TP0})]
+    consumer, start, registry = reading({}, {}, NoOffsetForPartitionError({TP1, TP0}))
     assert start.poll() == {}
     assert consumer.sought == [(TP0, TP1)]
     assert lost(registry) == 0
@@ -104,9 +105,7 @@ def test_partitions_without_a_committed_offset_start_at_the_log_start() -> None:
 def test_an_error_naming_no_partition_is_raised_not_turned_into_a_seek_of_everything(
     error: Exception,
 ) -> None:
-    consumer = Consumer({}, {})
-    start, _ = reading(consumer)
-    consumer.errors = [error]
+    consumer, start, _ = reading({}, {}, error)
     with pytest.raises(type(error)):
         start.poll()
     assert consumer.sought == []
