@@ -83,7 +83,7 @@ def cached_arrays(
     return arrays
 
 
-_KERNEL_PACKAGES = ("fingerprint", "index")
+_KERNEL_PACKAGES = ("fingerprint", "index", "sharded")  # sharded: the merged-table kernels
 _STAMP = "neardup-kernels.sha256"
 
 

@@ -3,7 +3,8 @@ worker image build).
 
 Builds the Unicode fold and NFKC tables and runs every compiled kernel once on a few documents, in each
 mode the engine has (character and word shingles, precise mode, retention, changelog replay,
-`compare`), so numba writes their machine code to its cache and later processes only load it.
+`compare`, and the sharded engine of `--home-shards` and scale-out replicas: voting through a
+merged table, a restored shard moved in, a shard moved out), so numba writes their machine code to its cache and later processes only load it.
 """
 
 from __future__ import annotations
@@ -11,12 +12,17 @@ from __future__ import annotations
 import sys
 import time
 
+import numpy as np
+
 from neardup_stream.compare import compare
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.fingerprint.nfkc import nfkc_tables
 from neardup_stream.fingerprint.normalize import fold_table
 from neardup_stream.models import Document
+from neardup_stream.sharded.deduplicator import DocumentFingerprinter
+from neardup_stream.sharded.replica import ReplicaVoter
+from neardup_stream.sharded.voter import ShardVoter
 
 _TEXTS = [
     "Near-duplicate detection finds documents that say the same thing.",
@@ -44,7 +50,23 @@ def warm_up() -> None:
         live.check(docs[0])  # an id seen before: the registry's probe
         restored = Deduplicator.from_state(cfg, live.state())  # tables rebuilt (snapshots)
         restored.index.compact(restored.store.base, restored.store.count)  # long evictions
+    for cfg in (DedupConfig(home_shards=3), DedupConfig(home_shards=3, max_age_seconds=60)):
+        _warm_sharded(cfg, docs)
     compare(_TEXTS[0], _TEXTS[1])
+
+
+def _warm_sharded(config: DedupConfig, docs: list[Document]) -> None:
+    """The merged-table kernels: vote and store, restore a shard into a replica, drop one."""
+    fingerprinter = DocumentFingerprinter(config)
+    fb = fingerprinter.batch(docs, [""] * len(docs), np.arange(len(docs)), 0.0)
+    replica = ReplicaVoter(config, range(config.home_shards))
+    voted = replica.vote_and_record(fb)
+    for shard, (_, changes) in voted.items():
+        restored = ShardVoter(config, shard)
+        for change in changes:
+            restored.apply(change)
+        ReplicaVoter(config).add(restored)
+    replica.remove(0)
 
 
 def main() -> int:

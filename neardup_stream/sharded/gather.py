@@ -33,14 +33,6 @@ from neardup_stream.sharded.quiet import StreamClocks
 from neardup_stream.sharded.votes import Votes
 
 
-class Best(NamedTuple):
-    """The winning vote for one document."""
-
-    shard: int
-    similarity: float
-    method: int
-
-
 class _Domain:
     """First decisions of one domain's live documents, oldest first."""
 
@@ -108,6 +100,7 @@ class Gatherer:
         parts: list[_Part] = []
         part_of: dict[str, _Part] = {}
         homes = fb.homes(shards)
+        won = winners(by_shard)
         line = self.clocks.timeline(fb.stream, fb.docs.ts)
         before, after = line.before.tolist(), line.after.tolist()
         for i, (doc_id, domain) in enumerate(zip(fb.ids, fb.domains, strict=True)):
@@ -126,7 +119,7 @@ class Gatherer:
             if home.seen[i] and doc_id in state.first:
                 out.append(state.first[doc_id])
                 continue
-            decision = self._fresh(doc_id, i, by_shard, state, bool(home.update[i]))
+            decision = self._fresh(doc_id, i, by_shard, won, state, bool(home.update[i]))
             state.remember(ts, decision, self.config)
             made.append((ts, decision))
             out.append(decision)
@@ -174,13 +167,14 @@ class Gatherer:
         """The domains it keeps state for."""
         return len(self._domains)
 
+    @staticmethod
     def _fresh(
-        self, doc_id: str, i: int, votes: list[Votes], state: _Domain, update: bool
+        doc_id: str, i: int, votes: list[Votes], won: Winners, state: _Domain, update: bool
     ) -> Decision:
-        best = _best(votes, i)
-        if best is None:
+        shard, method = int(won.shard[i]), int(won.method[i])
+        if shard < 0 or method == UNIQUE:
             return Decision(id=doc_id, decision="unique", update=update)
-        match = votes[best.shard].match_ids[i]
+        match = votes[shard].match_ids[i]
         assert match is not None
         earlier = state.first.get(match)
         rep = match if earlier is None or earlier.representative is None else earlier.representative
@@ -189,8 +183,8 @@ class Gatherer:
             decision="duplicate",
             duplicate_of=match,
             representative=rep,
-            similarity=round(float(np.float32(best.similarity)), 6),
-            method=METHODS[best.method - 1],
+            similarity=round(float(np.float32(won.similarity[i])), 6),
+            method=METHODS[method - 1],
             update=update,
         )
 
@@ -198,23 +192,35 @@ class Gatherer:
         return sum(len(d.first) for d in self._domains.values())
 
 
-def _best(votes: list[Votes], i: int) -> Best | None:
-    """The vote one engine would have chosen among all shards' candidates."""
-    best: Best | None = None
-    best_pos = 0
+class Winners(NamedTuple):
+    """Per document of a batch: the shard whose vote wins (-1: no vote names a match), and
+    that vote's similarity and method."""
+
+    shard: np.ndarray  # int64[n]
+    similarity: np.ndarray  # float64[n]
+    method: np.ndarray  # int64[n]
+
+
+def winners(votes: Sequence[Votes]) -> Winners:
+    """The vote one engine would have chosen among all shards' candidates, for every
+    document at once: an exact copy first (the earliest), otherwise the highest similarity,
+    ties going to the earliest position; the first shard keeps a full tie."""
+    n = votes[0].match_position.size if votes else 0
+    shard = np.full(n, -1, dtype=np.int64)
+    sim = np.zeros(n, dtype=np.float64)
+    method = np.zeros(n, dtype=np.int64)
+    pos = np.zeros(n, dtype=np.int64)
     for v in votes:
-        pos = int(v.match_position[i])
-        if pos < 0:
-            continue
-        method, sim = int(v.method[i]), float(v.similarity[i])
-        if best is None:
-            better = True
-        elif (method == EXACT) != (best.method == EXACT):
-            better = method == EXACT
-        else:
-            better = sim > best.similarity or (sim == best.similarity and pos < best_pos)
-            if method == EXACT:
-                better = pos < best_pos
-        if better:
-            best, best_pos = Best(v.shard, sim, method), pos
-    return None if best is None or best.method == UNIQUE else best
+        cand = v.match_position >= 0
+        v_exact = v.method == EXACT
+        b_exact = method == EXACT
+        same = v_exact == b_exact
+        earlier = v.match_position < pos
+        closer = (v.similarity > sim) | ((v.similarity == sim) & earlier)
+        better = (shard < 0) | np.where(same, np.where(v_exact, earlier, closer), v_exact)
+        take = cand & better
+        shard[take] = v.shard
+        sim[take] = v.similarity[take]
+        method[take] = v.method[take]
+        pos[take] = v.match_position[take]
+    return Winners(shard, sim, method)

@@ -17,6 +17,7 @@ from typing import NamedTuple
 
 import numpy as np
 from numba import njit
+from numba.typed import List
 
 from neardup_stream.fingerprint.kernels import oph_sketch, popcount64
 from neardup_stream.index import kernels as _k
@@ -41,6 +42,26 @@ class SlotVotes(NamedTuple):
     match: np.ndarray  # int64: the shard's ref of the matched document, -1 for none
     similarity: np.ndarray  # float64
     method: np.ndarray  # int64: UNIQUE, EXACT, SIMHASH or MINHASH
+
+
+@njit(cache=True, nogil=True)
+def new_store_list(first):
+    """A typed list of store columns holding `first`. Built, appended to and set here, in
+    cached kernels: numba.typed.List's own Python methods compile on first use in every
+    process (about a second of a replica's start), these load from the cache."""
+    stores = List()
+    stores.append(first)
+    return stores
+
+
+@njit(cache=True, nogil=True)
+def append_store(stores, columns):
+    stores.append(columns)
+
+
+@njit(cache=True, nogil=True)
+def set_store(stores, slot, columns):
+    stores[slot] = columns
 
 
 @njit(inline="always", cache=True)

@@ -121,15 +121,15 @@ class MergedTables:
         key = [id(st.exact) for st in stores_of]
         cached = self._lists.get(domain)
         if cached is None or len(cached[0]) != len(key):
-            stores = List()
-            for st in stores_of:
-                stores.append(st.arrays())
+            stores = mk.new_store_list(stores_of[0].arrays())
+            for st in stores_of[1:]:
+                mk.append_store(stores, st.arrays())
             self._lists[domain] = (key, stores)
             return stores
         old, stores = cached
         for slot, st in enumerate(stores_of):
             if old[slot] != key[slot]:
-                stores[slot] = st.arrays()
+                mk.set_store(stores, slot, st.arrays())
                 old[slot] = key[slot]
         return stores
 

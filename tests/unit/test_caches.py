@@ -152,3 +152,16 @@ def test_the_cache_directory_is_the_one_numba_uses() -> None:
         (index_kernels, index_kernels.decide_batch),
     ):
         assert caches.numba_cache_dir(Path(module.__file__)) == Path(kernel._cache.cache_path)
+
+
+def test_every_cached_kernel_lives_where_a_source_change_purges_the_cache() -> None:
+    """numba checks only a kernel's own file: a cached kernel outside the digested packages
+    would keep machine code inlined from an older kernel of another module, silently."""
+    root = Path(caches.__file__).parent
+    cached = {
+        f.parent.name
+        for f in root.rglob("*.py")
+        if "cache=True" in f.read_text(encoding="utf-8") and f.parent != root
+    }
+    assert cached, "no cached kernel found: the scan is wrong"
+    assert cached <= set(caches._KERNEL_PACKAGES), cached - set(caches._KERNEL_PACKAGES)
