@@ -1,10 +1,11 @@
 """Fill the start-up caches: `python -m neardup_stream.warmup` (run by `make install` and the
 worker image build).
 
-Builds the Unicode fold and NFKC tables and runs every compiled kernel once on a few documents, in each
-mode the engine has (character and word shingles, precise mode, retention, changelog replay,
-`compare`, and the sharded engine of `--home-shards` and scale-out replicas: voting through a
-merged table, a restored shard moved in, a shard moved out), so numba writes their machine code to its cache and later processes only load it.
+Builds the Unicode fold and NFKC tables and runs every compiled kernel once on a few
+documents, in each mode the engine has (character and word shingles, precise mode, retention,
+changelog replay, `compare`, and the sharded engine of `--home-shards` and scale-out
+replicas: voting through a merged table, a restored shard moved in, a shard moved out), so
+numba writes their machine code to its cache and later processes only load it.
 """
 
 from __future__ import annotations

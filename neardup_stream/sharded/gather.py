@@ -213,8 +213,7 @@ def winners(votes: Sequence[Votes]) -> Winners:
     for v in votes:
         cand = v.match_position >= 0
         v_exact = v.method == EXACT
-        b_exact = method == EXACT
-        same = v_exact == b_exact
+        same = v_exact == (method == EXACT)  # as exact as the best so far
         earlier = v.match_position < pos
         closer = (v.similarity > sim) | ((v.similarity == sim) & earlier)
         better = (shard < 0) | np.where(same, np.where(v_exact, earlier, closer), v_exact)

@@ -48,7 +48,7 @@ class SlotVotes(NamedTuple):
 def new_store_list(first):
     """A typed list of store columns holding `first`. Built, appended to and set here, in
     cached kernels: numba.typed.List's own Python methods compile on first use in every
-    process (about a second of a replica's start), these load from the cache."""
+    process (about half a second of every replica start), these load from the cache."""
     stores = List()
     stores.append(first)
     return stores
