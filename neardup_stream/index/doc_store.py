@@ -145,14 +145,18 @@ class DocStore:
 
     def reserve(self, extra: int) -> None:
         """Make room for `extra` appends without overwriting any row in use."""
-        if self.count + extra <= self.capacity:
+        count, capacity = self.count, self.capacity
+        if count + extra <= capacity:
             return
-        order = (int(self.window["start"][0]) + np.arange(self.count)) % self.capacity
+        start = int(self.window["start"][0])
+        head = min(count, capacity - start)  # rows from start to the ring's end; then wrapped
         old = {c: getattr(self, c) for c in self.columns}
-        grown = self.capacity + self.capacity // 8
-        self._allocate(max(self.count + extra, grown, min(2 * self.capacity, _DOUBLING_UPTO)))
-        for c, arr in old.items():
-            getattr(self, c)[: self.count] = arr[order]
+        grown = capacity + capacity // 8
+        self._allocate(max(count + extra, grown, min(2 * capacity, _DOUBLING_UPTO)))
+        for c, arr in old.items():  # two block copies, oldest first (no gather by index)
+            new = getattr(self, c)
+            new[:head] = arr[start : start + head]
+            new[head:count] = arr[: count - head]
         self.window["start"][0] = 0
 
     def record(self, ref: int, doc_id: str, duplicate_of: str | None, rep: str | None) -> None:

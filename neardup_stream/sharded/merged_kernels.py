@@ -87,12 +87,11 @@ def merged_probe(t, qkeys, slot_of, wins, voting, bits, out):
                 tagged = np.uint64(refs[e])
                 s = slot_of[np.int64(tagged >> np.uint64(bits))]
                 if s >= 0 and voting[s]:
-                    w = wins[s : s + 1]
-                    age = _age(tagged & smask, w, smask)
-                    if age < np.uint64(w[0].count):
+                    base = np.uint64(wins[s].base)
+                    age = ((tagged & smask) - base) & smask
+                    if age < np.uint64(wins[s].count):
                         if n < out.size:
-                            full = (np.uint64(w[0].base) + age) & _U32
-                            out[n] = (np.int64(s) << 32) | np.int64(full)
+                            out[n] = (np.int64(s) << 32) | np.int64((base + age) & _U32)
                         n += 1
             e = nxt[e]
     return n
@@ -207,6 +206,10 @@ def vote_batch(begin, end, docs, known, home, out, votes, t, stores, wins, slot_
         query_feats = docs.feats[docs.feat_offsets[i] : docs.feat_offsets[i + 1]]
         query_oph = np.empty(0, dtype=np.uint64)
         last = np.int64(-1)
+        # Candidates come sorted by slot: each slot's columns are taken from the typed list
+        # once per document (a typed-list read references all of a store's arrays).
+        current = np.int64(-1)
+        store, w = stores[0], wins[0:1]
         for c in range(n):
             v = cands[c]
             if v == last:
@@ -216,7 +219,8 @@ def vote_batch(begin, end, docs, known, home, out, votes, t, stores, wins, slot_
             ref = v & 0xFFFFFFFF
             if done[s]:
                 continue
-            store, w = stores[s], wins[s : s + 1]
+            if s != current:
+                store, w, current = stores[s], wins[s : s + 1], s
             p = _k._slot(ref, store, w)
             if store.superseded[p]:
                 continue
