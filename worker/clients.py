@@ -7,6 +7,7 @@ arguments here and nowhere else; secret values are unwrapped only at this point.
 from __future__ import annotations
 
 import logging
+import sys
 from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer
@@ -79,6 +80,21 @@ def make_reader(settings: Settings) -> KafkaConsumer:
     )
 
 
+class Producer(KafkaProducer):
+    """kafka-python's producer without one side effect of its `__del__`: collecting any
+    producer, even one closed long before, swapped the logger of `kafka.producer.kafka` for a
+    null logger for the whole process (kafka-python PR #2043, meant for interpreter exit), so
+    every producer's own warnings and errors went silent from the first one collected on.
+    Here the logger is only nulled at interpreter exit; an unclosed producer collected at run
+    time is still closed."""
+
+    def __del__(self) -> None:
+        if sys.is_finalizing():
+            super().__del__()
+        elif not getattr(self, "_closed", True):
+            self.close(timeout=1)
+
+
 def make_producer(settings: Settings) -> KafkaProducer:
     """Transactional (exactly-once) or idempotent (at-least-once) producer."""
     cfg: dict[str, Any] = {
@@ -93,7 +109,11 @@ def make_producer(settings: Settings) -> KafkaProducer:
     if settings.worker.exactly_once:
         cfg["transactional_id"] = settings.worker.transactional_id
         cfg["transaction_timeout_ms"] = settings.worker.transaction_timeout_ms
-    producer = KafkaProducer(**cfg)
+    producer = Producer(**cfg)
     if settings.worker.exactly_once:
-        producer.init_transactions()
+        try:
+            producer.init_transactions()
+        except BaseException:  # the caller retries with a new producer: close this one
+            producer.close(timeout=0)
+            raise
     return producer

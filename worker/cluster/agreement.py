@@ -14,7 +14,7 @@ import logging
 import time
 from typing import NamedTuple
 
-from kafka import KafkaAdminClient, KafkaProducer, TopicPartition
+from kafka import KafkaAdminClient, TopicPartition
 from kafka.errors import KafkaTimeoutError
 
 from worker import clients, topics
@@ -90,7 +90,7 @@ def append(settings: Settings, record: SettingsRecord) -> None:
 
 def write(settings: Settings, topic: str, key: bytes | None, value: bytes) -> None:
     """Append one record to partition 0 of `topic` and wait until the broker has it."""
-    producer = KafkaProducer(
+    producer = clients.Producer(
         **clients.common_config(settings.kafka), acks="all", enable_idempotence=True
     )
     try:

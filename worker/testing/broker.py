@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 
 from worker import changelog
-from worker.clients import common_config
+from worker.clients import Producer, common_config
 from worker.embedded import EmbeddedWorker
 from worker.settings import CLUSTER_TOPICS, Settings
 
@@ -90,7 +90,7 @@ class BrokerWorker:
         try:
             w.embedded.start().wait_ready(ready_timeout)  # its topics exist once it is ready
             conn = common_config(settings.kafka)
-            w._producer = KafkaProducer(**conn, acks="all", linger_ms=2)
+            w._producer = Producer(**conn, acks="all", linger_ms=2)
             w._consumer = KafkaConsumer(
                 **conn,
                 isolation_level="read_committed",
