@@ -12,9 +12,11 @@ UNREACHABLE = {"bootstrap_servers": "127.0.0.1:9", "api_version": (3, 0, 0)}
 
 @pytest.fixture
 def producer_logger():
-    """kafka-python's producer-module logger, put back whatever a test does to it."""
+    """kafka-python's producer-module logger, real for the test (a producer an earlier test
+    of this process collected may have nulled it), put back afterwards."""
     before = kafka_producer.log
-    yield before
+    kafka_producer.log = logging.getLogger(kafka_producer.__name__)
+    yield kafka_producer.log
     kafka_producer.log = before
 
 
