@@ -65,9 +65,10 @@ def set_store(stores, slot, columns):
 
 
 @njit(inline="always", cache=True)
-def _age(ref, window, smask):
-    """Position of (untagged, modulo 2**bits) `ref` in its shard's window; >= count: dead."""
-    return (np.uint64(ref) - np.uint64(window[0].base)) & smask
+def _age(ref, base, smask):
+    """Position of (untagged, modulo 2**bits) `ref` in the window of its shard starting at
+    `base`; >= the window's count: dead."""
+    return (np.uint64(ref) - np.uint64(base)) & smask
 
 
 @njit(cache=True, nogil=True)
@@ -87,11 +88,11 @@ def merged_probe(t, qkeys, slot_of, wins, voting, bits, out):
                 tagged = np.uint64(refs[e])
                 s = slot_of[np.int64(tagged >> np.uint64(bits))]
                 if s >= 0 and voting[s]:
-                    base = np.uint64(wins[s].base)
-                    age = ((tagged & smask) - base) & smask
+                    age = _age(tagged & smask, wins[s].base, smask)
                     if age < np.uint64(wins[s].count):
                         if n < out.size:
-                            out[n] = (np.int64(s) << 32) | np.int64((base + age) & _U32)
+                            full = (np.uint64(wins[s].base) + age) & _U32
+                            out[n] = (np.int64(s) << 32) | np.int64(full)
                         n += 1
             e = nxt[e]
     return n
@@ -112,7 +113,7 @@ def merged_insert(t, q, tagged, cap, window, bits):
     oldest_age = _U32
     while e >= 0:
         if keys[e] == q and (np.uint64(refs[e]) >> np.uint64(bits)) == tag:
-            age = _age(np.uint64(refs[e]) & smask, window, smask)
+            age = _age(np.uint64(refs[e]) & smask, window[0].base, smask)
             if age < np.uint64(window[0].count):
                 same += 1
                 if age < oldest_age:
@@ -144,7 +145,7 @@ def merged_compact(t, slot_of, wins, bits):
         for e in range(t.sizes[r]):
             tagged = np.uint64(refs[e])
             s = slot_of[np.int64(tagged >> np.uint64(bits))]
-            if s >= 0 and _age(tagged & smask, wins[s : s + 1], smask) < np.uint64(wins[s].count):
+            if s >= 0 and _age(tagged & smask, wins[s].base, smask) < np.uint64(wins[s].count):
                 keys[m] = keys[e]
                 refs[m] = refs[e]
                 m += 1
@@ -175,6 +176,11 @@ def vote_batch(begin, end, docs, known, home, out, votes, t, stores, wins, slot_
     best_method = np.empty(k, dtype=np.int64)
     done = np.empty(k, dtype=np.bool_)
     smask = np.uint64((1 << bits) - 1)
+    # Candidates come sorted by slot: a slot's columns are taken from the typed list only
+    # when the slot changes (a typed-list read references all of a store's arrays; none is
+    # reallocated during the call, the caller reserved room).
+    current = np.int64(-1)
+    store, w = stores[0], wins[0:1]
     for i in range(begin, end):
         if docs.skip[i]:
             continue
@@ -206,10 +212,6 @@ def vote_batch(begin, end, docs, known, home, out, votes, t, stores, wins, slot_
         query_feats = docs.feats[docs.feat_offsets[i] : docs.feat_offsets[i + 1]]
         query_oph = np.empty(0, dtype=np.uint64)
         last = np.int64(-1)
-        # Candidates come sorted by slot: each slot's columns are taken from the typed list
-        # once per document (a typed-list read references all of a store's arrays).
-        current = np.int64(-1)
-        store, w = stores[0], wins[0:1]
         for c in range(n):
             v = cands[c]
             if v == last:
@@ -258,11 +260,11 @@ def vote_batch(begin, end, docs, known, home, out, votes, t, stores, wins, slot_
                 votes.method[i, s] = best_method[s]
         if not stores_here:
             continue
-        st, w = stores[h], wins[h : h + 1]
-        _k.advance(w, st, docs.ts[i], limits, True)  # after the lookup: it saw max_docs
+        st, home_win = stores[h], wins[h : h + 1]
+        _k.advance(home_win, st, docs.ts[i], limits, True)  # after the lookup: it saw max_docs
         out.update[i] = update
-        ref = _k._append(i, docs, st, w, best_sim[h], best_method[h], update)
-        late = _k.expired(w, docs.ts[i], limits)
+        ref = _k._append(i, docs, st, home_win, best_sim[h], best_method[h], update)
+        late = _k.expired(home_win, docs.ts[i], limits)
         indexed = _k.is_indexed(best_method[h], late, rules.index_duplicates)
         out.ref[i], out.match[i], out.similarity[i] = ref, best[h], best_sim[h]
         out.method[i], out.indexed[i] = best_method[h], indexed
@@ -270,5 +272,5 @@ def vote_batch(begin, end, docs, known, home, out, votes, t, stores, wins, slot_
             tag = np.uint64(run.shards[h]) << np.uint64(bits)
             for j in range(docs.nkeys[i]):
                 tagged = np.uint32(tag | (np.uint64(ref) & smask))
-                merged_insert(t, docs.keys[i, j], tagged, limits.bucket_cap, w, bits)
+                merged_insert(t, docs.keys[i, j], tagged, limits.bucket_cap, home_win, bits)
     return end
