@@ -23,7 +23,8 @@ not decided yet), so the cluster's work is undercounted in it; the second counts
 role's work on every document, and is the figure to compare. Then `--trickle` more documents are produced
 at `--rate` per second and the produce-to-decision latency of those (the worker's
 `neardup_decision_latency_seconds`, from the record timestamp to the committed decision) is
-read as p50 / p99. Those stay in the input topic: a later run decides them as part of its
+read as p50 / p99, and, finer than that histogram's buckets, hop by hop from the records'
+own send times (`bench.cluster_hops`: input to output; for ``w1`` also edge, shard, gather). Those stay in the input topic: a later run decides them as part of its
 backlog, and paces documents of its own (new ids) after them. (Before, each run waited for
 `--docs` decisions only, so the one after `plain` took its latency scrape in the middle of
 its backlog: the one-replica p99 of 29-60 s reported for issue 13 was that, not a stall.)
@@ -45,6 +46,7 @@ from pathlib import Path
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 
+from bench import cluster_hops
 from bench.kafka_broker import REPO_ROOT, Topics
 from bench.kafka_docs import BenchError, DocSource, load_texts, log
 from bench.kafka_metrics import (
@@ -72,6 +74,7 @@ class Cost:
     latency_p99_s: float | None
     index_documents: list[float]
     role_us_per_doc: dict[str, float]  # from ready to 100%: `neardup_role_cpu_seconds_total`
+    hops_ms: dict[str, dict[str, float]]  # paced documents, per hop (`bench.cluster_hops`)
 
 
 def produce(bootstrap: str, topic: str, source: DocSource, first: int, n: int, parts: int,
@@ -191,12 +194,17 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
         role_us = {r: round((roles[r] - roles_ready.get(r, 0.0)) / d1 * 1e6, 1) for r in roles}
         _, before = decided(workers)
         p50 = p99 = None
+        hops: dict[str, dict[str, float]] = {}
         if args.trickle:
             produce(args.bootstrap_servers, inputs[parts], source, backlog, args.trickle,
                     parts, args.rate)  # fmt: skip
             wait_for(workers, backlog + args.trickle, 600)
             _, after = decided(workers)
             p50, p99 = quantiles(after, before)  # over the processes' summed buckets
+            # the edge / shard / gather split needs one edge and one log partition
+            split = (f"{group}.payloads", f"{group}.fingerprints", f"{group}.votes")
+            hops = cluster_hops.hops(args.bootstrap_servers, inputs[parts], args.trickle,
+                                     [wt.unique, wt.duplicate], split if name == "w1" else None)  # fmt: skip
         _, texts = decided(workers)
         index = [_gauge(t, "neardup_index_documents") for t in texts]
     finally:
@@ -205,7 +213,7 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
                 w.stop()
     cost = Cost(name, replicas, int(d1 - d0), round((c1 - c0) / (d1 - d0) * 1e6, 1),
                 round((c1 - c_ready) / d1 * 1e6, 1),
-                round((d1 - d0) / (t1 - t0), 1), p50, p99, index, role_us)  # fmt: skip
+                round((d1 - d0) / (t1 - t0), 1), p50, p99, index, role_us, hops)  # fmt: skip
     log(f"{name}: {cost}")
     return cost
 
@@ -283,6 +291,8 @@ def main() -> None:
               f"latency p50 {c.latency_p50_s} s p99 {c.latency_p99_s} s, index {c.index_documents}")  # fmt: skip
         roles = ", ".join(f"{r} {us}" for r, us in sorted(c.role_us_per_doc.items()))
         print(f"  CPU us/doc by role from ready (their Kafka clients included): {roles}")
+        for hop, q in c.hops_ms.items():
+            print(f"  latency of the paced documents, {hop}: {q} (ms, send times)")
     if args.out:
         args.out.write_text(json.dumps(result, indent=2) + "\n")
 

@@ -81,8 +81,8 @@ class GatherRole:
         self.consumer.subscribe([self.settings.cluster.votes], listener=self.assignment)
 
     def poll(self, limits: Limits) -> bool:
-        """Read votes, follow the assignment, read the fingerprint log into the joins.
-        False while a rebalance is under way: the partitions held may be revoked, so
+        """Read votes, follow the assignment, read the fingerprint log into the joins (waiting
+        for it when votes are ahead of it). False while a rebalance is under way: the partitions held may be revoked, so
         nothing is decided until it ends (what was read stays in the joins)."""
         w = self.settings.worker
         polled = self.consumer.poll(timeout_ms=w.poll_timeout_ms, max_records=w.max_batch)
@@ -94,7 +94,15 @@ class GatherRole:
                 continue  # fetched before its rewind: read again
             for rec in recs:
                 self.inputs.add_votes(tp.partition, rec.offset, rec.key, rec.value)
-        self.inputs.read_log()
+        # Votes usually come after their record was read; when they came first (the reader's
+        # last fetch ended before the record committed), wait on the reader, which answers
+        # as soon as the record is in, not on the next votes or the poll's timeout.
+        waits = any(
+            part.waits_for_reader()
+            for p, part in self.parts.items()
+            if p not in fresh and not self.inputs.is_stopped(p)
+        )
+        self.inputs.read_log(w.poll_timeout_ms if waits else 0)
         return followed is not None
 
     def step(self, polled: bool, limits: Limits) -> Output[Outcomes] | None:

@@ -74,8 +74,9 @@ class GatherInputs:
             return
         self.parts[partition].join.add_votes(offset, votes, at, len(value) + len(key or b""))
 
-    def read_log(self) -> None:
-        """Read the fingerprint log and payloads of the owned partitions not paused."""
+    def read_log(self, wait_ms: int = 0) -> None:
+        """Read the fingerprint log and payloads of the owned partitions not paused, waiting
+        up to `wait_ms` for the first records."""
         c = self.settings.cluster
         for p, part in self.parts.items():  # a full buffer pauses its partition's reader
             stopped = self.is_stopped(p)
@@ -85,7 +86,7 @@ class GatherInputs:
             paused(self.reader, TopicPartition(c.payloads, p), full or stopped)
         if not self.parts:
             return
-        polled = self.reader.poll(timeout_ms=0, max_records=500)
+        polled = self.reader.poll(timeout_ms=wait_ms, max_records=500)
         config_id, topic = self.settings.dedup.fingerprint_id, self.settings.topics.input
         for tp, recs in polled.items():
             into = self.parts.get(tp.partition)

@@ -74,6 +74,11 @@ class LogPartition:
         records = self.join.records
         return bool(records) and records[0].payload.join_key not in self.payloads.held
 
+    def waits_for_reader(self) -> bool:
+        """Whether what decides next is the log reader's to bring: votes arrived for records
+        not read yet, or the oldest record waits for its payloads."""
+        return self.join.ahead_bytes() > 0 or self.waits_for_payload()
+
     def decide(self, ready: Joined[Envelope], payloads_gone: Callable[[], bool]) -> Decided | None:
         """Decide `ready` (None: its payloads are not read yet, and `payloads_gone()` says
         they were not deleted either). Raises `PayloadMismatch` if its payloads are for other

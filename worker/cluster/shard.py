@@ -44,7 +44,6 @@ from worker.runtime.role import Limits, Output, role_settings
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
-GROUP_POLL_MS = 50
 
 
 class ShardRole:
@@ -80,13 +79,16 @@ class ShardRole:
 
     def poll(self, limits: Limits) -> dict[TopicPartition, list[Any]]:
         """Keep the membership, follow the assignment, then read the fingerprint log."""
-        # No records on the shards topic: this poll only keeps the membership. Short while
-        # shards vote, but never 0 ms, and the whole wait while a rebalance is under way
-        # (or nothing is owned): kafka-python completes a rejoin only within its polls, and
-        # 50 ms ones were seen to keep the group rebalancing (a moved shard has no owner).
+        # No records on the shards topic: this poll only keeps the membership. It does not
+        # wait while shards vote (the wait is the log reader's, which answers as soon as a
+        # record commits), and waits the whole timeout while a rebalance is under way (or
+        # nothing is owned): kafka-python completes a rejoin only within its polls. A rejoin
+        # starts within a non-waiting poll (the revocation sets `rebalancing`), and
+        # kafka-python >= 3.0.12 awaits the JoinGroup already sent on the next poll instead
+        # of sending another (before, 0 ms polls alone never completed a rejoin).
         wait = self.settings.worker.poll_timeout_ms
         short = self.owned and not self.assignment.rebalancing
-        self.consumer.poll(timeout_ms=min(wait, GROUP_POLL_MS) if short else wait)
+        self.consumer.poll(timeout_ms=0 if short else wait)
         followed = self.follower.follow()
         if followed is None:  # a rebalance is under way: no shard votes until it ends
             return {}

@@ -114,3 +114,17 @@ def test_stale_payloads_are_swept_only_past_the_threshold_and_once_caught_up() -
     assert at.start == 0 and len(at.used) == SWEEP_USED + 1
     assert part.payload_checkpoint(lambda: caught_up(True)) == PayloadCheckpoint(SWEEP_USED + 2, ())
     assert asked == [False, True] and not part.waits_for_payload()
+
+
+def test_waits_for_the_reader_when_votes_or_a_record_are_ahead_of_what_it_read() -> None:
+    """The gather waits on its log reader (not on the next votes) exactly when the reader
+    holds what decides next: votes for a record not read yet, or the oldest record's
+    payloads."""
+    part, sources = partition(), [src(0, 7)]
+    assert not part.waits_for_reader()  # nothing held: the votes come next
+    part.join.add_votes(0, Votes.none(0, 1), 100, 5)
+    assert part.waits_for_reader()  # a vote on record 0, which is not read yet
+    part.join.add_record(Pending(0, envelope(sources), 1_000, 10))
+    assert part.waits_for_reader()  # record 0 read, its payloads not
+    part.payloads.add(0, payloads(sources), 40)
+    assert not part.waits_for_reader()  # all in: the other shards' votes come next
