@@ -82,8 +82,9 @@ class GatherRole:
 
     def poll(self, limits: Limits) -> bool:
         """Read votes, follow the assignment, read the fingerprint log into the joins (waiting
-        for it when votes are ahead of it). False while a rebalance is under way: the partitions held may be revoked, so
-        nothing is decided until it ends (what was read stays in the joins)."""
+        for it when votes are ahead of it). False while a rebalance is under way: the
+        partitions held may be revoked, so nothing is decided until it ends (what was read
+        stays in the joins)."""
         w = self.settings.worker
         polled = self.consumer.poll(timeout_ms=w.poll_timeout_ms, max_records=w.max_batch)
         followed = self.follow.follow()

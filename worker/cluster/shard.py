@@ -83,9 +83,10 @@ class ShardRole:
         # wait while shards vote (the wait is the log reader's, which answers as soon as a
         # record commits), and waits the whole timeout while a rebalance is under way (or
         # nothing is owned): kafka-python completes a rejoin only within its polls. A rejoin
-        # starts within a non-waiting poll (the revocation sets `rebalancing`), and
-        # kafka-python >= 3.0.12 awaits the JoinGroup already sent on the next poll instead
-        # of sending another (before, 0 ms polls alone never completed a rejoin).
+        # starts within a non-waiting poll (its revocation sets `rebalancing`), and
+        # kafka-python 3.0.12 awaits the JoinGroup already sent on the next poll instead of
+        # sending another. (0 ms polls throughout, without that switch, were seen never to
+        # complete a rejoin.)
         wait = self.settings.worker.poll_timeout_ms
         short = self.owned and not self.assignment.rebalancing
         self.consumer.poll(timeout_ms=0 if short else wait)
