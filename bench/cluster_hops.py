@@ -20,46 +20,20 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kafka import KafkaConsumer, TopicPartition
-from kafka.consumer.fetcher import ConsumerRecord
-
+from bench.kafka_broker import read_committed
+from bench.kafka_latency import percentile
 from worker.cluster.payloads import PayloadRecord
 
-
-def read_topic(bootstrap: str, topic: str) -> list[ConsumerRecord]:
-    """Every committed record of `topic`, partition by partition."""
-    consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap, isolation_level="read_committed", enable_auto_commit=False
-    )
-    try:
-        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
-        if not tps:
-            return []
-        consumer.assign(tps)
-        consumer.seek_to_beginning(*tps)
-        end = consumer.end_offsets(tps)
-        records: list[ConsumerRecord] = []
-        while any(consumer.position(tp) < end[tp] for tp in tps):
-            for recs in consumer.poll(timeout_ms=1000, max_records=100_000).values():
-                records += recs
-        return records
-    finally:
-        consumer.close()
+QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "max": 1.0}
 
 
 def quantiles_ms(values: Iterable[float]) -> dict[str, float]:
     """p50, p90, p99 and max of `values` (seconds), in ms; empty when there are none."""
-    xs = sorted(values)
+    xs = list(values)
     if not xs:
         return {}
-    n = len(xs)
-    return {
-        "n": n,
-        "p50": round(xs[n // 2] * 1000, 1),
-        "p90": round(xs[int(n * 0.9)] * 1000, 1),
-        "p99": round(xs[min(n - 1, int(n * 0.99))] * 1000, 1),
-        "max": round(xs[-1] * 1000, 1),
-    }
+    q = {name: round(percentile(xs, at) * 1000, 1) for name, at in QUANTILES.items()}
+    return {"n": len(xs), **q}
 
 
 def hops(
@@ -70,27 +44,26 @@ def hops(
     cluster: tuple[str, str, str] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Per hop, latency quantiles of the `paced` input records sent last (keyed by document
-    id).
-    `cluster`: the run's payloads, fingerprint-log and votes topics (one edge, one log
+    id). `cluster`: the run's payloads, fingerprint-log and votes topics (one edge, one log
     partition), for the edge / shard / gather split."""
-    inputs = sorted(read_topic(bootstrap, input_topic), key=lambda r: r.timestamp)
+    inputs = sorted(read_committed(bootstrap, input_topic), key=lambda r: r.timestamp)
     sent = {r.key: r.timestamp / 1000 for r in inputs[len(inputs) - paced :]}
     out: dict[bytes, float] = {}
     for topic in outputs:
         out.update(
-            {r.key: r.timestamp / 1000 for r in read_topic(bootstrap, topic) if r.key in sent}
+            {r.key: r.timestamp / 1000 for r in read_committed(bootstrap, topic) if r.key in sent}
         )
     result = {"output": quantiles_ms(out[k] - sent[k] for k in out)}
     if cluster is None:
         return result
     payloads_topic, log_topic, votes_topic = cluster
     last_vote: dict[int, float] = {}
-    for v in read_topic(bootstrap, votes_topic):
+    for v in read_committed(bootstrap, votes_topic):
         at = int(v.key)
         last_vote[at] = max(last_vote.get(at, 0.0), v.timestamp / 1000)
     edge, shard, gather = [], [], []
-    logs = read_topic(bootstrap, log_topic)
-    for payload, record in zip(read_topic(bootstrap, payloads_topic), logs, strict=True):
+    logs = read_committed(bootstrap, log_topic)
+    for payload, record in zip(read_committed(bootstrap, payloads_topic), logs, strict=True):
         appended, voted = record.timestamp / 1000, last_vote[record.offset]
         for passage in PayloadRecord.unpack(payload.value, input_topic).passages:
             if passage.key in sent and passage.key in out:

@@ -198,7 +198,8 @@ class CommittedOffset:
 
 
 def read_committed(bootstrap: str, topic: str) -> list[ConsumerRecord]:
-    """Every committed message of partition 0 of `topic` (CRCs unchecked: a helper read)."""
+    """Every committed message of `topic`, partition by partition (CRCs unchecked: a helper
+    read)."""
     consumer = KafkaConsumer(
         bootstrap_servers=bootstrap,
         group_id=None,
@@ -207,18 +208,21 @@ def read_committed(bootstrap: str, topic: str) -> list[ConsumerRecord]:
         check_crcs=False,
         max_partition_fetch_bytes=20 * 1024 * 1024,
     )
-    tp = TopicPartition(topic, 0)
     out: list[ConsumerRecord] = []
     try:
-        consumer.assign([tp])
-        consumer.seek_to_beginning(tp)
-        end = consumer.end_offsets([tp])[tp]
+        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
+        if not tps:
+            return out
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        end = consumer.end_offsets(tps)
         deadline = time.monotonic() + 300
-        while consumer.position(tp) < end:
+        while any(consumer.position(tp) < end[tp] for tp in tps):
             if time.monotonic() > deadline:
-                raise BenchError(f"could not read {topic} to its end offset {end}")
+                raise BenchError(f"could not read {topic} to its end offsets {end}")
             for msgs in consumer.poll(timeout_ms=500).values():
                 out.extend(msgs)
     finally:
         consumer.close(autocommit=False)
+    out.sort(key=lambda m: (m.partition, m.offset))
     return out
