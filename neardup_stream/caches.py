@@ -29,7 +29,7 @@ import shutil
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import numpy as np
 
@@ -87,7 +87,7 @@ _KERNEL_PACKAGES = ("fingerprint", "index", "sharded")  # sharded: the merged-ta
 _STAMP = "neardup-kernels.sha256"
 
 
-def _kernel_digest(root: Path = _PACKAGE_ROOT) -> str:
+def kernel_digest(root: Path = _PACKAGE_ROOT) -> str:
     """A digest of every source file the compiled kernels are built from."""
     h = hashlib.sha256()
     for pkg in _KERNEL_PACKAGES:
@@ -103,7 +103,7 @@ def purge_stale_jit_cache() -> None:
     module (index kernels call fingerprint ones) would otherwise load stale code silently.
     """
     with contextlib.suppress(OSError):
-        digest = _kernel_digest()
+        digest = kernel_digest()
         root = _PACKAGE_ROOT
         custom = _numba_cache_root()
         dirs = (
@@ -178,7 +178,7 @@ def adopt_packaged_jit_cache(root: Path = _PACKAGE_ROOT) -> None:
     says it was made from these sources. Whatever fails, numba compiles: slower, not wrong.
     """
     with contextlib.suppress(OSError):
-        digest = _kernel_digest(root)
+        digest = kernel_digest(root)
         for pkg in _KERNEL_PACKAGES:
             src = root / pkg / "__pycache__"
             dst = numba_cache_dir(root / pkg / "kernels.py")
@@ -209,14 +209,17 @@ def jit_cache_cold() -> bool:
     """
     from neardup_stream.fingerprint import kernels as fingerprint_kernels
     from neardup_stream.index import kernels as index_kernels
+    from neardup_stream.native import aot
 
+    kernels = [fingerprint_kernels.fingerprint_batch, index_kernels.decide_batch]
+    if all(aot.exports(k.name) for k in kernels):
+        return False  # built ahead of time: nothing compiles (and numba is not imported)
     try:
         from numba.core.registry import cpu_target
 
         machine = cpu_target.target_context.codegen().magic_tuple()
-        kernels: list[Any] = [fingerprint_kernels.fingerprint_batch, index_kernels.decide_batch]
         for kernel in kernels:
-            index = kernel._cache._cache_file._load_index()
+            index = kernel.dispatcher._cache._cache_file._load_index()
             if not any(key[1] == machine for key in index):
                 return True
     except Exception:  # numba's internals moved: stay silent rather than guess

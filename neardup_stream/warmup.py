@@ -1,11 +1,14 @@
-"""Fill the start-up caches: `python -m neardup_stream.warmup` (run by `make install` and the
-worker image build).
+"""Fill the start-up caches: `python -m neardup_stream.warmup` (run by the package build,
+`make install` and the worker image build).
 
 Builds the Unicode fold and NFKC tables and runs every compiled kernel once on a few
 documents, in each mode the engine has (character and word shingles, precise mode, retention,
 changelog replay, `compare`, and the sharded engine of `--home-shards` and scale-out
 replicas: voting through a merged table, a restored shard moved in, a shard moved out), so
-numba writes their machine code to its cache and later processes only load it.
+numba writes their machine code to its cache and later processes only load it. Then, unless
+the package already has them for these sources, it builds the ahead-of-time exports of the
+kernels those runs called (`native.build`), so a process that needs no other kernel never
+imports numba; a build that fails (no C compiler) only warns.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.fingerprint.nfkc import nfkc_tables
 from neardup_stream.fingerprint.normalize import fold_table
 from neardup_stream.models import Document
+from neardup_stream.native import aot
+from neardup_stream.native.build import build
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.replica import ReplicaVoter
 from neardup_stream.sharded.voter import ShardVoter
@@ -74,6 +79,19 @@ def main() -> int:
     start = time.perf_counter()
     warm_up()
     print(f"neardup-stream: caches ready in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    if aot.status().startswith("ahead-of-time"):
+        return 0
+    start = time.perf_counter()
+    try:
+        built = build(warm_up)
+    except Exception as exc:  # no C compiler, pycc gone: the kernels stay on the JIT
+        print(
+            f"neardup-stream: no ahead-of-time kernels ({exc}); numba's JIT runs them",
+            file=sys.stderr,
+        )
+        return 0
+    took = time.perf_counter() - start
+    print(f"neardup-stream: {built} ahead-of-time kernels built in {took:.1f} s", file=sys.stderr)
     return 0
 
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from numba import njit
+
+from neardup_stream.native import njit
 
 HEADER_BITS = 32
 _ONE = np.uint64(1)

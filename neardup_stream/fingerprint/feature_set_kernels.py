@@ -10,13 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from neardup_stream.caches import seed_jit_cache
-
-seed_jit_cache()  # before the first @njit(cache=True) sets up numba's cache directory
-
-from numba import njit  # noqa: E402
-
-from neardup_stream.fingerprint.hash_kernels import S32  # noqa: E402
+from neardup_stream.fingerprint.hash_kernels import S32
+from neardup_stream.native import njit
 
 
 @njit(inline="always", cache=True)

@@ -10,11 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neardup_stream.caches import seed_jit_cache
-
-seed_jit_cache()  # before the first @njit(cache=True) sets up numba's cache directory
-
-from numba import njit  # noqa: E402
+from neardup_stream.native import njit
 
 EMPTY = np.uint64(0xFFFFFFFFFFFFFFFF)  # an empty MinHash bin (no hash is larger)
 GOLD = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio: the step between derived seeds

@@ -40,21 +40,15 @@ from typing import NamedTuple
 
 import numpy as np
 
-from neardup_stream.caches import seed_jit_cache
-
-seed_jit_cache()  # before the first @njit(cache=True) sets up numba's cache directory
-
-from numba import njit  # noqa: E402
-
-from neardup_stream.fingerprint.compact_set import encode  # noqa: E402
-from neardup_stream.fingerprint.feature_set_kernels import (  # noqa: E402
+from neardup_stream.fingerprint.compact_set import encode
+from neardup_stream.fingerprint.feature_set_kernels import (
     bucket_sort,
     distinct_count,
     set_size,
     sorted_distinct,
 )
-from neardup_stream.fingerprint.hash_kernels import EMPTY, ONE, fmix64, murmur3_128  # noqa: E402
-from neardup_stream.fingerprint.minhash_kernels import (  # noqa: E402
+from neardup_stream.fingerprint.hash_kernels import EMPTY, ONE, fmix64, murmur3_128
+from neardup_stream.fingerprint.minhash_kernels import (
     band_keys,
     bin_of,
     densify,
@@ -62,19 +56,20 @@ from neardup_stream.fingerprint.minhash_kernels import (  # noqa: E402
     oph_sketch,
     sketch_scratch,
 )
-from neardup_stream.fingerprint.nfkc import NfkcTables, fold_full  # noqa: E402
-from neardup_stream.fingerprint.simhash_kernels import (  # noqa: E402
+from neardup_stream.fingerprint.nfkc import NfkcTables, fold_full
+from neardup_stream.fingerprint.simhash_kernels import (
     bit_counts,
     popcount64,
     simhash_block_keys,
 )
-from neardup_stream.fingerprint.text_kernels import (  # noqa: E402
+from neardup_stream.fingerprint.text_kernels import (
     MODE_CHAR,
     MODE_WORD,
     collapse_spaces,
     feature_hashes,
     normalize_utf8,
 )
+from neardup_stream.native import njit
 
 __all__ = [
     "EMPTY",

@@ -13,13 +13,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from neardup_stream.caches import seed_jit_cache
-
-seed_jit_cache()  # before the first @njit(cache=True) sets up numba's cache directory
-
-from numba import njit  # noqa: E402
-
-from neardup_stream.fingerprint.hash_kernels import EMPTY, GOLD, M1, M2, ONE, S32, fmix64  # noqa: E402
+from neardup_stream.fingerprint.hash_kernels import EMPTY, GOLD, M1, M2, ONE, S32, fmix64
+from neardup_stream.native import njit
 
 _S63 = np.uint64(63)
 

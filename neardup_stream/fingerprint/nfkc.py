@@ -25,11 +25,8 @@ from typing import NamedTuple
 
 import numpy as np
 
-from neardup_stream.caches import cached_arrays, seed_jit_cache
-
-seed_jit_cache()  # before the first @njit(cache=True) sets up numba's cache directory
-
-from numba import njit  # noqa: E402
+from neardup_stream.caches import cached_arrays
+from neardup_stream.native import njit
 
 _TOP = 0x110000
 _HANGUL_S, _HANGUL_L, _HANGUL_V, _HANGUL_T = 0xAC00, 0x1100, 0x1161, 0x11A7

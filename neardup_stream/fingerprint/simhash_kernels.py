@@ -11,13 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from neardup_stream.caches import seed_jit_cache
-
-seed_jit_cache()  # before the first @njit(cache=True) sets up numba's cache directory
-
-from numba import njit  # noqa: E402
-
-from neardup_stream.fingerprint.hash_kernels import EMPTY, GOLD, ONE, S32, fmix64  # noqa: E402
+from neardup_stream.fingerprint.hash_kernels import EMPTY, GOLD, ONE, S32, fmix64
+from neardup_stream.native import njit
 
 _K1 = np.uint64(0x5555555555555555)
 _K2 = np.uint64(0x3333333333333333)

@@ -12,13 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from neardup_stream.caches import seed_jit_cache
-
-seed_jit_cache()  # before the first @njit(cache=True) sets up numba's cache directory
-
-from numba import njit  # noqa: E402
-
-from neardup_stream.fingerprint.hash_kernels import GOLD, fmix64  # noqa: E402
+from neardup_stream.fingerprint.hash_kernels import GOLD, fmix64
+from neardup_stream.native import njit
 
 _FNV = np.uint64(0x100000001B3)
 _POLY = np.uint64(0x9E3779B97F4A7C17)

@@ -12,10 +12,9 @@ document) when a table row needs to grow, which the Python side does before call
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
 
 from neardup_stream.fingerprint.compact_set import estimate
-from neardup_stream.fingerprint.kernels import oph_sketch, popcount64  # (seeds the JIT cache first)
+from neardup_stream.fingerprint.kernels import oph_sketch, popcount64
 from neardup_stream.index.columns import (
     EXACT,
     MINHASH,
@@ -23,6 +22,7 @@ from neardup_stream.index.columns import (
     UNIQUE,
     Candidates,
 )
+from neardup_stream.native import njit
 
 _U32 = np.uint64(0xFFFFFFFF)
 _FIB = np.uint64(0x9E3779B97F4A7C15)  # 2**64 / golden ratio

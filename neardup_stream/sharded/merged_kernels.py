@@ -16,12 +16,12 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
-from numba import njit
 from numba.typed import List
 
 from neardup_stream.fingerprint.kernels import oph_sketch, popcount64
 from neardup_stream.index import kernels as _k
 from neardup_stream.index.columns import EXACT, MINHASH, SIMHASH, UNIQUE, Limits, Rules
+from neardup_stream.native import njit
 
 _U32 = np.uint64(0xFFFFFFFF)
 

@@ -53,7 +53,7 @@ def test_jit_cache_is_seeded_only_into_an_empty_cache(
     seed, target = tmp_path / "seed", tmp_path / "target"
     (seed / "pkg").mkdir(parents=True)
     (seed / "pkg" / "k.nbi").write_bytes(b"index")
-    (seed / "neardup-kernels.sha256").write_text(caches._kernel_digest())  # as warm-up stamps it
+    (seed / "neardup-kernels.sha256").write_text(caches.kernel_digest())  # as warm-up stamps it
     monkeypatch.setenv("NEARDUP_JIT_CACHE_SEED", str(seed))
     set_numba_cache_dir(monkeypatch, target)
     caches.seed_jit_cache()
@@ -99,7 +99,7 @@ def _packaged(tmp_path: Path) -> Path:
         built = root / sub / "__pycache__"
         (built / "kernels.k-10.py311.nbi").write_bytes(f"{sub} index".encode())
         (built / "kernels.k-10.py311.1.nbc").write_bytes(f"{sub} code".encode())
-        (built / caches._STAMP).write_text(caches._kernel_digest(root))
+        (built / caches._STAMP).write_text(caches.kernel_digest(root))
     return root
 
 
@@ -151,7 +151,9 @@ def test_the_cache_directory_is_the_one_numba_uses() -> None:
         (fingerprint_kernels, fingerprint_kernels.fingerprint_batch),
         (index_kernels, index_kernels.decide_batch),
     ):
-        assert caches.numba_cache_dir(Path(module.__file__)) == Path(kernel._cache.cache_path)
+        assert caches.numba_cache_dir(Path(module.__file__)) == Path(
+            kernel.dispatcher._cache.cache_path
+        )
 
 
 def test_every_cached_kernel_lives_where_a_source_change_purges_the_cache() -> None:

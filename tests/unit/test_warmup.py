@@ -1,11 +1,10 @@
 """The warm-up compiles every specialisation a run can need: after it, no configuration,
-mode or entry point makes numba compile a kernel again (so a warm cache means a warm start)."""
+mode or entry point makes numba compile a kernel again (so a warm cache means a warm start),
+and no call misses the ahead-of-time exports built from it."""
 
 from __future__ import annotations
 
 from pathlib import Path
-
-from numba.core.registry import CPUDispatcher
 
 from neardup_stream import DedupConfig, Deduplicator, Document
 from neardup_stream.compare import compare
@@ -18,6 +17,7 @@ from neardup_stream.fingerprint import (
 )
 from neardup_stream.fingerprint import kernels as fingerprint_kernels
 from neardup_stream.index import kernels as index_kernels
+from neardup_stream.native import Kernel, kernel
 from neardup_stream.snapshot import load_snapshot, save_snapshot
 from neardup_stream.warmup import warm_up
 from tests.unit.conftest import mutate, random_text
@@ -25,7 +25,7 @@ from tests.unit.conftest import mutate, random_text
 
 def _signatures() -> dict[str, int]:
     return {
-        f"{module.__name__}.{name}": len(obj.signatures)
+        f"{module.__name__}.{name}": len(obj.dispatcher.signatures)
         for module in (
             fingerprint_kernels,
             hash_kernels,
@@ -36,13 +36,13 @@ def _signatures() -> dict[str, int]:
             index_kernels,
         )
         for name, obj in vars(module).items()
-        if isinstance(obj, CPUDispatcher)
+        if isinstance(obj, Kernel)
     }
 
 
 def test_no_configuration_compiles_anything_after_the_warm_up(tmp_path: Path) -> None:
     warm_up()
-    before = _signatures()
+    before, fallbacks = _signatures(), kernel.fallbacks
     text = random_text(3, 300)
     docs = [Document(id=f"d{i}", text=mutate(text, 0.02 * i, i)) for i in range(6)]
     docs.append(Document(id="html", text="<p>Hello <b>world</b></p> &amp; more"))
@@ -65,3 +65,4 @@ def test_no_configuration_compiles_anything_after_the_warm_up(tmp_path: Path) ->
     long_run.check_batch([Document(id=str(i), text=random_text(i, 8)) for i in range(4200)])
     assert long_run.lookup("4199") is not None
     assert _signatures() == before
+    assert kernel.fallbacks == fallbacks  # every call fitted an ahead-of-time export
