@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import neardup_stream
 from tests.unit.conftest import mutate, random_text
 
@@ -277,3 +279,16 @@ def test_dedup_into_a_reader_that_stops_early_exits_quietly(tmp_path: Path) -> N
     assert proc.wait(timeout=300) == 141, err
     assert json.loads(first)["id"] == "0"
     assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+@pytest.mark.parametrize("given, expected", [(None, "1"), ("3", "3")])
+def test_the_command_runs_numpy_on_one_blas_thread_unless_told(
+    given: str | None, expected: str
+) -> None:
+    """OpenBLAS's threads spin at start-up for nothing the engine needs; a user's value wins."""
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    code = "import os, neardup_stream.cli, numpy; print(os.environ['OPENBLAS_NUM_THREADS'])"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, check=True)
+    assert out.stdout.decode().strip() == expected
