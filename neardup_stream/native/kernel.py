@@ -46,7 +46,9 @@ class Kernel:
     def __repr__(self) -> str:
         return f"<kernel {self.name}>"
 
-    def __call__(self, *args: Any) -> Any:
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if kwargs:  # exports take positional arguments only
+            return self.dispatcher(*args, **kwargs)
         exports = self._exports
         if exports is None:
             exports = self._exports = aot.exports(self.name)

@@ -88,6 +88,8 @@ def test_a_call_no_export_fits_runs_on_the_jit(kernels_on) -> None:
     other = fingerprint_kernels.band_keys(np.asfortranarray(signature), 8, 4, 11)
     assert kernel.fallbacks == before + 1
     assert np.array_equal(exported, other)
+    by_name = fingerprint_kernels.band_keys(signature, 8, 4, seed=11)  # keywords: the JIT
+    assert np.array_equal(exported, by_name)
 
 
 def test_exports_of_other_kernel_sources_are_refused(
