@@ -74,7 +74,10 @@ def _load() -> dict[str, list[Export]]:
         module = importlib.import_module(MODULE)
     except ImportError as exc:  # e.g. built against another numpy's ABI
         _why_not = f"the ahead-of-time module does not load: {exc}"
-        log.warning("neardup-stream: %s; using numba's JIT", _why_not)
+        log.warning(
+            "neardup-stream: %s; using numba's JIT (python -m neardup_stream.warmup rebuilds it)",
+            _why_not,
+        )
         return {}
     table: dict[str, list[Export]] = {}
     for entry in manifest["exports"]:
