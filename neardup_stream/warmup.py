@@ -79,7 +79,7 @@ def main() -> int:
     start = time.perf_counter()
     warm_up()
     print(f"neardup-stream: caches ready in {time.perf_counter() - start:.1f} s", file=sys.stderr)
-    if aot.status().startswith("ahead-of-time"):
+    if aot.available():
         return 0
     start = time.perf_counter()
     try:

@@ -49,10 +49,15 @@ def exports(kernel: str) -> list[Export]:
     return _table.get(kernel, [])
 
 
-def status() -> str:
-    """Whether exports are in use, and if not why (for `--version` and the logs)."""
+def available() -> bool:
+    """Whether this process runs kernels ahead of time (loading the exports if need be)."""
     exports("")
-    return "ahead-of-time kernels" if _table else f"numba JIT kernels ({_why_not})"
+    return bool(_table)
+
+
+def status() -> str:
+    """Whether exports are in use, and if not why (for the logs and the tests)."""
+    return "ahead-of-time kernels" if available() else f"numba JIT kernels ({_why_not})"
 
 
 def _load() -> dict[str, list[Export]]:

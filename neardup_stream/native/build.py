@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,11 +34,13 @@ def _returnable(ty: Any) -> bool:
     return isinstance(ty, (types.Array, types.Integer, types.Float, types.Boolean, types.NoneType))
 
 
-def _exports(calls: list[tuple[kernel.Kernel, tuple[Any, ...]]]) -> list[tuple[str, Any, Any]]:
+def _exports(
+    calls: list[tuple[kernel.Kernel, tuple[Any, ...]]],
+) -> list[tuple[kernel.Kernel, Any, Any]]:
     """(kernel, argument key, numba signature) per distinct export to build."""
     from numba import typeof
 
-    found: dict[tuple[str, Any], tuple[str, Any, Any]] = {}
+    found: dict[tuple[str, Any], tuple[kernel.Kernel, Any, Any]] = {}
     for k, args in calls:
         key = call_key(args)
         if key is None or (k.name, key) in found:
@@ -46,60 +49,76 @@ def _exports(calls: list[tuple[kernel.Kernel, tuple[Any, ...]]]) -> list[tuple[s
         compiled = k.dispatcher.overloads.get(argtypes)
         if compiled is None or not _returnable(compiled.signature.return_type):
             continue
-        found[(k.name, key)] = (k.name, key, compiled.signature.return_type(*argtypes))
+        found[(k.name, key)] = (k, key, compiled.signature.return_type(*argtypes))
     return list(found.values())
 
 
-def _release_gil() -> None:
+@contextmanager
+def _on_the_jit() -> Iterator[None]:
+    """Every kernel runs (and is recorded) on the JIT meanwhile; the exports are looked for
+    again afterwards, and `NEARDUP_KERNELS` is as it was."""
+    mode = os.environ.get(aot.MODE_ENV)
+    os.environ[aot.MODE_ENV] = "jit"
+    kernel.reload_exports()
+    try:
+        yield
+    finally:
+        if mode is None:
+            os.environ.pop(aot.MODE_ENV, None)
+        else:
+            os.environ[aot.MODE_ENV] = mode
+        kernel.reload_exports()
+
+
+@contextmanager
+def _releasing_the_gil() -> Iterator[None]:
     """pycc compiles its wrappers with default flags: make them release the GIL (`nogil`)."""
     from numba.pycc import compiler
 
-    class NoGilFlags(compiler.Flags):
+    default = compiler.Flags
+
+    class NoGilFlags(default):  # type: ignore[misc, valid-type]
         def __init__(self, *args: Any, **kwargs: Any) -> None:
             super().__init__(*args, **kwargs)
-            self.release_gil = True  # type: ignore[assignment]
+            self.release_gil = True
 
     compiler.Flags = NoGilFlags  # type: ignore[misc]
+    try:
+        yield
+    finally:
+        compiler.Flags = default  # type: ignore[misc]
 
 
 def build(record: Any) -> int:
     """Record `record()`'s kernel calls and build their exports; the number built."""
-    mode = os.environ.get(aot.MODE_ENV)
-    os.environ[aot.MODE_ENV] = "jit"  # everything runs (and is recorded) on the JIT
-    kernel.reload_exports()
-    calls = kernel.start_recording()
-    try:
-        record()
-    finally:
-        kernel.stop_recording()
-    exports = _exports(calls)
-    by_name = {k.name: k for k in kernel.declared()}
     from numba.pycc import CC
 
     from neardup_stream.caches import kernel_digest
 
-    _release_gil()
-    target = Path(aot.__file__).resolve().parent
-    name = aot.MODULE.rsplit(".", 1)[1]
-    with tempfile.TemporaryDirectory(dir=target, prefix=".build-") as tmp:
-        cc = CC(name)
-        cc.output_dir = tmp
-        entries = []
-        for i, (kernel_name, key, signature) in enumerate(exports):
-            export = f"k{i}"
-            cc.export(export, signature)(by_name[kernel_name].dispatcher)
-            entries.append({"kernel": kernel_name, "export": export, "key": to_json(key)})
-        cc.compile()
-        built = Path(tmp) / Path(cc.output_file).name
-        manifest = {"format": aot.FORMAT, "digest": kernel_digest(), "exports": entries}
-        aot.MANIFEST.unlink(missing_ok=True)  # no manifest naming a module being replaced
-        os.replace(built, target / built.name)
-        staged = Path(tmp) / aot.MANIFEST.name
-        staged.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
-        shutil.move(str(staged), aot.MANIFEST)
-    if mode is None:
-        os.environ.pop(aot.MODE_ENV, None)
-    else:
-        os.environ[aot.MODE_ENV] = mode
-    kernel.reload_exports()
+    with _on_the_jit():
+        calls = kernel.start_recording()
+        try:
+            record()
+        finally:
+            kernel.stop_recording()
+        target = Path(aot.__file__).resolve().parent
+        with (
+            tempfile.TemporaryDirectory(dir=target, prefix=".build-") as tmp,
+            _releasing_the_gil(),
+        ):
+            cc = CC(aot.MODULE.rsplit(".", 1)[1])
+            cc.output_dir = tmp
+            entries = []
+            for i, (k, key, signature) in enumerate(_exports(calls)):
+                export = f"k{i}"
+                cc.export(export, signature)(k.dispatcher)
+                entries.append({"kernel": k.name, "export": export, "key": to_json(key)})
+            cc.compile()
+            built = Path(tmp) / Path(cc.output_file).name
+            manifest = {"format": aot.FORMAT, "digest": kernel_digest(), "exports": entries}
+            aot.MANIFEST.unlink(missing_ok=True)  # no manifest naming a module being replaced
+            os.replace(built, target / built.name)
+            staged = Path(tmp) / aot.MANIFEST.name
+            staged.write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+            os.replace(staged, aot.MANIFEST)
     return len(entries)

@@ -27,6 +27,7 @@ log = logging.getLogger(__name__)
 _declared: list[Kernel] = []
 _lock = threading.RLock()
 _recording: list[tuple[Kernel, tuple[Any, ...]]] | None = None
+_typed = False  # numba's typing knows a `Kernel` as its dispatcher
 fallbacks = 0  # calls of a kernel with exports that none of them fits
 
 
@@ -92,6 +93,7 @@ def njit(**options: Any) -> Callable[[Callable[..., Any]], Kernel]:
 
 def jit_all() -> None:
     """Import numba and make the dispatcher of every kernel declared (once per process)."""
+    global _typed
     with _lock:
         pending = [k for k in _declared if k._dispatcher is None]
         if not pending:
@@ -103,16 +105,11 @@ def jit_all() -> None:
         from numba.core import types
         from numba.extending import typeof_impl
 
-        if not getattr(Kernel, "_typed", False):
+        if not _typed:
             typeof_impl.register(Kernel)(lambda k, context: types.Dispatcher(k.dispatcher))
-            Kernel._typed = True  # type: ignore[attr-defined]
+            _typed = True
         for k in pending:
             k._dispatcher = numba.njit(**k.options)(k.py_func)
-
-
-def declared() -> list[Kernel]:
-    with _lock:
-        return list(_declared)
 
 
 def start_recording() -> list[tuple[Kernel, tuple[Any, ...]]]:
