@@ -22,6 +22,7 @@ from neardup_stream.fingerprint.kernels import oph_sketch, popcount64
 from neardup_stream.index import kernels as _k
 from neardup_stream.index.columns import EXACT, MINHASH, SIMHASH, UNIQUE, Limits, Rules
 from neardup_stream.native import njit
+from neardup_stream.native.kernel import jit_all
 
 _U32 = np.uint64(0xFFFFFFFF)
 
@@ -274,3 +275,9 @@ def vote_batch(begin, end, docs, known, home, out, votes, t, stores, wins, slot_
                 tagged = np.uint32(tag | (np.uint64(ref) & smask))
                 merged_insert(t, docs.keys[i, j], tagged, limits.bucket_cap, home_win, bits)
     return end
+
+
+# These kernels take numba's typed lists, so they always run on the JIT: make the dispatchers
+# now, at import (as `numba.njit` did), not in the first batch a replica votes on, where
+# importing numba and its typing would hold the GIL for a second mid-stream.
+jit_all()
