@@ -33,6 +33,7 @@ from worker.cluster.replica import Replica
 from worker.loop import Worker
 from worker.metrics import MetricsServer, build_metrics
 from worker.reachability import announce_unreachable, throttle_kafka_connection_logs
+from worker.runtime.membership import InstanceConflict
 from worker.security_errors import EXIT_CONFIG, SecurityFailure
 from worker.settings import Settings
 
@@ -182,7 +183,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     announce_unreachable(settings.kafka.bootstrap_servers)
     try:
         worker.run()
-    except SecurityFailure as exc:  # a configuration error: said once, no traceback
+    except (SecurityFailure, InstanceConflict) as exc:  # configuration: said once, no traceback
         log.error("%s", exc)
         return EXIT_CONFIG
     finally:

@@ -67,6 +67,7 @@ class Metrics:
     role_partitions: Gauge
     role_transactions: Counter
     role_failures: Counter
+    group_fenced: Counter
     role_lag: Gauge
     partitions_stopped: Gauge
     records_lost: Counter
@@ -176,6 +177,13 @@ def build_metrics(registry: CollectorRegistry) -> Metrics:
         role_failures=Counter(
             "neardup_role_failures",
             "Failed transactions of each scale-out role; the role rebuilds and retries",
+            ["role"],
+            registry=registry,
+        ),
+        group_fenced=Counter(
+            "neardup_group_fenced",
+            "Times a role's group fenced its static membership (group.instance.id); it "
+            "rejoined. Repeated: another consumer uses the same instance id",
             ["role"],
             registry=registry,
         ),

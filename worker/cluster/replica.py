@@ -26,6 +26,7 @@ from worker.cluster.handover import Handover
 from worker.cluster.shard import ShardRole
 from worker.metrics import Metrics
 from worker.runtime import shutdown
+from worker.runtime.membership import InstanceConflict
 from worker.runtime.runner import RoleRunner
 from worker.settings import Settings
 
@@ -104,6 +105,7 @@ class Replica:
         self.consuming = False
         self._stop = threading.Event()
         self._failed: list[str] = []
+        self._conflict: InstanceConflict | None = None  # a role found its instance id in use
         self._roles: list[Any] = []  # (roles: healthy() hook for /healthz)
 
     def healthy(self) -> bool:
@@ -150,6 +152,8 @@ class Replica:
         for r in runners:
             shutdown.within(f"closing the {r.role.name} role", r.close, deadline)
         log.info("replica stopped, %.1f s after the stop request", deadline.elapsed())
+        if self._conflict is not None:
+            raise self._conflict
         if self._failed:
             raise RuntimeError(f"scale-out role(s) failed: {', '.join(self._failed)}")
 
@@ -167,6 +171,11 @@ class Replica:
         """A role that dies takes the replica down (the orchestrator restarts it)."""
         try:
             runner.run()
+        except InstanceConflict as exc:  # a configuration error: said once, no traceback
+            log.error("%s", exc)
+            self._conflict = exc
+            self._failed.append(type(runner.role).__name__)
+            self._stop.set()
         except BaseException:
             name = type(runner.role).__name__
             log.exception("%s failed; stopping the replica", name)

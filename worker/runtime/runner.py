@@ -14,7 +14,9 @@ Per round (`docs/design/runtime.md`, "The role interface"):
 5. committed: `role.committed`, the policy and the role's health reset; failed: the
    producer is replaced, an input the broker refused for good is dead-lettered on the
    replay (no backoff), anything else counts a failure and backs off; either way
-   `role.rebuild()` drops the state that ran ahead of the commit and rewinds.
+   `role.rebuild()` drops the state that ran ahead of the commit and rewinds. A failure
+   (or a poll) that says the group fenced the role's static membership makes its consumer
+   rejoin (`runtime.membership`).
 
 The role owns its state and what it reads; the runner owns the publisher, the policy and
 the order of these steps, so each fix to them is written once.
@@ -34,9 +36,12 @@ import logging
 import threading
 from typing import Generic
 
+from kafka.errors import FencedInstanceIdError
+
 from worker import retry
 from worker.metrics import Metrics
 from worker.runtime import shutdown
+from worker.runtime.membership import Membership
 from worker.runtime.policy import FailurePolicy
 from worker.runtime.publisher import Publisher, PublishFailure
 from worker.runtime.role import Carried, InFlight, Limits, Polled, Role, Verdict
@@ -67,6 +72,9 @@ class RoleRunner(Generic[Polled, Carried]):
         )
         if in_flight is not None:
             in_flight.bind(self.publisher.settle)
+        w = role.role.worker
+        instance = w.instance_id if w.static_membership else None
+        self.membership = Membership(role.consumer, role.name, w.group_id, instance, metrics)
 
     def healthy(self) -> bool:
         return self.role.health is None or self.role.health.healthy()
@@ -79,7 +87,11 @@ class RoleRunner(Generic[Polled, Carried]):
                 policy.shrunk(role.max_records),
                 policy.shrunk(role.max_bytes, floor=min(role.max_bytes, MIN_TXN_BYTES)),
             )
-            polled = role.poll(limits)
+            try:
+                polled = role.poll(limits)
+            except FencedInstanceIdError as exc:  # its join was refused: rejoin
+                self.membership.fenced(exc)
+                continue
             if self.in_flight is not None:
                 self._round_in_flight(self.in_flight, polled, limits)
                 continue
@@ -156,6 +168,7 @@ class RoleRunner(Generic[Polled, Carried]):
         back off, replace the producer, and let the role rebuild what the failed batches
         (and `polled`) touched and rewind."""
         hooks.aborted()
+        self.membership.fenced(failure.error)
         rejected = failure.rejected
         if rejected is not None and self.role.rejections is not None:
             self.role.rejections.unpublishable(rejected.source, rejected.why)
@@ -172,6 +185,7 @@ class RoleRunner(Generic[Polled, Carried]):
         """Blame, or count a failure and back off; then the role rebuilds and rewinds."""
         role = self.role
         self.metrics.role_failures.labels(role.name).inc()
+        self.membership.fenced(failure.error)
         rejected = failure.rejected
         delay = 0.0
         if rejected is not None and role.rejections is not None:

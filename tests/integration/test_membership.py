@@ -1,0 +1,96 @@
+"""Static membership fenced: another consumer joins the group under the worker's instance id.
+
+Once (as the worker's own retried join does after a broker pause): the worker rejoins and
+decides every document exactly once. Again and again (a second process configured with the
+same instance id): the worker stops with exit code 78 and says why, instead of taking turns.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+
+import pytest
+from kafka import KafkaConsumer
+from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+
+from tests.integration.faults import wait_for
+from tests.integration.harness import Topics, WorkerProcess, decisions, produce_docs
+from tests.integration.test_worker import expected, stream
+from worker.security_errors import EXIT_CONFIG
+
+pytestmark = pytest.mark.integration
+FENCED = re.compile(r'^neardup_group_fenced_total\{role="batch"\} (\S+)$', re.M)
+
+
+def take_instance(bootstrap: str, group: str, topic: str, instance: str) -> None:
+    """Join `group` as static member `instance` (fencing whoever held it), then close."""
+    intruder = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        group_instance_id=instance,
+        partition_assignment_strategy=(StickyPartitionAssignor,),
+        enable_auto_commit=False,
+    )
+    try:
+        intruder.subscribe([topic])
+        wait_for(
+            "the intruder's assignment", lambda: intruder.poll(200) or intruder.assignment(), 60
+        )
+    finally:
+        intruder.close()
+
+
+def fenced_total(worker: WorkerProcess) -> float:
+    found = FENCED.search(worker.http("/metrics")[1])
+    return float(found.group(1)) if found else 0.0
+
+
+def test_a_fenced_worker_rejoins_and_decides_every_document_once(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+) -> None:
+    group = "g-" + topics.input
+    docs = stream(200, seed=5)
+    worker = WorkerProcess(kafka_bootstrap, topics, group, tmp_path / "w.log").start()
+    try:
+        worker.wait_ready()
+        produce_docs(kafka_bootstrap, topics.input, docs[:100])
+        assert len(decisions(kafka_bootstrap, topics, 100)) == 100
+        take_instance(kafka_bootstrap, group, topics.input, worker.instance)
+        produce_docs(kafka_bootstrap, topics.input, docs[100:])
+        got = decisions(kafka_bootstrap, topics, len(docs))
+        assert all(len(v) == 1 for v in got.values()), "a document decided twice"
+        assert {k: v[0] for k, v in got.items()} == expected(docs)
+        assert worker.alive(), worker.log()
+        assert "fenced instance id 'w1'" in worker.log_path.read_text()
+        assert fenced_total(worker) >= 1
+    finally:
+        worker.stop()
+
+
+def test_a_worker_whose_instance_id_another_consumer_keeps_taking_stops_and_says_why(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+) -> None:
+    group = "g-" + topics.input
+    worker = WorkerProcess(kafka_bootstrap, topics, group, tmp_path / "w.log").start()
+    done = threading.Event()
+
+    def intrude() -> None:  # a second process with the same instance id, joining again
+        while not done.is_set() and worker.alive():
+            take_instance(kafka_bootstrap, group, topics.input, worker.instance)
+            produce_docs(kafka_bootstrap, topics.input, stream(20, seed=len(worker.log())))
+            done.wait(2.0)
+
+    intruder = threading.Thread(target=intrude, daemon=True)
+    try:
+        worker.wait_ready()
+        intruder.start()
+        assert worker.wait_exit(timeout=240) == EXIT_CONFIG
+        log = worker.log_path.read_text()
+        assert "another live consumer joins the group with this instance id" in log, log[-4000:]
+        assert log.count("another live consumer joins") == 1  # said once
+    finally:
+        done.set()
+        intruder.join(60)
+        worker.stop()

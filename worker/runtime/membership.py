@@ -1,0 +1,105 @@
+"""A role consumer's static group membership: noticing it was fenced, and taking it back.
+
+With static membership (`worker.static_membership`, on by default) the consumer joins as
+`group.instance.id` = the instance id, and the broker fences the member of that instance
+whenever a consumer joins under the same id. kafka-python takes a fencing as the end of the
+member: a refused join raises `FencedInstanceIdError` out of `poll`, and a fenced heartbeat
+only stops the heartbeats, so the member never rejoins and every later transaction's offsets
+are refused (`CommitFailedError ... UnknownMemberIdError`, or `FencedInstanceIdError`). The
+worker would die, or stall for good.
+
+A fencing is not always another process. After the broker was paused, the member's own
+retried join can replace its first one, which the broker then fences. So `Membership.fenced`
+rejoins: the consumer forgets its member id and its next poll joins as the instance's new
+member (the partitions it held are lost and restored, as after any lost membership). A
+fencing is counted (`neardup_group_fenced_total{role}`) and logged with what it means; fenced
+`CONFLICT_FENCES` times within `CONFLICT_WINDOW_S`, the instance id is in use by another live
+consumer, and the role stops with `InstanceConflict` instead of taking turns with it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import deque
+from collections.abc import Callable
+
+from kafka import KafkaConsumer
+from kafka.errors import CommitFailedError, FencedInstanceIdError
+
+from worker.metrics import Metrics
+
+log = logging.getLogger(__name__)
+CONFLICT_FENCES = 3
+CONFLICT_WINDOW_S = 600.0
+
+
+class InstanceConflict(RuntimeError):
+    """Another live consumer of the group uses this instance id: a configuration error."""
+
+
+def is_fencing(error: BaseException) -> bool:
+    """Whether `error` says this member's membership is gone for good (rejoin to go on):
+    fenced, or its member id no longer known to the group (kafka-python wraps that one, from
+    a transaction's offsets, in a CommitFailedError naming it)."""
+    if isinstance(error, FencedInstanceIdError):
+        return True
+    return isinstance(error, CommitFailedError) and "UnknownMemberIdError" in str(error)
+
+
+class Membership:
+    """The static membership of one role's group consumer (module docstring)."""
+
+    def __init__(
+        self,
+        consumer: KafkaConsumer,
+        role: str,
+        group_id: str,
+        instance_id: str | None,
+        metrics: Metrics,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.consumer, self.role, self.group_id = consumer, role, group_id
+        self.instance_id, self.metrics, self._clock = instance_id, metrics, clock
+        self._fences: deque[float] = deque()
+        metrics.group_fenced.labels(role)  # the series exists before the first fencing
+
+    def fenced(self, error: BaseException) -> bool:
+        """If `error` is a fencing (`is_fencing`): count it, and make the consumer rejoin on
+        its next poll (True). Raises `InstanceConflict` when fencings repeat."""
+        if self.instance_id is None or not is_fencing(error):
+            return False
+        now = self._clock()
+        self._fences.append(now)
+        while self._fences and self._fences[0] < now - CONFLICT_WINDOW_S:
+            self._fences.popleft()
+        self.metrics.group_fenced.labels(self.role).inc()
+        if len(self._fences) >= CONFLICT_FENCES:
+            raise InstanceConflict(
+                f"{self.role}: the membership of instance id {self.instance_id!r} in group "
+                f"{self.group_id!r} was fenced {len(self._fences)} times in "
+                f"{CONFLICT_WINDOW_S:.0f} s: another live consumer joins the group with this "
+                "instance id. Give every worker its own --instance-id (NEARDUP_WORKER__"
+                "INSTANCE_ID)"
+            )
+        log.warning(
+            "%s: group %r fenced instance id %r (%s: %s); rejoining as its new member. "
+            "After a broker pause this was our own retried join; if it repeats, another "
+            "consumer uses this instance id",
+            self.role,
+            self.group_id,
+            self.instance_id,
+            type(error).__name__,
+            error,
+        )
+        self._rejoin()
+        return True
+
+    def _rejoin(self) -> None:
+        # kafka-python has no public call for this: its coordinator's reset_generation()
+        # is what it does itself on an unknown member id (member id forgotten, rejoin).
+        coordinator = getattr(self.consumer, "_coordinator", None)
+        reset = getattr(coordinator, "reset_generation", None)
+        if reset is None:
+            raise RuntimeError("this kafka-python has no coordinator.reset_generation()")
+        reset()
