@@ -22,6 +22,7 @@ from neardup_stream.sharded.gather import Gatherer
 from neardup_stream.sharded.join import Joined, VoteJoin
 from worker.cluster.envelope import Envelope
 from worker.cluster.payloads import Passage, PayloadCheckpoint, PayloadJoin
+from worker.records import Source
 
 SWEEP_USED = 64  # used payload offsets in a checkpoint above which stale payloads are swept
 
@@ -49,6 +50,13 @@ class Decided(NamedTuple):
     decisions: list[Decision]
     passages: list[Passage] | None
     firsts: list[FirstDecisions]
+
+
+def _span(sources: list[Source]) -> str:
+    """Inputs as `n inputs of partition p, offsets a..b` (for an error message)."""
+    parts = sorted({s.partition for s in sources})
+    offsets = [s.offset for s in sources]
+    return f"{len(sources)} inputs of partitions {parts}, offsets {offsets[0]}..{offsets[-1]}"
 
 
 class PayloadMismatch(ValueError):
@@ -86,7 +94,11 @@ class LogPartition:
         env = ready.payload
         held = self.payloads.held.get(env.join_key)  # checked before `take`: refused, it stays
         if held is not None and [x.source for x in held.passages] != env.sources:
-            raise PayloadMismatch(f"payloads of log record {ready.offset} are for other inputs")
+            raise PayloadMismatch(
+                f"payloads of log record {ready.offset} are for other inputs: the record holds "
+                f"{_span(env.sources)}, the payload record at offset {held.offset} "
+                f"{_span([x.source for x in held.passages])}"
+            )
         passages = self.payloads.take(env.join_key)
         if passages is None and not payloads_gone():
             return None
