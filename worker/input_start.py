@@ -10,7 +10,16 @@ there used to be silent. `InputStart.poll` makes each case explicit:
   by an error log and `neardup_records_lost_total{role}` (`worker` or `edge`), once per
   offset; reading goes on at the log start;
 * a fetch offset past the log end (the topic was deleted and made again, or truncated): an
-  error log naming both offsets; reading starts over at the log start.
+  error log naming both offsets; reading starts over at the log start;
+* a position kept from an earlier assignment: after each rebalance (the group generation
+  changed), every assigned partition reads on at its committed offset. kafka-python keeps a
+  partition's position when it is in both the assignment it last applied and the new one,
+  even if, in the generations this consumer missed (its SyncGroup failed, so it never
+  applied them), another member read the partition and committed past that position.
+  Reading on from there decided those inputs twice. Java's consumer drops the whole
+  assignment before an eager rebalance. A position that differs from the committed offset is
+  logged; that partition's polled records are dropped, and reading goes on from the
+  committed offset.
 """
 
 from __future__ import annotations
@@ -36,13 +45,14 @@ class InputStart:
         self.consumer, self.role, self.metrics = consumer, role, metrics
         metrics.records_lost.labels(role)  # the series exists before the first loss
         self._reported: dict[TopicPartition, int] = {}  # offsets below this were reported
+        self._generation: int | None = None  # the group generation last checked
 
     def poll(self, **poll_args: Any) -> dict[TopicPartition, list[Any]]:
         """`consumer.poll(**poll_args)`; after placing partitions at their start, an empty
         poll (the next one reads them)."""
         try:
             polled: dict[TopicPartition, list[Any]] = self.consumer.poll(**poll_args)
-            return polled
+            return self._from_committed(polled)
         except NoOffsetForPartitionError as error:
             if not (partitions := _partitions(error)):
                 raise  # no partition named: seeking none would seek every one
@@ -52,6 +62,43 @@ class InputStart:
                 raise
             self._out_of_range(offsets)
         return {}
+
+    def _from_committed(
+        self, polled: dict[TopicPartition, list[Any]]
+    ) -> dict[TopicPartition, list[Any]]:
+        """`polled`, once every partition reads at its committed offset after a rebalance
+        (module docstring); the records of a partition placed there are dropped."""
+        generation = self.consumer.group_metadata().generation_id
+        if generation == self._generation or generation < 0:
+            return polled
+        self._generation = generation
+        for tp in sorted(self.consumer.assignment()):
+            committed = self.consumer.committed(tp)
+            if committed is None:
+                continue  # nothing committed: the log start (`_from_start`)
+            records = polled.get(tp)
+            at = records[0].offset if records else self._position(tp)
+            if at is None or at == committed:
+                continue
+            log.warning(
+                "%s: %s-%d: reading at offset %d, kept from an earlier assignment of generation "
+                "< %d, but its committed offset is %d: reading from there",
+                self.role,
+                tp.topic,
+                tp.partition,
+                at,
+                generation,
+                committed,
+            )
+            self.consumer.seek(tp, committed)
+            polled.pop(tp, None)
+        return polled
+
+    def _position(self, tp: TopicPartition) -> int | None:
+        try:
+            return int(self.consumer.position(tp))
+        except Exception:  # not positioned yet (no committed offset, or being reset)
+            return None
 
     def _from_start(self, partitions: list[TopicPartition]) -> None:
         log.info(

@@ -1,10 +1,11 @@
 """`InputStart`: a missing or out-of-range input position is placed at the log start, and what
-that skips is reported once (a stand-in consumer raising what kafka-python raises)."""
+that skips is reported once; after a rebalance, a position kept from an earlier assignment is
+moved to the committed offset (a stand-in consumer raising what kafka-python raises)."""
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, NamedTuple
 
 import pytest
 from kafka import TopicPartition
@@ -17,19 +18,46 @@ from worker.metrics import build_metrics
 TP0, TP1 = TopicPartition("in", 0), TopicPartition("in", 1)
 
 
+class Record(NamedTuple):
+    offset: int
+
+
+class Metadata(NamedTuple):
+    generation_id: int
+
+
 class Consumer:
-    """Raises the queued errors from `poll`, then returns `records`."""
+    """Raises the queued errors from `poll`, then returns `records`; a member of generation
+    `generation` owning `assigned`, whose group committed `commits`."""
 
     def __init__(self, starts: dict[TopicPartition, int], ends: dict[TopicPartition, int]) -> None:
         self.starts, self.ends = starts, ends
         self.errors: list[Exception] = []
         self.records: dict[TopicPartition, list[Any]] = {TP0: ["r"]}
         self.sought: list[tuple[TopicPartition, ...]] = []
+        self.generation, self.assigned = 1, set[TopicPartition]()
+        self.commits: dict[TopicPartition, int] = {}
+        self.positions: dict[TopicPartition, int] = {}
 
     def poll(self, **_: Any) -> dict[TopicPartition, list[Any]]:
         if self.errors:
             raise self.errors.pop(0)
-        return self.records
+        return dict(self.records)
+
+    def group_metadata(self) -> Metadata:
+        return Metadata(self.generation)
+
+    def assignment(self) -> set[TopicPartition]:
+        return self.assigned
+
+    def committed(self, tp: TopicPartition) -> int | None:
+        return self.commits.get(tp)
+
+    def position(self, tp: TopicPartition) -> int:
+        return self.positions[tp]
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self.positions[tp] = offset
 
     def beginning_offsets(self, tps: list[TopicPartition]) -> dict[TopicPartition, int]:
         return {tp: self.starts[tp] for tp in tps}
@@ -109,3 +137,44 @@ def test_an_error_naming_no_partition_is_raised_not_turned_into_a_seek_of_everyt
     with pytest.raises(type(error)):
         start.poll()
     assert consumer.sought == []
+
+
+def test_after_a_rebalance_a_position_kept_from_an_earlier_assignment_moves_to_the_commit(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """kafka-python kept TP0 at offset 0 from generation 1; in generations this member
+    missed, another one read it and committed 100. TP1 reads at its committed offset."""
+    consumer, start, _ = reading({}, {})
+    consumer.assigned = {TP0, TP1}
+    consumer.records = {TP0: [Record(0), Record(1)], TP1: [Record(7)]}
+    consumer.commits = {TP0: 100, TP1: 7}
+    consumer.generation = 3
+    with caplog.at_level(logging.WARNING):
+        assert start.poll(timeout_ms=1) == {TP1: [Record(7)]}
+    assert consumer.positions[TP0] == 100 and TP1 not in consumer.positions
+    assert "in-0: reading at offset 0, kept from an earlier assignment" in caplog.text
+    assert "committed offset is 100" in caplog.text
+    # within one generation, positions run ahead of the commit (in-flight batches): untouched
+    consumer.records = {TP0: [Record(200)]}
+    assert start.poll(timeout_ms=1) == {TP0: [Record(200)]}
+
+
+def test_a_partition_without_records_is_checked_at_its_position_and_none_committed_is_left() -> (
+    None
+):
+    consumer, start, _ = reading({}, {})
+    consumer.assigned = {TP0, TP1}
+    consumer.records = {}
+    consumer.positions = {TP0: 5}
+    consumer.commits = {TP0: 9}  # TP1: nothing committed, the log start is InputStart's
+    assert start.poll(timeout_ms=1) == {}
+    assert consumer.positions == {TP0: 9}
+    consumer.positions[TP0] = 12
+    assert start.poll(timeout_ms=1) == {}
+    assert consumer.positions[TP0] == 12  # same generation: no check
+    consumer.generation = -1  # out of the group, rejoining: checked once it is back in
+    assert start.poll(timeout_ms=1) == {}
+    assert consumer.positions[TP0] == 12
+    consumer.generation = 4
+    assert start.poll(timeout_ms=1) == {}
+    assert consumer.positions[TP0] == 9
