@@ -30,7 +30,7 @@ from worker.decide import Unrecordable, decide
 from worker.indexes import PartitionIndexes
 from worker.input_start import InputStart
 from worker.metrics import Metrics, account, index_gauges
-from worker.partitions import Assignment, rewind_to_committed, update_lag
+from worker.partitions import Assignment, generation_of, rewind_to_committed, update_lag
 from worker.records import BatchOutput, InputRecord, Source
 from worker.rejections import Rejections
 from worker.runtime.health import RoleHealth
@@ -67,7 +67,11 @@ class BatchRole:
         self.input = InputStart(self.consumer, "worker", metrics)
         scope = WithinPartitionWarning(settings.topics.input)  # one index per partition: say so
         self.assignment = Assignment(
-            settings.topics.input, metrics, self._settle_before_revoke, scope.observe
+            settings.topics.input,
+            metrics,
+            self._settle_before_revoke,
+            scope.observe,
+            generation_of(self.consumer),
         )
         self.indexes = PartitionIndexes(
             settings, metrics, self.consumer, self.assignment, ready, stop, input_partitions

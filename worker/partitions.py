@@ -4,7 +4,12 @@ The rebalance listener runs on the Kafka client's I/O thread and only records wh
 the loop acts on it between polls, and not while a revocation waits for its assignment. With the (eager) sticky assignor every rebalance revokes all
 partitions and assigns the new set, mostly the same one: a partition revoked and assigned
 back in the same rebalance never belonged to anyone else, so its index stays. A partition
-that was absent from any assignment in between is `dropped`: its index must be rebuilt.
+that was absent from any assignment in between is `dropped`: its index must be rebuilt. So
+is every partition kept across generations this member never applied: when its SyncGroup
+fails, kafka-python keeps the old assignment, and the group may have given those partitions
+to another member, which moved them on, while this member rejoined. The listener tells
+this case by the group generation (`generation`): it rose by more than one since the last
+assignment.
 Before partitions are given up, `on_revoke` settles the commit in flight, while the offsets
 can still be committed under the current generation.
 """
@@ -32,8 +37,11 @@ class Assignment(ConsumerRebalanceListener):
         metrics: Metrics,
         on_revoke: Callable[[], None],
         on_assigned: Callable[[set[int]], object] | None = None,
+        generation: Callable[[], int] | None = None,
     ) -> None:
         self.topic = topic
+        self._generation = generation  # the consumer's group generation, now
+        self._assigned_in: int | None = None  # the generation of the last assignment
         self.metrics = metrics
         self._on_revoke = on_revoke
         self._on_assigned = on_assigned  # e.g. `scope.WithinPartitionWarning.observe`
@@ -59,7 +67,20 @@ class Assignment(ConsumerRebalanceListener):
         log.warning("partitions lost (membership expired): %s", sorted(gone))
 
     def on_partitions_assigned(self, assigned: list[TopicPartition]) -> None:
+        generation = None if self._generation is None else self._generation()
         with self._lock:
+            kept = self._before_revoke & {tp.partition for tp in assigned}
+            if self._missed(generation) and kept:
+                log.warning(
+                    "partitions %s (topic %s) kept across group generations %d..%d, which "
+                    "this member missed: another member may have moved them on; rebuilt",
+                    sorted(kept),
+                    self.topic,
+                    (self._assigned_in or 0) + 1,
+                    (generation or 0) - 1,
+                )
+                self._dropped |= kept
+            self._assigned_in = generation
             self._owned |= {tp.partition for tp in assigned}
             self._dropped |= self._before_revoke - self._owned
             for p in self._before_revoke - self._owned:
@@ -72,6 +93,11 @@ class Assignment(ConsumerRebalanceListener):
         log.info("partitions assigned: %s (topic %s)", owned, self.topic)
         if self._on_assigned is not None:
             self._on_assigned(set(owned))
+
+    def _missed(self, generation: int | None) -> bool:
+        """Whether generations passed between the last assignment and this one."""
+        last = self._assigned_in
+        return generation is not None and last is not None and generation > last + 1
 
     @property
     def rebalancing(self) -> bool:
@@ -89,6 +115,11 @@ class Assignment(ConsumerRebalanceListener):
         with self._lock:
             dropped, self._dropped = self._dropped, set()
             return set(self._owned), dropped
+
+
+def generation_of(consumer: KafkaConsumer) -> Callable[[], int]:
+    """The consumer's group generation, now (-1 out of the group): `Assignment`'s `generation`."""
+    return lambda: int(consumer.group_metadata().generation_id)
 
 
 def rewind_to_committed(consumer: KafkaConsumer, topic: str, partitions: set[int]) -> None:

@@ -39,7 +39,7 @@ from worker.cluster.gather_state import PayloadMismatch
 from worker.cluster.handover import Handover
 from worker.cluster.outcomes import Outcomes
 from worker.metrics import Metrics
-from worker.partitions import Assignment
+from worker.partitions import Assignment, generation_of
 from worker.rejections import Rejections
 from worker.runtime.health import RoleHealth, Stop, forget_series
 from worker.runtime.publisher import Transaction
@@ -70,7 +70,9 @@ class GatherRole:
         self.inputs = GatherInputs(settings, self.health)
         self.role, self.consumer = self.inputs.role, self.inputs.consumer  # for the runner
         self.parts = self.inputs.parts  # the owned log partitions
-        self.assignment = Assignment(settings.cluster.votes, metrics, lambda: None)
+        self.assignment = Assignment(
+            settings.cluster.votes, metrics, lambda: None, generation=generation_of(self.consumer)
+        )
         self.follow = GatherFollow(
             settings, metrics, stop, self.health, self.inputs, self.assignment
         )

@@ -33,7 +33,7 @@ from worker.cluster.envelope import Envelope
 from worker.cluster.shard_state import RestoredShard, ShardState
 from worker.codec import OutMessage
 from worker.metrics import Metrics
-from worker.partitions import Assignment
+from worker.partitions import Assignment, generation_of
 from worker.rejections import Rejections
 from worker.runtime.follower import Follower
 from worker.runtime.health import RoleHealth, Stop, forget_series
@@ -64,7 +64,9 @@ class ShardRole:
         c = settings.cluster
         self.max_records = c.max_records
         self.log_partitions = [TopicPartition(c.fingerprints, p) for p in range(c.log_partitions)]
-        self.assignment = Assignment(c.shards, metrics, lambda: None)
+        self.assignment = Assignment(
+            c.shards, metrics, lambda: None, generation=generation_of(self.consumer)
+        )
         self._lost_upto: dict[int, int] = {}  # per log partition: losses reported below this
         restores: Restores[RestoredShard] = Restores(
             "shard", stop, metrics, lambda: clients.make_reader(self.role)

@@ -75,9 +75,11 @@ class Holder:
         self.failed.append(partition)
 
 
-def setup() -> tuple[Assignment, Holder, Follower[str]]:
+def setup(generation: list[int] | None = None) -> tuple[Assignment, Holder, Follower[str]]:
+    """`generation`: a one-item list holding the consumer's group generation (None: none)."""
     metrics = build_metrics(CollectorRegistry())
-    assignment = Assignment(TOPIC, metrics, lambda: None)
+    joined = None if generation is None else (lambda: generation[0])
+    assignment = Assignment(TOPIC, metrics, lambda: None, generation=joined)
     stop = threading.Event()
     restores: Restores[str] = Restores("follower", stop, metrics, Reader)  # type: ignore[arg-type]
     holder = Holder()
@@ -176,4 +178,40 @@ def test_a_restore_stopped_at_an_unreadable_record_is_not_restored_while_assigne
     assignment.on_partitions_assigned(tps(1))  # the stop belongs to the next owner
     f.follow()
     assert 0 in holder.released
+    f.close()
+
+
+def restored(assignment: Assignment, holder: Holder, f: Follower[str], *partitions: int) -> None:
+    assignment.on_partitions_assigned(tps(*partitions))
+    holder.go.set()
+    while len(holder.state) < len(partitions):
+        f.follow()
+
+
+def test_partitions_kept_across_generations_this_member_missed_are_rebuilt() -> None:
+    """kafka-python keeps the old assignment when a SyncGroup fails; the group meanwhile
+    completed generation 2 without this member, and may have moved 0 and 1 on."""
+    generation = [1]
+    assignment, holder, f = setup(generation)
+    restored(assignment, holder, f, 0, 1)
+    assignment.on_partitions_revoked(tps(0, 1))  # joining generation 2: its sync fails
+    assignment.on_partitions_revoked(tps(0, 1))  # joining again
+    generation[0] = 3
+    assignment.on_partitions_assigned(tps(0, 1))
+    followed = f.follow()
+    assert followed is not None and followed.assigned == {0, 1}
+    assert sorted(holder.released) == [0, 1]  # the stale states are gone
+    assert holder.started == [0, 1, 0, 1]  # and restored again
+    f.close()
+
+
+def test_partitions_kept_into_the_next_generation_are_not_rebuilt() -> None:
+    generation = [4]
+    assignment, holder, f = setup(generation)
+    restored(assignment, holder, f, 0, 1)
+    assignment.on_partitions_revoked(tps(0, 1))
+    generation[0] = 5
+    assignment.on_partitions_assigned(tps(0, 1))
+    assert f.follow() == Followed({0, 1}, set())
+    assert holder.released == [] and holder.started == [0, 1]
     f.close()
