@@ -28,13 +28,17 @@ import logging
 from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
-from kafka.errors import NoOffsetForPartitionError, OffsetOutOfRangeError
+from kafka.errors import KafkaError, NoOffsetForPartitionError, OffsetOutOfRangeError
 
 from worker.metrics import Metrics
 from worker.runtime.health import report_lost
 
 log = logging.getLogger(__name__)
 CAUSE = "the input topic's retention deleted them before they were read"
+# How long one committed-offset look-up may block the loop (kafka-python's has no limit: a
+# broker away, or a transaction whose offsets are still pending, would hold it, and a stop
+# request with it). Not answered in time, the look-up is tried again after the next poll.
+COMMITTED_TIMEOUT_MS = 10_000
 
 
 class InputStart:
@@ -71,9 +75,24 @@ class InputStart:
         generation = self.consumer.group_metadata().generation_id
         if generation == self._generation or generation < 0:
             return polled
+        try:
+            commits = {
+                tp: self.consumer.committed(tp, timeout_ms=COMMITTED_TIMEOUT_MS)
+                for tp in sorted(self.consumer.assignment())
+            }
+        except KafkaError as error:  # the broker is away, or a commit still pending
+            log.warning(
+                "%s: the committed offsets are not readable after a rebalance (%s): "
+                "this poll's records are read again after the next one",
+                self.role,
+                type(error).__name__,
+            )
+            for tp, dropped in polled.items():
+                if dropped:
+                    self.consumer.seek(tp, dropped[0].offset)
+            return {}
         self._generation = generation
-        for tp in sorted(self.consumer.assignment()):
-            committed = self.consumer.committed(tp)
+        for tp, committed in commits.items():
             if committed is None:
                 continue  # nothing committed: the log start (`_from_start`)
             records = polled.get(tp)
@@ -96,7 +115,7 @@ class InputStart:
 
     def _position(self, tp: TopicPartition) -> int | None:
         try:
-            return int(self.consumer.position(tp))
+            return int(self.consumer.position(tp, timeout_ms=COMMITTED_TIMEOUT_MS))
         except Exception:  # not positioned yet (no committed offset, or being reset)
             return None
 

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 import pytest
 from kafka import TopicPartition
-from kafka.errors import NoOffsetForPartitionError, OffsetOutOfRangeError
+from kafka.errors import KafkaTimeoutError, NoOffsetForPartitionError, OffsetOutOfRangeError
 from prometheus_client import CollectorRegistry
 
 from worker.input_start import InputStart
@@ -38,6 +38,7 @@ class Consumer:
         self.generation, self.assigned = 1, set[TopicPartition]()
         self.commits: dict[TopicPartition, int] = {}
         self.positions: dict[TopicPartition, int] = {}
+        self.unreadable = False  # `committed` times out
 
     def poll(self, **_: Any) -> dict[TopicPartition, list[Any]]:
         if self.errors:
@@ -50,10 +51,12 @@ class Consumer:
     def assignment(self) -> set[TopicPartition]:
         return self.assigned
 
-    def committed(self, tp: TopicPartition) -> int | None:
+    def committed(self, tp: TopicPartition, timeout_ms: int | None = None) -> int | None:
+        if self.unreadable:
+            raise KafkaTimeoutError("no answer")
         return self.commits.get(tp)
 
-    def position(self, tp: TopicPartition) -> int:
+    def position(self, tp: TopicPartition, timeout_ms: int | None = None) -> int:
         return self.positions[tp]
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
@@ -178,3 +181,15 @@ def test_a_partition_without_records_is_checked_at_its_position_and_none_committ
     consumer.generation = 4
     assert start.poll(timeout_ms=1) == {}
     assert consumer.positions[TP0] == 9
+
+
+def test_committed_offsets_not_readable_after_a_rebalance_read_the_records_again_later() -> None:
+    consumer, start, _ = reading({}, {})
+    consumer.assigned = {TP0}
+    consumer.records = {TP0: [Record(40), Record(41)]}
+    consumer.commits = {TP0: 40}
+    consumer.unreadable = True
+    assert start.poll(timeout_ms=1) == {}  # nothing decided from an unchecked position
+    assert consumer.positions == {TP0: 40}  # its records are fetched again
+    consumer.unreadable = False
+    assert start.poll(timeout_ms=1) == {TP0: [Record(40), Record(41)]}  # checked now
