@@ -31,6 +31,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError, NoOffsetForPartitionError, OffsetOutOfRangeError
 
 from worker.metrics import Metrics
+from worker.partitions import generation_of
 from worker.runtime.health import report_lost
 
 log = logging.getLogger(__name__)
@@ -49,6 +50,7 @@ class InputStart:
         self.consumer, self.role, self.metrics = consumer, role, metrics
         metrics.records_lost.labels(role)  # the series exists before the first loss
         self._reported: dict[TopicPartition, int] = {}  # offsets below this were reported
+        self._generation_now = generation_of(consumer)
         self._generation: int | None = None  # the group generation last checked
 
     def poll(self, **poll_args: Any) -> dict[TopicPartition, list[Any]]:
@@ -72,7 +74,7 @@ class InputStart:
     ) -> dict[TopicPartition, list[Any]]:
         """`polled`, once every partition reads at its committed offset after a rebalance
         (module docstring); the records of a partition placed there are dropped."""
-        generation = self.consumer.group_metadata().generation_id
+        generation = self._generation_now()
         if generation == self._generation or generation < 0:
             return polled
         try:

@@ -7,7 +7,6 @@ same instance id): the worker stops with exit code 78 and says why, instead of t
 
 from __future__ import annotations
 
-import re
 import threading
 from pathlib import Path
 
@@ -17,11 +16,11 @@ from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAs
 
 from tests.integration.faults import wait_for
 from tests.integration.harness import Topics, WorkerProcess, decisions, produce_docs
+from tests.integration.test_cluster_stops import metric
 from tests.integration.test_worker import expected, stream
 from worker.security_errors import EXIT_CONFIG
 
 pytestmark = pytest.mark.integration
-FENCED = re.compile(r'^neardup_group_fenced_total\{role="batch"\} (\S+)$', re.M)
 
 
 def take_instance(bootstrap: str, group: str, topic: str, instance: str) -> None:
@@ -42,11 +41,6 @@ def take_instance(bootstrap: str, group: str, topic: str, instance: str) -> None
         intruder.close()
 
 
-def fenced_total(worker: WorkerProcess) -> float:
-    found = FENCED.search(worker.http("/metrics")[1])
-    return float(found.group(1)) if found else 0.0
-
-
 def test_a_fenced_worker_rejoins_and_decides_every_document_once(
     kafka_bootstrap: str, topics: Topics, tmp_path: Path
 ) -> None:
@@ -64,7 +58,7 @@ def test_a_fenced_worker_rejoins_and_decides_every_document_once(
         assert {k: v[0] for k, v in got.items()} == expected(docs)
         assert worker.alive(), worker.log()
         assert "fenced instance id 'w1'" in worker.log_path.read_text()
-        assert fenced_total(worker) >= 1
+        assert (metric(worker, "neardup_group_fenced_total", 'role="batch"') or 0) >= 1
     finally:
         worker.stop()
 

@@ -93,11 +93,11 @@ class LogPartition:
         inputs: the record is then not decided."""
         env = ready.payload
         held = self.payloads.held.get(env.join_key)  # checked before `take`: refused, it stays
-        if held is not None and [x.source for x in held.passages] != env.sources:
+        if held is not None and (sources := [x.source for x in held.passages]) != env.sources:
             raise PayloadMismatch(
                 f"payloads of log record {ready.offset} are for other inputs: the record holds "
                 f"{_span(env.sources)}, the payload record at offset {held.offset} "
-                f"{_span([x.source for x in held.passages])}"
+                f"{_span(sources)}"
             )
         passages = self.payloads.take(env.join_key)
         if passages is None and not payloads_gone():

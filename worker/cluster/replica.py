@@ -171,13 +171,12 @@ class Replica:
         """A role that dies takes the replica down (the orchestrator restarts it)."""
         try:
             runner.run()
-        except InstanceConflict as exc:  # a configuration error: said once, no traceback
-            log.error("%s", exc)
-            self._conflict = exc
-            self._failed.append(type(runner.role).__name__)
-            self._stop.set()
-        except BaseException:
+        except BaseException as exc:
             name = type(runner.role).__name__
-            log.exception("%s failed; stopping the replica", name)
+            if isinstance(exc, InstanceConflict):  # a configuration error: said once, no trace
+                log.error("%s", exc)
+                self._conflict = exc
+            else:
+                log.exception("%s failed; stopping the replica", name)
             self._failed.append(name)
             self._stop.set()
