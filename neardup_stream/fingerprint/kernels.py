@@ -195,9 +195,11 @@ def fingerprint_batch(texts, fold, spec):
                 h = feats[f]
                 b = bin_of(h, sketch_bits)
                 bins[b] = min(bins[b], h)
-            for b in range(sketch_bits):
-                g = b // group
-                signature[d, g] = min(signature[d, g], bins[b])
+            for g in range(num_perm):  # (no division per bin)
+                low = EMPTY
+                for b in range(g * group, (g + 1) * group):
+                    low = min(low, bins[b])
+                signature[d, g] = low
         else:
             for f in range(total):
                 h = feats[f]
