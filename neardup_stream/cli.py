@@ -25,9 +25,8 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
@@ -52,7 +51,11 @@ from neardup_stream.settings_errors import (
 )
 from neardup_stream.settings_fields import given_flags
 
+if TYPE_CHECKING:
+    from importlib.metadata import EntryPoint
+
 BATCH = 512
+BUILT_IN = ("dedup", "compare", "schemas")  # the other commands are plug-ins
 PLUGIN_GROUP = "neardup_stream.commands"
 DECISION_FIELDS = (
     "id",
@@ -68,7 +71,7 @@ DECISION_FIELDS = (
 def _lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
     for number, line in enumerate(stream, start=1):
         stripped = line.rstrip(b"\r\n")
-        if stripped.strip():
+        if stripped and not stripped.isspace():  # (no copy of the line, unlike strip())
             yield number, stripped
 
 
@@ -80,12 +83,17 @@ def _progress(total_bytes: int | None) -> Any:
     return tqdm(total=total_bytes, unit="B", unit_scale=True, file=sys.stderr, desc="dedup")
 
 
+def _sharded(config: DedupConfig, mapping: InputMapping) -> bool:
+    """Whether a run decides on the sharded engine: several home shards, or domains."""
+    return config.home_shards > 1 or mapping.domain_field is not None
+
+
 def _decider(
     config: DedupConfig, mapping: InputMapping
 ) -> Callable[[list[Document]], list[Decision]]:
     """What decides a batch: one engine, or (several home shards or domains) the sharded
     engine; each is imported only when used, so a run loads only its own kernels."""
-    if config.home_shards > 1 or mapping.domain_field is not None:
+    if _sharded(config, mapping):
         from neardup_stream.mapping import domain_of
         from neardup_stream.sharded.deduplicator import ShardedDeduplicator
 
@@ -109,19 +117,90 @@ def run_dedup(
     from neardup_stream.caches import announce_compilation
 
     announce_compilation(err)
-    decide = _decider(config, mapping)  # the compiled kernels load here
     counts: Counter[str] = Counter()
-    batch: list[Document] = []
     bar = _progress(total_bytes)
     started = time.perf_counter()
+    if not _sharded(config, mapping) and mapping.is_default:
+        _dedup_columns(config, source, sink, err, max_bytes, counts, bar)
+    else:
+        _dedup_documents(config, source, sink, err, max_bytes, mapping, counts, bar)
+    if bar is not None:
+        bar.close()
+    elapsed = time.perf_counter() - started
+    docs = counts["unique"] + counts["duplicate"]
+    err.write(
+        f"summary: {docs} documents, {counts['unique']} unique, {counts['duplicate']} duplicate "
+        f"(exact {counts['method:exact']}, simhash {counts['method:simhash']}, "
+        f"minhash {counts['method:minhash']}), {counts['update']} updates, "
+        f"{counts['errors']} bad lines, "
+        f"{docs / elapsed if elapsed > 0 else 0:.0f} docs/s\n"
+    )
+    return counts
+
+
+def _count(counts: Counter[str], method: str | None, update: bool) -> None:
+    counts["duplicate" if method else "unique"] += 1
+    if method:
+        counts[f"method:{method}"] += 1
+    if update:
+        counts["update"] += 1
+
+
+def _dedup_columns(
+    config: DedupConfig,
+    source: IO[bytes],
+    sink: IO[str],
+    err: IO[str],
+    max_bytes: int,
+    counts: Counter[str],
+    bar: Any,
+) -> None:
+    """`run_dedup` on one engine, batches as columns (`line_batch`): no object per line."""
+    from neardup_stream.deduplicator import Deduplicator  # the compiled kernels load here
+    from neardup_stream.line_batch import decision_lines, parse_lines
+    from neardup_stream.models import METHODS
+
+    engine = Deduplicator(config)
+    pending: list[tuple[int, bytes]] = []
+
+    def flush() -> None:
+        lines = parse_lines(pending, max_bytes)
+        pending.clear()
+        for number, error in lines.errors:
+            err.write(f"line {number}: {error.reason}: {error.message}\n")
+        counts["errors"] += len(lines.errors)
+        counts["chars"] += sum(map(len, lines.texts))
+        cols = engine.decide_columns(lines.ids, lines.texts, lines.stamps)
+        for method, update in zip(cols.method, cols.update, strict=True):
+            _count(counts, METHODS[method - 1] if method else None, update)
+        sink.write(decision_lines(cols))
+
+    for number, raw in _lines(source):
+        if bar is not None:
+            bar.update(len(raw) + 1)
+        pending.append((number, raw))
+        if len(pending) >= BATCH:
+            flush()
+    flush()
+
+
+def _dedup_documents(
+    config: DedupConfig,
+    source: IO[bytes],
+    sink: IO[str],
+    err: IO[str],
+    max_bytes: int,
+    mapping: InputMapping,
+    counts: Counter[str],
+    bar: Any,
+) -> None:
+    """`run_dedup` through `Document`s: a mapping of other fields, or the sharded engine."""
+    decide = _decider(config, mapping)  # the compiled kernels load here
+    batch: list[Document] = []
 
     def flush() -> None:
         for d in decide(batch):
-            counts[d.decision] += 1
-            if d.method:
-                counts[f"method:{d.method}"] += 1
-            if d.update:
-                counts["update"] += 1
+            _count(counts, d.method, d.update)
             sink.write(json.dumps(d.model_dump(include=set(DECISION_FIELDS))) + "\n")
         batch.clear()
 
@@ -138,18 +217,6 @@ def run_dedup(
         if len(batch) >= BATCH:
             flush()
     flush()
-    if bar is not None:
-        bar.close()
-    elapsed = time.perf_counter() - started
-    docs = counts["unique"] + counts["duplicate"]
-    err.write(
-        f"summary: {docs} documents, {counts['unique']} unique, {counts['duplicate']} duplicate "
-        f"(exact {counts['method:exact']}, simhash {counts['method:simhash']}, "
-        f"minhash {counts['method:minhash']}), {counts['update']} updates, "
-        f"{counts['errors']} bad lines, "
-        f"{docs / elapsed if elapsed > 0 else 0:.0f} docs/s\n"
-    )
-    return counts
 
 
 class UsageError(Exception):
@@ -246,7 +313,8 @@ def _cmd_schemas(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(plugins: bool = True) -> argparse.ArgumentParser:
+    """The command line; `plugins=False` leaves the plug-in commands out (not looked up)."""
     parser = argparse.ArgumentParser(prog="neardup-stream", description=__doc__.splitlines()[0])
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -266,19 +334,22 @@ def build_parser() -> argparse.ArgumentParser:
     add_engine_flags(p, retention=False)
     p = sub.add_parser("schemas", help="print or write the JSON Schemas of the message formats")
     p.add_argument("--out", help="directory to write <Model>.schema.json files into")
-    for name in sorted(_plugins()):
+    for name in sorted(_plugins()) if plugins else ():
         sub.add_parser(name, help=f"see `neardup-stream {name} --help`", add_help=False)
     return parser
 
 
 def _plugins() -> dict[str, EntryPoint]:
     """Commands registered by other packages (e.g. the Kafka worker)."""
+    from importlib.metadata import entry_points  # (17 ms: only when a plug-in may be asked)
+
     return {ep.name: ep for ep in entry_points(group=PLUGIN_GROUP)}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    plugin = _plugins().get(argv[0]) if argv else None
+    built_in = bool(argv) and argv[0] in BUILT_IN
+    plugin = _plugins().get(argv[0]) if argv and not built_in else None
     if plugin is not None:
         try:
             command = plugin.load()
@@ -289,7 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
             return 2
         return int(command(argv[1:]))
-    parser = build_parser()
+    parser = build_parser(plugins=not built_in)
     args = parser.parse_args(argv)
     try:
         if args.command == "dedup":

@@ -29,13 +29,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 
 import numpy as np
 
 from neardup_stream.batch import Batch
 from neardup_stream.config import DedupConfig
 from neardup_stream.engine import driver, outcomes, per_document, persistence
-from neardup_stream.engine.outcomes import Outcome
+from neardup_stream.engine.outcomes import DecisionColumns, Outcome
 from neardup_stream.engine.vote import Vote, vote
 from neardup_stream.event_time import event_times
 from neardup_stream.fingerprint.fingerprinter import Fingerprinter
@@ -48,7 +49,7 @@ from neardup_stream.precise import FeatureSets
 from neardup_stream.records import FingerprintRecord
 from neardup_stream.sentences import SentenceIndex
 
-__all__ = ["Deduplicator", "Outcome", "Vote"]
+__all__ = ["DecisionColumns", "Deduplicator", "Outcome", "Vote"]
 
 
 class Deduplicator:
@@ -107,10 +108,33 @@ class Deduplicator:
             times: Per-document record times in seconds (e.g. Kafka record timestamps;
                 None or negative for none). Event times follow `event_time.event_times`.
         """
-        texts = [d.text for d in docs]
         real = time.time() if now is None else now
-        ts = event_times(docs, real, self.config.max_future_skew_seconds, times)
-        batch = Batch.from_fingerprints([d.id for d in docs], self.fingerprinter.batch(texts), ts)
+        stamps = [d.timestamp for d in docs]
+        ts = event_times(stamps, real, self.config.max_future_skew_seconds, times)
+        texts = [d.text for d in docs]
+        batch, feats, sigs = self._decide([d.id for d in docs], texts, ts)
+        return outcomes.finish(self, batch, records, feats, sigs)
+
+    def decide_columns(
+        self,
+        ids: list[str],
+        texts: list[str],
+        stamps: Sequence[datetime | None],
+        now: float | None = None,
+    ) -> DecisionColumns:
+        """`check_batch` for documents given as columns (id, text and own timestamp of each),
+        with the decisions as columns: no object per document either way."""
+        real = time.time() if now is None else now
+        ts = event_times(stamps, real, self.config.max_future_skew_seconds)
+        batch, _, _ = self._decide(ids, texts, ts)
+        return outcomes.finish_columns(self, batch)
+
+    def _decide(
+        self, ids: list[str], texts: list[str], ts: np.ndarray
+    ) -> tuple[Batch, dict[int, np.ndarray], dict[int, int]]:
+        """A batch decided, stored and indexed, with its rows' shingle sets (precise mode)
+        and sentence signatures (longest sentences), which the records carry."""
+        batch = Batch.from_fingerprints(ids, self.fingerprinter.batch(texts), ts)
         driver.mark_known(self, batch)
         feats: dict[int, np.ndarray] = {}
         sigs: dict[int, int] = {}
@@ -120,7 +144,7 @@ class Deduplicator:
             sigs = per_document.decide_sentences(self, batch, texts)
         else:
             driver.run(self, batch, decide=True)
-        return outcomes.finish(self, batch, records, feats, sigs)
+        return batch, feats, sigs
 
     def vote(self, batch: Batch, records: bool = False) -> Vote:
         """Decide `batch` against this engine as one shard's vote (see `engine.vote`)."""

@@ -19,28 +19,28 @@ anyone's match and evicts nothing. The clamped time is what the changelog record
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 import numpy as np
-
-from neardup_stream.models import Document
 
 MAX_TS = 2**32 - 1  # times are stored as unsigned 32-bit seconds
 
 
 def event_times(
-    docs: Sequence[Document],
+    stamps: Sequence[datetime | None],
     real: float,
     skew: float,
     times: Sequence[float | None] | None = None,
 ) -> np.ndarray:
-    """int64 seconds each document is filed under (see the module docstring)."""
-    if times is not None and len(times) != len(docs):
-        raise ValueError(f"{len(times)} record times for {len(docs)} documents")
+    """int64 seconds each document is filed under (see the module docstring), given each
+    one's own `timestamp` (None for none)."""
+    if times is not None and len(times) != len(stamps):
+        raise ValueError(f"{len(times)} record times for {len(stamps)} documents")
     limit = real + skew
-    out = np.empty(len(docs), dtype=np.float64)
-    for i, doc in enumerate(docs):
+    out = np.empty(len(stamps), dtype=np.float64)
+    for i, stamp in enumerate(stamps):
         t = None if times is None else times[i]
         ref = min(t if t is not None and t >= 0 else real, limit)
-        own = doc.timestamp.timestamp() if doc.timestamp is not None else ref
+        own = stamp.timestamp() if stamp is not None else ref
         out[i] = min(own, ref + skew, limit)
     return np.clip(out, 0, MAX_TS).astype(np.int64)

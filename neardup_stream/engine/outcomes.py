@@ -11,7 +11,7 @@ batch).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -35,19 +35,110 @@ class Outcome:
     record: FingerprintRecord | None
 
 
+@dataclass
+class DecisionColumns:
+    """The decisions of a batch as columns, row by row in input order (no object per row).
+
+    `method[i]` is UNIQUE (0) or 1 + the index of its name in `METHODS`; `similarity[i]` is
+    rounded as a `Decision` shows it, None for a unique document."""
+
+    ids: list[str] = field(default_factory=list)
+    method: list[int] = field(default_factory=list)
+    duplicate_of: list[str | None] = field(default_factory=list)
+    representative: list[str | None] = field(default_factory=list)
+    similarity: list[float | None] = field(default_factory=list)
+    update: list[bool] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def append(
+        self, doc_id: str, method: int, dup: str | None, rep: str | None, sim: float, update: bool
+    ) -> None:
+        unique = method == UNIQUE
+        self.ids.append(doc_id)
+        self.method.append(method)
+        self.duplicate_of.append(dup)
+        self.representative.append(rep)
+        self.similarity.append(None if unique else round(sim, 6))
+        self.update.append(update)
+
+    def copy_row(self, i: int, doc_id: str) -> None:
+        """Append row `i`'s decision again, for `doc_id` (a repeat of the same id)."""
+        self.ids.append(doc_id)
+        self.method.append(self.method[i])
+        self.duplicate_of.append(self.duplicate_of[i])
+        self.representative.append(self.representative[i])
+        self.similarity.append(self.similarity[i])
+        self.update.append(self.update[i])
+
+    def decision(self, i: int) -> Decision:
+        """Row `i` as a `Decision`."""
+        if self.method[i] == UNIQUE:
+            return Decision(id=self.ids[i], decision="unique", update=self.update[i])
+        return Decision(
+            id=self.ids[i],
+            decision="duplicate",
+            duplicate_of=self.duplicate_of[i],
+            representative=self.representative[i],
+            similarity=self.similarity[i],
+            method=METHODS[self.method[i] - 1],
+            update=self.update[i],
+        )
+
+
 def stored_decision(stored: StoredDecision) -> Decision:
     """The decision a stored document was given, as a `Decision`."""
-    if stored.method == UNIQUE:
-        return Decision(id=stored.doc_id, decision="unique", update=stored.update)
-    return Decision(
-        id=stored.doc_id,
-        decision="duplicate",
-        duplicate_of=stored.duplicate_of,
-        representative=stored.representative,
-        similarity=round(stored.similarity, 6),
-        method=METHODS[stored.method - 1],
-        update=stored.update,
+    one = DecisionColumns()
+    _append_stored(one, stored)
+    return one.decision(0)
+
+
+def _append_stored(cols: DecisionColumns, stored: StoredDecision) -> None:
+    cols.append(
+        stored.doc_id,
+        stored.method,
+        stored.duplicate_of,
+        stored.representative,
+        stored.similarity,
+        stored.update,
     )
+
+
+def finish_columns(engine: Deduplicator, batch: Batch) -> DecisionColumns:
+    """The decisions of a decided batch; stores each row's decision and remembers its ids.
+
+    A repeat within the batch gets its first occurrence's decision, a replay its stored
+    version's."""
+    st, out = engine.store, batch.decisions
+    refs, matches, methods = out.ref.tolist(), out.match.tolist(), out.method.tolist()
+    updates = out.update.tolist()
+    similarities = out.similarity.astype(np.float32).tolist()  # as the store keeps them
+    named: dict[int, tuple[str, str]] = {}  # ref stored by this batch -> (id, representative)
+    stored_refs: list[int] = []
+    stored_names: list[Names] = []
+    cols = DecisionColumns()
+    repeat_of, known = batch.repeat_of, batch.known
+    for i, doc_id in enumerate(batch.ids):
+        if i in repeat_of:
+            cols.copy_row(repeat_of[i], doc_id)
+            continue
+        if i in known:
+            _append_stored(cols, st.decision(known[i]))
+            continue
+        ref, match = refs[i], matches[i]
+        dup = rep = None
+        if match >= 0:
+            dup, rep = named.get(match) or st.names(match)
+        cols.append(
+            doc_id, methods[i] if match >= 0 else UNIQUE, dup, rep, similarities[i], updates[i]
+        )
+        named[ref] = (doc_id, rep or doc_id)  # later documents of the batch may match it
+        stored_refs.append(ref)
+        stored_names.append((doc_id, dup, rep))
+    st.record_all(stored_refs, stored_names)
+    driver.remember(engine, batch)
+    return cols
 
 
 def finish(
@@ -57,53 +148,21 @@ def finish(
     feats: dict[int, np.ndarray],
     sigs: dict[int, int],
 ) -> list[Outcome]:
-    """The outcomes of a decided batch; stores each row's decision and remembers its ids.
-
-    `feats` and `sigs` hold, by row, the shingle sets (precise mode) and sentence signatures
-    (longest sentences) the records carry.
-    """
-    st, out = engine.store, batch.decisions
-    refs, matches, methods = out.ref.tolist(), out.match.tolist(), out.method.tolist()
-    updates = out.update.tolist()
-    similarities = out.similarity.astype(np.float32).tolist()  # as the store keeps them
-    named: dict[int, tuple[str, str]] = {}  # ref stored by this batch -> (id, representative)
-    stored_refs: list[int] = []
-    stored_names: list[Names] = []
-    outcomes: list[Outcome] = []
-    for i, doc_id in enumerate(batch.ids):
-        if i in batch.repeat_of:
-            outcomes.append(Outcome(outcomes[batch.repeat_of[i]].decision, None))
-            continue
-        if i in batch.known:
-            outcomes.append(Outcome(stored_decision(st.decision(batch.known[i])), None))
-            continue
-        ref, match, update = refs[i], matches[i], updates[i]
-        dup = rep = None
-        if match < 0:
-            decision = Decision(id=doc_id, decision="unique", update=update)
-        else:
-            dup, rep = named.get(match) or st.names(match)
-            decision = Decision(
-                id=doc_id,
-                decision="duplicate",
-                duplicate_of=dup,
-                representative=rep,
-                similarity=round(similarities[i], 6),
-                method=METHODS[methods[i] - 1],
-                update=update,
-            )
-        named[ref] = (doc_id, rep or doc_id)  # later documents of the batch may match it
-        stored_refs.append(ref)
-        stored_names.append((doc_id, dup, rep))
+    """The outcomes of a decided batch (`finish_columns`), with, when `records` is set, the
+    record of every newly stored row. `feats` and `sigs` hold, by row, the shingle sets
+    (precise mode) and sentence signatures (longest sentences) the records carry."""
+    cols = finish_columns(engine, batch)
+    out: list[Outcome] = []
+    for i in range(len(cols)):
+        decision = cols.decision(i)
+        new = records and i not in batch.repeat_of and i not in batch.known
         record = (
             fingerprint_record(engine, batch, i, decision, feats.get(i), sigs.get(i))
-            if records
+            if new
             else None
         )
-        outcomes.append(Outcome(decision, record))
-    st.record_all(stored_refs, stored_names)
-    driver.remember(engine, batch)
-    return outcomes
+        out.append(Outcome(decision, record))
+    return out
 
 
 def fingerprint_record(

@@ -41,7 +41,9 @@ class DocumentFingerprinter:
     ) -> FingerprintBatch:
         """Fingerprints of `docs`; event times follow `event_time.event_times`."""
         real = time.time() if now is None else now
-        ts = event_times(docs, real, self.config.max_future_skew_seconds, times)
+        ts = event_times(
+            [d.timestamp for d in docs], real, self.config.max_future_skew_seconds, times
+        )
         fps = self.fingerprinter.batch([d.text for d in docs])
         batch = Batch.from_fingerprints([d.id for d in docs], fps, ts)
         return FingerprintBatch.of(self.config.fingerprint_id, batch, domains, positions)

@@ -23,17 +23,23 @@ def doc(i: str, text: str, ts: float | None = None) -> Document:
 def test_reference_is_the_record_time_or_real_time_clamped_by_the_skew() -> None:
     docs = [doc("a", "x"), doc("b", "x"), doc("c", "x"), doc("d", "x"), doc("e", "x", T0 - 50)]
     times = [T0 - 100, -1, None, T0 + 10 * HOUR, T0 - 100]
-    assert event_times(docs, T0, HOUR, times).tolist() == [T0 - 100, T0, T0, T0 + HOUR, T0 - 50]
-    assert event_times(docs, T0, HOUR).tolist() == [T0] * 4 + [T0 - 50]
+    assert event_times([d.timestamp for d in docs], T0, HOUR, times).tolist() == [
+        T0 - 100,
+        T0,
+        T0,
+        T0 + HOUR,
+        T0 - 50,
+    ]
+    assert event_times([d.timestamp for d in docs], T0, HOUR).tolist() == [T0] * 4 + [T0 - 50]
 
 
 def test_own_timestamp_is_clamped_to_the_reference_plus_skew_and_real_time_plus_skew() -> None:
     far = doc("f", "x", datetime(2100, 1, 1, tzinfo=timezone.utc).timestamp())
-    assert event_times([far], T0, HOUR, [T0 - 5 * HOUR]).tolist() == [T0 - 4 * HOUR]
-    assert event_times([far], T0, HOUR, [T0 + 0.5 * HOUR]).tolist() == [T0 + HOUR]
-    assert event_times([far], T0, 0.0).tolist() == [T0]
+    assert event_times([far.timestamp], T0, HOUR, [T0 - 5 * HOUR]).tolist() == [T0 - 4 * HOUR]
+    assert event_times([far.timestamp], T0, HOUR, [T0 + 0.5 * HOUR]).tolist() == [T0 + HOUR]
+    assert event_times([far.timestamp], T0, 0.0).tolist() == [T0]
     with pytest.raises(ValueError, match="2 record times for 1 documents"):
-        event_times([far], T0, HOUR, [T0, T0])
+        event_times([far.timestamp], T0, HOUR, [T0, T0])
 
 
 def test_a_document_from_2100_does_not_empty_the_age_window() -> None:
