@@ -5,11 +5,11 @@ each one's CPU time (user + system of this process; steadier than wall time on a
 machine), best of `--repeat`, after a warm-up:
 
 * imports: a fresh interpreter importing the CLI and the engine (kernels loaded from cache);
-* reading and parsing: JSON lines to `Document`s (`parse_document`);
+* reading and parsing: JSON lines to columns of ids and texts (`line_batch.parse_lines`);
 * fingerprinting: `Fingerprinter.batch` over the run's batches (the share of the engine's
   work that is the compiled fingerprint kernel, with the Python around it);
-* the rest of the engine: `Deduplicator.check_batch` on the same batches, minus the above;
-* output: one JSON line per decision, as `run_dedup` writes it.
+* the rest of the engine: `Deduplicator.decide_columns` on the same batches, minus the above;
+* output: one JSON line per decision (`line_batch.decision_lines`), as `run_dedup` writes it.
 
     python -m bench.dedup_profile bench/data/hard-20000-s21.jsonl [--repeat 3]
 """
@@ -50,41 +50,46 @@ def import_cpu() -> float:
 
 def profile(corpus: Path, repeat: int) -> dict[str, float]:
     """CPU seconds per stage (see the module docstring) and the corpus' size."""
-    from neardup_stream.cli import DECISION_FIELDS, _lines
+    from neardup_stream.cli import _lines
     from neardup_stream.config import DedupConfig
     from neardup_stream.deduplicator import Deduplicator
+    from neardup_stream.engine.outcomes import DecisionColumns
     from neardup_stream.fingerprint.fingerprinter import Fingerprinter
-    from neardup_stream.parsing import parse_document
+    from neardup_stream.line_batch import decision_lines, parse_lines
 
     raw = corpus.read_bytes()
-    docs = [parse_document(line) for _, line in _lines(io.BytesIO(raw))]
-    texts = [d.text for d in docs]  # type: ignore[union-attr]
+    lines = list(_lines(io.BytesIO(raw)))
+
+    def parse() -> list:
+        return [parse_lines(lines[b : b + BATCH], 1 << 30) for b in range(0, len(lines), BATCH)]
+
+    batches = parse()
+    texts = [t for b in batches for t in b.texts]
     config = DedupConfig()
     fingerprinter = Fingerprinter(config)
-    decisions: list = []
+    decided: list[DecisionColumns] = []
 
     def engine() -> None:
         dedup = Deduplicator(config)
-        decisions.clear()
-        for b in range(0, len(docs), BATCH):
-            decisions.extend(dedup.check_batch(docs[b : b + BATCH]))  # type: ignore[arg-type]
+        decided.clear()
+        for b in batches:
+            decided.append(dedup.decide_columns(b.ids, b.texts, b.stamps))
 
     def output() -> None:
-        fields = set(DECISION_FIELDS)
-        for d in decisions:
-            json.dumps(d.model_dump(include=fields))
+        for cols in decided:
+            decision_lines(cols)
 
-    parse = _best(lambda: [parse_document(line) for _, line in _lines(io.BytesIO(raw))], repeat)
+    parse_s = _best(parse, repeat)
     fingerprint = _best(
-        lambda: [fingerprinter.batch(texts[b : b + BATCH]) for b in range(0, len(texts), BATCH)],
+        lambda: [fingerprinter.batch(b.texts) for b in batches],
         repeat,
     )
     whole = _best(engine, repeat)
     return {
-        "docs": len(docs),
+        "docs": len(texts),
         "mchars": sum(len(t) for t in texts) / 1e6,
         "imports_s": min(import_cpu() for _ in range(repeat)),
-        "parse_s": parse,
+        "parse_s": parse_s,
         "fingerprint_s": fingerprint,
         "engine_rest_s": whole - fingerprint,
         "output_s": _best(output, repeat),

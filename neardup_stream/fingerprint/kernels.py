@@ -205,16 +205,17 @@ def fingerprint_batch(texts, fold, spec):
                 h = feats[f]
                 g = bin_of(h, num_perm)
                 signature[d, g] = min(signature[d, g], h)
-        if set_size(total) > seen.size:
-            seen = np.empty(set_size(total), dtype=np.uint32)
-        nfeat[d] = distinct_count(feats, seen)
+        if total > keep_max:  # (fewer can only be counted by sorting them, below)
+            if set_size(total) > seen.size:
+                seen = np.empty(set_size(total), dtype=np.uint32)
+            nfeat[d] = distinct_count(feats, seen)
         sh = np.uint64(0)
         for b in range(64):
             if 2 * counts[b] > total:
                 sh |= ONE << np.uint64(b)
         simhash[d] = sh
         densify(signature[d])
-        if nfeat[d] <= keep_max:
+        if total <= keep_max or nfeat[d] <= keep_max:
             if 2 * feats.size + 2 > scratch.size:
                 scratch = np.empty(2 * feats.size + 2, dtype=np.int64)
             if used + feats.size > feat_values.size:  # folding can make more than it read
@@ -222,6 +223,7 @@ def fingerprint_batch(texts, fold, spec):
                 grown[:used] = feat_values[:used]
                 feat_values = grown
             used = sorted_distinct(feats, feat_values, used, scratch)
+            nfeat[d] = used - feat_offsets[d]
         feat_offsets[d + 1] = used
         if 0 < nfeat[d] <= compact_max:
             encode(feat_values[feat_offsets[d] : used], sketch[d])
