@@ -33,6 +33,11 @@ from neardup_stream.models import MAX_ID_CHARS, MAX_TEXT_CHARS, METHODS
 from neardup_stream.parsing import ParseError, parse_document
 
 _STRINGS = ("title", "url", "lang")  # declared: a string or null
+# Lines with more brackets than this go to `parse_document`: orjson nests deeper (1,024) than
+# Python's `json` (the recursion limit), and a nested value under a key given twice never
+# reaches `_plain` (the last one wins), so only a line that cannot nest that deep is decoded
+# here.
+_NESTING = 512
 
 
 @dataclass
@@ -84,7 +89,8 @@ def parse_lines(lines: Sequence[tuple[int, bytes]], max_bytes: int) -> LineBatch
     """Parse numbered input lines (see the module docstring); never raises on bad input."""
     out = LineBatch()
     for number, raw in lines:
-        plain = _plain(_decoded(raw)) if len(raw) <= max_bytes else None
+        fits = len(raw) <= max_bytes and raw.count(b"[") + raw.count(b"{") <= _NESTING
+        plain = _plain(_decoded(raw)) if fits else None
         if plain is not None:
             out.numbers.append(number)
             out.ids.append(plain[0])

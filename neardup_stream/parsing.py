@@ -173,7 +173,7 @@ def parse_document(
     else:
         try:
             obj = json.loads(text)
-        except json.JSONDecodeError as exc:
+        except ValueError as exc:  # (JSONDecodeError, or an integer past 4300 digits)
             return ParseError("invalid_json", f"input is not valid JSON: {exc}")
         except RecursionError:
             return ParseError("invalid_json", "input nests too deeply")

@@ -46,7 +46,11 @@ LINES = [
     b'{"id": "' + b"i" * 513 + b'", "text": "x"}',
     b'{"id": 5, "text": "x"}',
     b'{"id": "t", "text": ["x"]}',
-    b'{"id": "u", "text": "' + b"x" * 300 + b'"}',
+    b'{"id": "u", "text": "' + b"x" * 9000 + b'"}',
+    b'{"id": "v", "text": "x", "e": ' + b"[" * 1000 + b"]" * 1000 + b', "e": 1}',
+    b'{"id": "w", "text": "x", "e": ' + b"[" * 100 + b"]" * 100 + b', "e": 1}',
+    b'{"id": "y", "text": "x", "n": ' + b"7" * 5000 + b"}",
+    b'{"id": "z", "text": "[[[{{{ brackets in a text are only text ]]]}}}"}',
 ]
 
 
@@ -58,10 +62,10 @@ def _outcome(result: object) -> tuple:
 
 def test_every_line_gets_what_parse_document_gives_it() -> None:
     numbered = list(enumerate(LINES, start=1))
-    batch = parse_lines(numbered, max_bytes=256)
+    batch = parse_lines(numbered, max_bytes=8192)
     got = {n: ("document", i, t, s) for n, i, t, s in zip(*_columns(batch), strict=True)}
     got.update({n: ("error", e.reason, e.message) for n, e in batch.errors})
-    want = {n: _outcome(parse_document(raw, 256)) for n, raw in numbered}
+    want = {n: _outcome(parse_document(raw, 8192)) for n, raw in numbered}
     assert got == want
     kinds = [w[0] for w in want.values()]
     assert kinds.count("document") >= 8 and kinds.count("error") >= 15  # both sides tried

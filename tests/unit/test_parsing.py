@@ -35,6 +35,12 @@ def test_bad_inputs_get_precise_reasons(raw: bytes | None, reason: str) -> None:
     assert result.reason == reason and result.message
 
 
+def test_an_integer_past_pythons_digit_limit_is_invalid_json_not_a_crash() -> None:
+    result = parse_document(b'{"id": "a", "text": "x", "n": ' + b"1" * 5000 + b"}")
+    assert isinstance(result, ParseError) and result.reason == "invalid_json"
+    assert "4300 digits" in result.message
+
+
 def test_valid_document_keeps_extra_fields() -> None:
     raw = json.dumps({"id": "a", "text": "t", "url": "http://x", "source": "crawl"}).encode()
     doc = parse_document(raw)
