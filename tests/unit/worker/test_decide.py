@@ -125,6 +125,7 @@ def test_text_values_take_their_id_from_the_key() -> None:
         (b'{"id": "\\ud800", "text": "x"}', "invalid_field"),
         (b'{"id": "a", "text": "bad \\udc00 text"}', "invalid_field"),
         (b"[" * 100_000 + b"]" * 100_000, "invalid_json"),
+        (b'{"id": "a", "text": "x", "n": ' + b"9" * 5000 + b"}", "invalid_json"),
         (json.dumps({"id": "x" * 600, "text": "t"}).encode(), "invalid_id"),
         (json.dumps({"id": "blank", "text": " \n "}).encode(), "empty_text"),
     ],
