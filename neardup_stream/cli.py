@@ -75,6 +75,19 @@ def _lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes]]:
             yield number, stripped
 
 
+def _read(source: IO[bytes], bar: Any) -> Iterator[tuple[int, bytes]]:
+    """`_lines` of `source`, each one counted on the progress bar (if any)."""
+    for number, raw in _lines(source):
+        if bar is not None:
+            bar.update(len(raw) + 1)
+        yield number, raw
+
+
+def _bad_line(err: IO[str], counts: Counter[str], number: int, error: ParseError) -> None:
+    counts["errors"] += 1
+    err.write(f"line {number}: {error.reason}: {error.message}\n")
+
+
 def _progress(total_bytes: int | None) -> Any:
     if not sys.stderr.isatty():
         return None
@@ -120,10 +133,11 @@ def run_dedup(
     counts: Counter[str] = Counter()
     bar = _progress(total_bytes)
     started = time.perf_counter()
+    lines = _read(source, bar)
     if not _sharded(config, mapping) and mapping.is_default:
-        _dedup_columns(config, source, sink, err, max_bytes, counts, bar)
+        _dedup_columns(config, lines, sink, err, max_bytes, counts)
     else:
-        _dedup_documents(config, source, sink, err, max_bytes, mapping, counts, bar)
+        _dedup_documents(config, lines, sink, err, max_bytes, mapping, counts)
     if bar is not None:
         bar.close()
     elapsed = time.perf_counter() - started
@@ -148,12 +162,11 @@ def _count(counts: Counter[str], method: str | None, update: bool) -> None:
 
 def _dedup_columns(
     config: DedupConfig,
-    source: IO[bytes],
+    lines: Iterator[tuple[int, bytes]],
     sink: IO[str],
     err: IO[str],
     max_bytes: int,
     counts: Counter[str],
-    bar: Any,
 ) -> None:
     """`run_dedup` on one engine, batches as columns (`line_batch`): no object per line."""
     from neardup_stream.deduplicator import Deduplicator  # the compiled kernels load here
@@ -164,21 +177,18 @@ def _dedup_columns(
     pending: list[tuple[int, bytes]] = []
 
     def flush() -> None:
-        lines = parse_lines(pending, max_bytes)
+        parsed = parse_lines(pending, max_bytes)
         pending.clear()
-        for number, error in lines.errors:
-            err.write(f"line {number}: {error.reason}: {error.message}\n")
-        counts["errors"] += len(lines.errors)
-        counts["chars"] += sum(map(len, lines.texts))
-        cols = engine.decide_columns(lines.ids, lines.texts, lines.stamps)
+        for number, error in parsed.errors:
+            _bad_line(err, counts, number, error)
+        counts["chars"] += sum(map(len, parsed.texts))
+        cols = engine.decide_columns(parsed.ids, parsed.texts, parsed.stamps)
         for method, update in zip(cols.method, cols.update, strict=True):
             _count(counts, METHODS[method - 1] if method else None, update)
         sink.write(decision_lines(cols))
 
-    for number, raw in _lines(source):
-        if bar is not None:
-            bar.update(len(raw) + 1)
-        pending.append((number, raw))
+    for line in lines:
+        pending.append(line)
         if len(pending) >= BATCH:
             flush()
     flush()
@@ -186,13 +196,12 @@ def _dedup_columns(
 
 def _dedup_documents(
     config: DedupConfig,
-    source: IO[bytes],
+    lines: Iterator[tuple[int, bytes]],
     sink: IO[str],
     err: IO[str],
     max_bytes: int,
     mapping: InputMapping,
     counts: Counter[str],
-    bar: Any,
 ) -> None:
     """`run_dedup` through `Document`s: a mapping of other fields, or the sharded engine."""
     decide = _decider(config, mapping)  # the compiled kernels load here
@@ -204,13 +213,10 @@ def _dedup_documents(
             sink.write(json.dumps(d.model_dump(include=set(DECISION_FIELDS))) + "\n")
         batch.clear()
 
-    for number, raw in _lines(source):
-        if bar is not None:
-            bar.update(len(raw) + 1)
+    for number, raw in lines:
         parsed = parse_document(raw, max_bytes, mapping)
         if isinstance(parsed, ParseError):
-            counts["errors"] += 1
-            err.write(f"line {number}: {parsed.reason}: {parsed.message}\n")
+            _bad_line(err, counts, number, parsed)
             continue
         counts["chars"] += len(parsed.text)
         batch.append(parsed)

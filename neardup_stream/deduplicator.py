@@ -108,11 +108,10 @@ class Deduplicator:
             times: Per-document record times in seconds (e.g. Kafka record timestamps;
                 None or negative for none). Event times follow `event_time.event_times`.
         """
-        real = time.time() if now is None else now
         stamps = [d.timestamp for d in docs]
-        ts = event_times(stamps, real, self.config.max_future_skew_seconds, times)
-        texts = [d.text for d in docs]
-        batch, feats, sigs = self._decide([d.id for d in docs], texts, ts)
+        batch, feats, sigs = self._decide(
+            [d.id for d in docs], [d.text for d in docs], stamps, now, times
+        )
         return outcomes.finish(self, batch, records, feats, sigs)
 
     def decide_columns(
@@ -124,16 +123,22 @@ class Deduplicator:
     ) -> DecisionColumns:
         """`check_batch` for documents given as columns (id, text and own timestamp of each),
         with the decisions as columns: no object per document either way."""
-        real = time.time() if now is None else now
-        ts = event_times(stamps, real, self.config.max_future_skew_seconds)
-        batch, _, _ = self._decide(ids, texts, ts)
+        batch, _, _ = self._decide(ids, texts, stamps, now, None)
         return outcomes.finish_columns(self, batch)
 
     def _decide(
-        self, ids: list[str], texts: list[str], ts: np.ndarray
+        self,
+        ids: list[str],
+        texts: list[str],
+        stamps: Sequence[datetime | None],
+        now: float | None,
+        times: Sequence[float | None] | None,
     ) -> tuple[Batch, dict[int, np.ndarray], dict[int, int]]:
-        """A batch decided, stored and indexed, with its rows' shingle sets (precise mode)
-        and sentence signatures (longest sentences), which the records carry."""
+        """A batch decided, stored and indexed (event times: `event_time.event_times`), with
+        its rows' shingle sets (precise mode) and sentence signatures (longest sentences),
+        which the records carry."""
+        real = time.time() if now is None else now
+        ts = event_times(stamps, real, self.config.max_future_skew_seconds, times)
         batch = Batch.from_fingerprints(ids, self.fingerprinter.batch(texts), ts)
         driver.mark_known(self, batch)
         feats: dict[int, np.ndarray] = {}

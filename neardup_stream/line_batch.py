@@ -3,8 +3,7 @@
 Offline `dedup` reads its input through `parse_lines` and writes its decisions with
 `decision_lines`: the same JSON line per decision as `json.dumps` of a `Decision` gives.
 
-In: orjson decodes each line; a *plain* object goes
-straight into the columns: its `id` and `text` are strings `Document` accepts, and every other
+In: orjson decodes each line; a *plain* object goes straight into the columns: its `id` and `text` are strings `Document` accepts, and every other
 field is null, a string in a declared string field (`title`, `url`, `lang`), or a scalar in a
 field `Document` does not declare (kept, never read). Every other line (a `timestamp` to
 parse, `metadata`, nested extras, anything orjson refuses, anything invalid) goes through
@@ -53,6 +52,12 @@ class LineBatch:
     def __len__(self) -> int:
         return len(self.ids)
 
+    def add(self, number: int, doc_id: str, text: str, stamp: datetime | None) -> None:
+        self.numbers.append(number)
+        self.ids.append(doc_id)
+        self.texts.append(text)
+        self.stamps.append(stamp)
+
 
 def _plain(obj: Any) -> tuple[str, str] | None:
     """(id, text) of a plain object (see the module docstring), else None."""
@@ -92,19 +97,13 @@ def parse_lines(lines: Sequence[tuple[int, bytes]], max_bytes: int) -> LineBatch
         fits = len(raw) <= max_bytes and raw.count(b"[") + raw.count(b"{") <= _NESTING
         plain = _plain(_decoded(raw)) if fits else None
         if plain is not None:
-            out.numbers.append(number)
-            out.ids.append(plain[0])
-            out.texts.append(plain[1])
-            out.stamps.append(None)
+            out.add(number, *plain, None)
             continue
         parsed = parse_document(raw, max_bytes)
         if isinstance(parsed, ParseError):
             out.errors.append((number, parsed))
-            continue
-        out.numbers.append(number)
-        out.ids.append(parsed.id)
-        out.texts.append(parsed.text)
-        out.stamps.append(parsed.timestamp)
+        else:
+            out.add(number, parsed.id, parsed.text, parsed.timestamp)
     return out
 
 

@@ -1,12 +1,13 @@
-"""What a decided batch comes out as: one `Outcome` per document, in input order.
+"""What a decided batch comes out as: its `DecisionColumns`, or one `Outcome` per document
+(a `Decision` and its record), in input order.
 
 Owns the translation from the kernels' columns to `Decision`s (a stored row's method code to
 its `METHODS` name, a match's ref to its id and representative), the rule for rows that were
 not decided here (a repeat within the batch gets its first occurrence's decision, a replay
 its stored version's), and the `FingerprintRecord` that reproduces a newly stored document
-(`apply_records`). `finish` also records the ids of each stored row in the store, for the
-whole batch at once (later rows of the batch that match an earlier one read its ids from the
-batch).
+(`apply_records`). `finish_columns` (which `finish` runs) also records the ids of each stored
+row in the store, for the whole batch at once (later rows of the batch that match an earlier
+one read its ids from the batch).
 """
 
 from __future__ import annotations

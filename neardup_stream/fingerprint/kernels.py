@@ -205,7 +205,7 @@ def fingerprint_batch(texts, fold, spec):
                 h = feats[f]
                 g = bin_of(h, num_perm)
                 signature[d, g] = min(signature[d, g], h)
-        if total > keep_max:  # (fewer can only be counted by sorting them, below)
+        if total > keep_max:  # (at most keep_max are counted exactly by their sort, below)
             if set_size(total) > seen.size:
                 seen = np.empty(set_size(total), dtype=np.uint32)
             nfeat[d] = distinct_count(feats, seen)

@@ -8,6 +8,7 @@ same instance id): the worker stops with exit code 78 and says why, instead of t
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -41,38 +42,43 @@ def take_instance(bootstrap: str, group: str, topic: str, instance: str) -> None
         intruder.close()
 
 
+@pytest.fixture
+def worker(kafka_bootstrap: str, topics: Topics, tmp_path: Path) -> Iterator[WorkerProcess]:
+    """A started worker of group `group(topics)`, stopped after the test."""
+    started = WorkerProcess(kafka_bootstrap, topics, group(topics), tmp_path / "w.log").start()
+    yield started
+    started.stop()
+
+
+def group(topics: Topics) -> str:
+    return "g-" + topics.input
+
+
 def test_a_fenced_worker_rejoins_and_decides_every_document_once(
-    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+    kafka_bootstrap: str, topics: Topics, worker: WorkerProcess
 ) -> None:
-    group = "g-" + topics.input
     docs = stream(200, seed=5)
-    worker = WorkerProcess(kafka_bootstrap, topics, group, tmp_path / "w.log").start()
-    try:
-        worker.wait_ready()
-        produce_docs(kafka_bootstrap, topics.input, docs[:100])
-        assert len(decisions(kafka_bootstrap, topics, 100)) == 100
-        take_instance(kafka_bootstrap, group, topics.input, worker.instance)
-        produce_docs(kafka_bootstrap, topics.input, docs[100:])
-        got = decisions(kafka_bootstrap, topics, len(docs))
-        assert all(len(v) == 1 for v in got.values()), "a document decided twice"
-        assert {k: v[0] for k, v in got.items()} == expected(docs)
-        assert worker.alive(), worker.log()
-        assert "fenced instance id 'w1'" in worker.log_path.read_text()
-        assert (metric(worker, "neardup_group_fenced_total", 'role="batch"') or 0) >= 1
-    finally:
-        worker.stop()
+    worker.wait_ready()
+    produce_docs(kafka_bootstrap, topics.input, docs[:100])
+    assert len(decisions(kafka_bootstrap, topics, 100)) == 100
+    take_instance(kafka_bootstrap, group(topics), topics.input, worker.instance)
+    produce_docs(kafka_bootstrap, topics.input, docs[100:])
+    got = decisions(kafka_bootstrap, topics, len(docs))
+    assert all(len(v) == 1 for v in got.values()), "a document decided twice"
+    assert {k: v[0] for k, v in got.items()} == expected(docs)
+    assert worker.alive(), worker.log()
+    assert "fenced instance id 'w1'" in worker.log_path.read_text()
+    assert (metric(worker, "neardup_group_fenced_total", 'role="batch"') or 0) >= 1
 
 
 def test_a_worker_whose_instance_id_another_consumer_keeps_taking_stops_and_says_why(
-    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+    kafka_bootstrap: str, topics: Topics, worker: WorkerProcess
 ) -> None:
-    group = "g-" + topics.input
-    worker = WorkerProcess(kafka_bootstrap, topics, group, tmp_path / "w.log").start()
     done = threading.Event()
 
     def intrude() -> None:  # a second process with the same instance id, joining again
         while not done.is_set() and worker.alive():
-            take_instance(kafka_bootstrap, group, topics.input, worker.instance)
+            take_instance(kafka_bootstrap, group(topics), topics.input, worker.instance)
             produce_docs(kafka_bootstrap, topics.input, stream(20, seed=len(worker.log())))
             done.wait(2.0)
 
@@ -87,4 +93,3 @@ def test_a_worker_whose_instance_id_another_consumer_keeps_taking_stops_and_says
     finally:
         done.set()
         intruder.join(60)
-        worker.stop()

@@ -114,10 +114,11 @@ def test_a_run_through_columns_writes_what_a_run_through_documents_writes() -> N
     for run in (cli._dedup_columns, cli._dedup_documents):
         sink, err, counts = io.StringIO(), io.StringIO(), cli.Counter()
         config = DedupConfig(threshold=0.7)
+        numbered = cli._lines(io.BytesIO(source))
         if run is cli._dedup_columns:
-            run(config, io.BytesIO(source), sink, err, 1 << 20, counts, None)
+            run(config, numbered, sink, err, 1 << 20, counts)
         else:
-            run(config, io.BytesIO(source), sink, err, 1 << 20, DEFAULT_MAPPING, counts, None)
+            run(config, numbered, sink, err, 1 << 20, DEFAULT_MAPPING, counts)
         runs.append((sink.getvalue(), err.getvalue(), counts))
     assert runs[0] == runs[1]
     out, errors, counts = runs[0]
