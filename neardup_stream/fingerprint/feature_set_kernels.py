@@ -23,29 +23,30 @@ def set_size(n):
 
 
 @njit(cache=True, nogil=True)
-def distinct_count(feats, seen):
+def distinct_count(feats, seen, mark):
     """Number of distinct hashes in `feats`, using `seen` as an open-addressing hash set.
 
-    The set keeps each hash's top 31 bits as its tag, so two hashes sharing those and one run
+    `seen` (zeroed when made, at least `set_size(feats.size)` slots) is reused from call to
+    call without clearing it: a slot holds `mark << 32 | tag` and is taken only for the call
+    whose `mark` it holds, so every call passes a new mark (1, 2, ..., below 2**32).
+
+    A slot keeps each hash's top 32 bits as its tag, so two hashes sharing those and one run
     of probes count once: about one document in 10,000 of a few thousand shingles counts one
     fewer. Documents small enough to keep their set are counted exactly, by its sort."""
-    size = set_size(feats.size)
-    if seen.size < size:
-        seen = np.empty(size, dtype=np.uint32)
-    mask = size - 1
-    seen[:size] = 0
+    mask = np.uint64(set_size(feats.size) - 1)
+    mark = np.uint64(mark)
     n = 0
     for f in range(feats.size):
         h = feats[f]
-        tag = np.uint32(h >> S32) | np.uint32(1)
-        j = np.int64(h & np.uint64(mask))
+        tag = (mark << S32) | (h >> S32)
+        j = h & mask  # (unsigned: no check for a negative index)
         slot = seen[j]
-        while slot != 0 and slot != tag:
-            j = (j + 1) & mask
+        while slot >> S32 == mark and slot != tag:
+            j = (j + np.uint64(1)) & mask
             slot = seen[j]
         # branch-free: whether a hash is new is a coin flip the CPU cannot predict
         seen[j] = tag
-        n += np.int64(slot == 0)
+        n += np.int64(slot >> S32 != mark)
     return n
 
 

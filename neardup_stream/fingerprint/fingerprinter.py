@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -18,7 +19,7 @@ from neardup_stream.config import DedupConfig
 from neardup_stream.fingerprint import kernels as _kernels
 from neardup_stream.fingerprint.compact_set import compact_limit
 from neardup_stream.fingerprint.nfkc import nfkc_tables
-from neardup_stream.fingerprint.normalize import fold_table, normalize, strip_html
+from neardup_stream.fingerprint.normalize import direct_table, fold_table, normalize, strip_html
 from neardup_stream.fingerprint.shingles import codepoints
 
 
@@ -48,9 +49,11 @@ def kept_features(config: DedupConfig) -> int:
     return limit if lowest >= 1 else min(65535, math.ceil(limit / max(lowest, 1e-3)))
 
 
+@lru_cache(maxsize=1)
 def fold_tables() -> _kernels.FoldTable:
     """The fold table and the full NFKC tables, as the kernel reads them (cached)."""
-    return _kernels.FoldTable(*fold_table(), nfkc_tables())
+    index, pool = fold_table()
+    return _kernels.FoldTable(direct_table(index, pool), index, pool, nfkc_tables())
 
 
 class Fingerprinter:

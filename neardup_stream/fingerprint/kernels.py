@@ -105,6 +105,7 @@ class TextBatch(NamedTuple):
 class FoldTable(NamedTuple):
     """The per-code-point fold table (`normalize.fold_table`) and the full path's tables."""
 
+    direct: np.ndarray  # uint32 per code point: its one-code-point folding (`direct_table`)
     lookup: np.ndarray  # per code point: where its folding starts in `pool`
     pool: np.ndarray
     full: NfkcTables  # for texts the per-code-point table cannot fold (`nfkc.nfkc_tables`)
@@ -166,7 +167,7 @@ def fingerprint_batch(texts, fold, spec):
     buf = np.empty(2 * longest + 64, dtype=np.uint32)
     bins = np.empty(sketch_bits, dtype=np.uint64)
     work = sketch_scratch(sketch_bits)
-    seen = np.empty(64, dtype=np.uint32)
+    seen = np.zeros(64, dtype=np.uint64)  # distinct_count's set, reused: a mark per document
     scratch = np.empty(2 * keep_max + 2, dtype=np.int64)
     room = 0
     for d in range(n):
@@ -175,7 +176,9 @@ def fingerprint_batch(texts, fold, spec):
     feat_offsets = np.zeros(n + 1, dtype=np.int64)
     used = 0
     for d in range(n):
-        m = normalize_utf8(data, offsets[d], offsets[d + 1], buf, fold.lookup, fold.pool)
+        m = normalize_utf8(
+            data, offsets[d], offsets[d + 1], buf, fold.direct, fold.lookup, fold.pool
+        )
         if m < 0:
             folded = fold_full(data, offsets[d], offsets[d + 1], fold.full)
             if folded.size > buf.size:
@@ -207,8 +210,8 @@ def fingerprint_batch(texts, fold, spec):
                 signature[d, g] = min(signature[d, g], h)
         if total > keep_max:  # (at most keep_max are counted exactly by their sort, below)
             if set_size(total) > seen.size:
-                seen = np.empty(set_size(total), dtype=np.uint32)
-            nfeat[d] = distinct_count(feats, seen)
+                seen = np.zeros(set_size(total), dtype=np.uint64)
+            nfeat[d] = distinct_count(feats, seen, d + 1)
         sh = np.uint64(0)
         for b in range(64):
             if 2 * counts[b] > total:

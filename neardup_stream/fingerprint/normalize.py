@@ -30,6 +30,8 @@ def strip_html(text: str) -> str:
     return html.unescape(_TAG.sub(" ", text))
 
 
+# whether each code point up to U+3000, the last whitespace one, is whitespace (`str.isspace`)
+SPACE_TABLE = np.array([chr(c).isspace() for c in range(0x3001)], dtype=np.bool_)
 FOLD_LIMIT = 0x30000  # code points at or above are left to the full path (`nfkc`)
 _HANGUL_JAMO = ((0x1100, 0x11FF), (0x3130, 0x318F), (0xA960, 0xA97F), (0xD7B0, 0xD7FF))
 
@@ -79,6 +81,30 @@ def build_fold_table() -> tuple[np.ndarray, np.ndarray]:
         pool.append(len(mapped))
         pool.extend(ord(x) for x in mapped)
     return index, np.array(pool, dtype=np.uint32)
+
+
+DIRECT_SPACE = 1 << 31 | 0x20  # a direct entry: whitespace (bit 31), written as a space
+DIRECT_POOL = 0xC000_0000  # a direct entry: the folding is in the pool (not one code point)
+DIRECT_NONE = 0xC000_0001  # a direct entry: no fold table entry (the full path folds it)
+
+
+def direct_table(index: np.ndarray, pool: np.ndarray) -> np.ndarray:
+    """uint32 per code point of `fold_table()`: its folding when that is one code point, so
+    the kernel reads one entry per character.
+
+    An entry below 2**31 is the folded code point; `DIRECT_SPACE` means a whitespace one
+    (`str.isspace`), which normalisation writes as a space; `DIRECT_POOL` sends the kernel to the pool (a folding of
+    zero or several code points) and `DIRECT_NONE` to the full path, as index -1 does.
+    """
+    direct = np.full(index.size, DIRECT_NONE, dtype=np.uint32)
+    known = np.flatnonzero(index >= 0)
+    direct[known] = DIRECT_POOL
+    one = known[pool[index[known]] == 1]
+    folded = pool[index[one] + 1]
+    is_space = SPACE_TABLE[np.minimum(folded, SPACE_TABLE.size - 1)]
+    is_space &= folded < SPACE_TABLE.size
+    direct[one] = np.where(is_space, DIRECT_SPACE, folded)
+    return direct
 
 
 def fold(text: str, *, html_input: bool = False) -> str:

@@ -1,8 +1,8 @@
 """Compiled text kernels: UTF-8 folded and normalised, then hashed into features.
 
 `normalize_utf8` decodes raw UTF-8 and folds every code point through the per-character
-fold table (`normalize.fold_table`), collapsing whitespace runs (the `str.isspace` set) to
-one space and stripping the ends; a text the table cannot fold alone is folded by
+fold table (`normalize.fold_table`, read through `normalize.direct_table`), collapsing
+whitespace runs (the `str.isspace` set) to one space and stripping the ends; a text the table cannot fold alone is folded by
 `nfkc.fold_full` and then `collapse_spaces`. `feature_hashes` gives the features (shingles)
 of the normalised text: character k-grams as a rolling polynomial over code points (mod
 2**64), or word n-grams combining FNV-1a word hashes; both finished with `fmix64`, seeded.
@@ -13,28 +13,40 @@ from __future__ import annotations
 import numpy as np
 
 from neardup_stream.fingerprint.hash_kernels import GOLD, fmix64
+from neardup_stream.fingerprint.normalize import (
+    DIRECT_NONE,
+    DIRECT_POOL,
+)
+from neardup_stream.fingerprint.normalize import (
+    SPACE_TABLE as _SPACE_TABLE,
+)
 from neardup_stream.native import njit
 
 _FNV = np.uint64(0x100000001B3)
 _POLY = np.uint64(0x9E3779B97F4A7C17)
 _SPACE = np.uint32(32)
+_CODE = np.uint32(0x7FFFFFFF)  # a direct entry's code point
+_SPECIAL = np.uint32(DIRECT_POOL)
+_NONE = np.uint32(DIRECT_NONE)
 MODE_CHAR = 0
 MODE_WORD = 1
-_SPACE_TABLE = np.zeros(0x3001, dtype=np.bool_)
-for _c in range(0x3001):
-    _SPACE_TABLE[_c] = chr(_c).isspace()
 
 
 @njit(cache=True, nogil=True)
-def normalize_utf8(data, begin, end, out, fold_index, fold_pool):
+def normalize_utf8(data, begin, end, out, direct, fold_index, fold_pool):
     """Decode UTF-8 data[begin:end] into `out`, folded, whitespace collapsed and stripped.
 
-    Every code point is replaced by casefold(NFKC(c)) from the per-character fold table.
-    Returns the number of code points written, or -1 when a code point has no table entry
-    or the output would not fit: the caller folds that text with `nfkc.fold_full` instead.
+    Every code point is replaced by casefold(NFKC(c)): its `direct` entry when that is one
+    code point, else from the fold table (`fold_index`, `fold_pool`). Returns the number of
+    code points written, or -1 when a code point has no table entry or the output would not
+    fit: the caller folds that text with `nfkc.fold_full` instead.
+
+    Whitespace is collapsed without a branch per character (whether a character is a space
+    is a coin flip the CPU cannot predict): every character is written, a space only counts
+    after a non-space, and a trailing space is dropped at the end.
     """
     n = 0
-    pending_space = False
+    after_space = 1  # a leading space never counts
     i = begin
     while i < end:
         b = np.uint32(data[i])
@@ -52,47 +64,47 @@ def normalize_utf8(data, begin, end, out, fold_index, fold_pool):
             c = ((b & 0x07) << 18) | ((np.uint32(data[i + 1]) & 0x3F) << 12)
             c |= ((np.uint32(data[i + 2]) & 0x3F) << 6) | (np.uint32(data[i + 3]) & 0x3F)
             i += 4
-        if c < 0x80:
-            if 65 <= c <= 90:
-                c += 32
-            start, length = -1, 1
-        elif c >= fold_index.size or fold_index[c] < 0:
+        if c >= direct.size:
             return -1
-        else:
-            start = fold_index[c] + 1
-            length = np.int64(fold_pool[start - 1])
+        entry = direct[c]
+        if entry < _SPECIAL:
+            if n + 2 > out.size:
+                return -1
+            space = np.int64(entry >> np.uint32(31))
+            out[n] = entry & _CODE
+            n += (space ^ 1) | (after_space ^ 1)
+            after_space = space
+            continue
+        if entry == _NONE:
+            return -1
+        start = fold_index[c] + 1
+        length = np.int64(fold_pool[start - 1])
         if n + length + 1 > out.size:
             return -1
-        for j in range(length):
-            x = c if start < 0 else fold_pool[start + j]
-            if x <= 0x3000 and _SPACE_TABLE[x]:
-                pending_space = n > 0
-                continue
-            if pending_space:
-                out[n] = _SPACE
-                n += 1
-                pending_space = False
-            out[n] = x
-            n += 1
+        n, after_space = _append(out, n, after_space, fold_pool[start : start + length])
+    if after_space and n > 0:
+        n -= 1
     return n
+
+
+@njit(inline="always", cache=True)
+def _append(out, n, after_space, cps):
+    """Append `cps` to out[:n] the way `normalize_utf8` does (room for all of them)."""
+    for x in cps:
+        space = np.int64(x < _SPACE_TABLE.size and _SPACE_TABLE[x])
+        out[n] = _SPACE if space else x
+        n += (space ^ 1) | (after_space ^ 1)
+        after_space = space
+    return n, after_space
 
 
 @njit(cache=True, nogil=True)
 def collapse_spaces(cps, out):
     """Copy folded code points to `out` (room for all of them), whitespace runs collapsed to
     one space and the ends stripped, as `normalize_utf8` does; returns the length."""
-    n = 0
-    pending_space = False
-    for x in cps:
-        if x <= 0x3000 and _SPACE_TABLE[x]:
-            pending_space = n > 0
-            continue
-        if pending_space:
-            out[n] = _SPACE
-            n += 1
-            pending_space = False
-        out[n] = x
-        n += 1
+    n, after_space = _append(out, 0, 1, cps)
+    if after_space and n > 0:
+        n -= 1
     return n
 
 

@@ -11,7 +11,14 @@ from neardup_stream.config import DedupConfig
 from neardup_stream.fingerprint.fingerprinter import Fingerprinter
 from neardup_stream.fingerprint.hashing import exact_hash
 from neardup_stream.fingerprint.nfkc import fold_full, nfkc_tables
-from neardup_stream.fingerprint.normalize import normalize
+from neardup_stream.fingerprint.normalize import (
+    DIRECT_NONE,
+    DIRECT_POOL,
+    DIRECT_SPACE,
+    direct_table,
+    fold_table,
+    normalize,
+)
 from neardup_stream.fingerprint.shingles import char_shingles
 
 # pieces of several scripts, with what makes the per-character table give up: combining marks
@@ -95,3 +102,34 @@ def test_a_short_text_folding_to_more_features_than_it_has_bytes() -> None:
         assert tuple(int(x) for x in fp.exact[d]) == exact_hash(expected, cfg.seed)
         assert fp.nfeat[d] == len(set(char_shingles(expected, 5)))
         assert fp.feat_offsets[d + 1] - fp.feat_offsets[d] == fp.nfeat[d]
+
+
+_SPACES = [chr(c) for c in range(0x110000) if chr(c).isspace()]
+
+
+def test_every_whitespace_code_point_collapses_to_one_space_in_the_kernel() -> None:
+    # the kernel writes each character, then counts a space only after a non-space: every
+    # kind of whitespace, alone, in runs, leading and trailing, must come out as `normalize`
+    texts = [f"{w}a{w}{w}b{w}" for w in _SPACES] + ["".join(_SPACES) + "x" + "".join(_SPACES)]
+    texts += ["".join(_SPACES), "a" + "".join(reversed(_SPACES)) + "\u2160"]  # Ⅰ folds to i
+    cfg = DedupConfig()
+    fp = Fingerprinter(cfg).batch(texts)
+    for d, text in enumerate(texts):
+        assert tuple(int(x) for x in fp.exact[d]) == exact_hash(normalize(text), cfg.seed), text
+
+
+def test_the_direct_table_is_the_fold_table_read_one_code_point_at_a_time() -> None:
+    index, pool = fold_table()
+    direct = direct_table(index, pool)
+    for c in range(index.size):
+        entry = int(direct[c])
+        if index[c] < 0:
+            assert entry == DIRECT_NONE
+            continue
+        folded = [int(x) for x in pool[index[c] + 1 : index[c] + 1 + pool[index[c]]]]
+        if len(folded) != 1:
+            assert entry == DIRECT_POOL
+        elif chr(folded[0]).isspace():
+            assert entry == DIRECT_SPACE
+        else:
+            assert entry == folded[0]
