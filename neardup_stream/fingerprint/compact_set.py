@@ -21,10 +21,12 @@ import math
 
 import numpy as np
 
+from neardup_stream.fingerprint.simhash_kernels import popcount64
 from neardup_stream.native import njit
 
 HEADER_BITS = 32
 _ONE = np.uint64(1)
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _R1 = np.uint64(0x5555555555555555)
 _R2 = np.uint64(0x3333333333333333)
 _R4 = np.uint64(0x0F0F0F0F0F0F0F0F)
@@ -83,6 +85,34 @@ def _put(out, pos, bits):
     out[pos >> 6] |= bits << shift
     if shift and pos + 64 - (pos & 63) < out.size * 64:
         out[(pos >> 6) + 1] |= bits >> (np.uint64(64) - shift)
+
+
+@njit(inline="always", cache=True)
+def _ones(words, pos):
+    """How many 1 bits follow bit `pos` before the next 0 (a unary code; no branch per bit)."""
+    shift = np.uint64(pos & 63)
+    x = words[pos >> 6] >> shift
+    # x + 1 clears the run and sets the 0 after it (none when all 64 bits are set)
+    ones = np.uint64(64) if x == _ALL else popcount64(x ^ (x + _ONE)) - _ONE
+    if ones >= np.uint64(64) - shift:  # the run reaches the end of the word
+        ones = np.uint64(64) - shift
+        pos += np.int64(ones)
+        while (words[pos >> 6] >> np.uint64(pos & 63)) & _ONE:
+            ones += _ONE
+            pos += 1
+    return ones
+
+
+@njit(inline="always", cache=True)
+def _take(words, pos, r):
+    """The `r` (< 64) bits `_put` wrote at bit `pos`, reversed back (most significant first)."""
+    if r == 0:
+        return np.uint64(0)
+    shift = np.uint64(pos & 63)
+    x = words[pos >> 6] >> shift
+    if shift and np.int64(shift) + r > 64:
+        x |= words[(pos >> 6) + 1] << (np.uint64(64) - shift)
+    return _reverse(x << np.uint64(64 - r))
 
 
 @njit(cache=True, nogil=True)
@@ -146,16 +176,10 @@ def common_values(hashes, words):
     common = 0
     v = np.uint64(0)
     for k in range(m):
-        q = np.uint64(0)
-        while (words[pos >> 6] >> np.uint64(pos & 63)) & _ONE:
-            q += _ONE
-            pos += 1
-        pos += 1
-        low = np.uint64(0)
-        for _ in range(r):
-            low = (low << _ONE) | ((words[pos >> 6] >> np.uint64(pos & 63)) & _ONE)
-            pos += 1
-        gap = (q << np.uint64(r)) | low
+        q = _ones(words, pos)
+        pos += np.int64(q) + 1
+        gap = (q << np.uint64(r)) | _take(words, pos, r)
+        pos += r
         v = gap if k == 0 else v + gap + _ONE
         while i < n and _cut(hashes[i], b) < v:
             i += 1

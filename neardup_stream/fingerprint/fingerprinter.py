@@ -56,6 +56,15 @@ def fold_tables() -> _kernels.FoldTable:
     return _kernels.FoldTable(direct_table(index, pool), index, pool, nfkc_tables())
 
 
+def _utf8(text: str) -> bytes:
+    """UTF-8 of `text`, a lone surrogate (JSON allows one) written as its three bytes as the
+    kernel reads them; the strict codec first, a third faster than naming an error handler."""
+    try:
+        return text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
 class Fingerprinter:
     """Computes `Fingerprints` under one `DedupConfig`.
 
@@ -104,7 +113,7 @@ class Fingerprinter:
         )
 
     def _run(self, texts: Sequence[str]) -> _kernels.RawFingerprints:
-        parts = [t.encode("utf-8", "surrogatepass") for t in texts]
+        parts = [_utf8(t) for t in texts]
         offsets = np.zeros(len(parts) + 1, dtype=np.int64)
         np.cumsum([len(p) for p in parts], out=offsets[1:])
         data = np.frombuffer(b"".join(parts), dtype=np.uint8)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
@@ -119,3 +120,42 @@ def test_a_small_query_against_a_large_stored_document_uses_its_own_sketch() -> 
     mine = np.zeros(1, dtype=np.uint64)
     oph_sketch(fp.features(text), 64, mine)
     assert mine[0] == prints.sketch[0, 0]
+
+
+def _rice_words(b: int, r: int, values: list[int]) -> np.ndarray:
+    """The coded set of `values` (sorted, distinct, `b`-bit), written bit by bit as the
+    module docstring lays it out: each gap's quotient in unary, then its r low bits, most
+    significant first."""
+    bits = [(b >> i) & 1 for i in range(8)] + [(r >> i) & 1 for i in range(8)]
+    bits += [(len(values) >> i) & 1 for i in range(16)]
+    for k, v in enumerate(values):
+        gap = v if k == 0 else v - values[k - 1] - 1
+        bits += [1] * (gap >> r) + [0] + [(gap >> (r - 1 - i)) & 1 for i in range(r)]
+    words = np.zeros(SKETCH_BITS // 64, dtype=np.uint64)
+    for pos, bit in enumerate(bits):
+        words[pos >> 6] |= np.uint64(bit) << np.uint64(pos & 63)
+    return words
+
+
+@pytest.mark.parametrize("run", [0, 1, 30, 31, 32, 63, 94, 95, 96, 159, 160, 300])
+@pytest.mark.parametrize("r", [0, 5, 33])
+def test_unary_runs_and_remainders_decode_across_word_boundaries(run: int, r: int) -> None:
+    # the header ends at bit 32: a first quotient of 31 fills its word exactly, 95 one more
+    # word, 96 spills one bit past it; a remainder of 33 bits straddles a word boundary
+    b = 48
+    first = (run << r) | ((1 << r) - 1 if r else 0)
+    values = [first, first + 7, first + (1 << r) * 3 + 5]
+    words = _rice_words(b, r, values)
+    cut = [np.uint64(v) << np.uint64(64 - b) for v in values]
+    assert compact_set.common_values(np.array(cut, np.uint64), words) == (3, b)
+    missed = [cut[0] + (np.uint64(1) << np.uint64(64 - b)), cut[1], cut[2]]  # first off by one
+    assert compact_set.common_values(np.array(missed, np.uint64), words)[0] == 2
+
+
+def test_a_unary_run_filling_a_whole_word_decodes() -> None:
+    # r = 0: the first code (31 ones and a zero) ends the header's word, so the second,
+    # 74 ones, starts a word and fills it
+    b = 48
+    values = [31, 31 + 74 + 1]
+    cut = np.array([np.uint64(v) << np.uint64(64 - b) for v in values], np.uint64)
+    assert compact_set.common_values(cut, _rice_words(b, 0, values)) == (2, b)

@@ -133,3 +133,12 @@ def test_the_direct_table_is_the_fold_table_read_one_code_point_at_a_time() -> N
             assert entry == DIRECT_SPACE
         else:
             assert entry == folded[0]
+
+
+def test_a_lone_surrogate_is_fingerprinted_like_the_reference() -> None:
+    # JSON can carry one ("\ud800"); strict UTF-8 cannot encode it, so the batch falls back
+    cfg = DedupConfig()
+    texts = ["a\ud800b and more text", "\udfff", "plain"]
+    fp = Fingerprinter(cfg).batch(texts)
+    for d, text in enumerate(texts):
+        assert tuple(int(x) for x in fp.exact[d]) == exact_hash(normalize(text), cfg.seed)
