@@ -6,7 +6,8 @@ so this function is part of the on-disk format: change it and stored indexes bec
 The compiled kernel applies the same normalisation itself, character by character, through
 `fold_table()`: for every code point c that cannot interact with its neighbours under NFKC
 (no combining class, no combining marks first in its decomposition, nothing that composes
-with a preceding character), casefold(NFKC(s)) is the concatenation of casefold(NFKC(c)).
+with a preceding character; precomposed Hangul syllables too, see `_HANGUL_SYLLABLES`),
+casefold(NFKC(s)) is the concatenation of casefold(NFKC(c)).
 Texts holding any other code point are folded by the kernel's full NFKC (`nfkc`) instead.
 Property tests check the kernel against `normalize` on arbitrary and multi-script Unicode.
 """
@@ -34,6 +35,11 @@ def strip_html(text: str) -> str:
 SPACE_TABLE = np.array([chr(c).isspace() for c in range(0x3001)], dtype=np.bool_)
 FOLD_LIMIT = 0x30000  # code points at or above are left to the full path (`nfkc`)
 _HANGUL_JAMO = ((0x1100, 0x11FF), (0x3130, 0x318F), (0xA960, 0xA97F), (0xD7B0, 0xD7FF))
+# Precomposed Hangul syllables decompose to jamo that compose backwards, but only with each
+# other: the one thing a syllable composes with is a trailing jamo after it, and every
+# trailing jamo (and every character decomposing to one) stays out of the table, so a text
+# holding one is folded by the full path. Within the table, a syllable folds to itself.
+_HANGUL_SYLLABLES = (0xAC00, 0xD7A3)
 
 
 def _composes_backwards() -> set[int]:
@@ -55,7 +61,7 @@ def fold_table() -> tuple[np.ndarray, np.ndarray]:
     index[c] is -1 where c is not context-free under NFKC (see the module docstring). The
     table depends only on the Unicode version; it is built once and kept on disk (`caches`).
     """
-    name = f"fold-v1-unicode{unicodedata.unidata_version}-{FOLD_LIMIT:x}.npz"
+    name = f"fold-v2-unicode{unicodedata.unidata_version}-{FOLD_LIMIT:x}.npz"
     index, pool = cached_arrays(name, ("index", "pool"), build_fold_table)
     return index, pool
 
@@ -70,10 +76,11 @@ def build_fold_table() -> tuple[np.ndarray, np.ndarray]:
         if 0xD800 <= c <= 0xDFFF or any(lo <= c <= hi for lo, hi in _HANGUL_JAMO):
             continue
         decomposed = unicodedata.normalize("NFKD", ch)
+        syllable = _HANGUL_SYLLABLES[0] <= c <= _HANGUL_SYLLABLES[1]
         if (
             unicodedata.combining(ch)
             or unicodedata.combining(decomposed[0])
-            or any(ord(x) in backwards for x in decomposed)
+            or (not syllable and any(ord(x) in backwards for x in decomposed))
         ):
             continue
         mapped = unicodedata.normalize("NFKC", ch).casefold()

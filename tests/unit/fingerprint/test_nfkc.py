@@ -142,3 +142,16 @@ def test_a_lone_surrogate_is_fingerprinted_like_the_reference() -> None:
     fp = Fingerprinter(cfg).batch(texts)
     for d, text in enumerate(texts):
         assert tuple(int(x) for x in fp.exact[d]) == exact_hash(normalize(text), cfg.seed)
+
+
+def test_hangul_syllables_fold_by_the_table_and_still_compose_with_a_trailing_jamo() -> None:
+    index, pool = fold_table()
+    assert all(index[c] >= 0 and pool[index[c] + 1] == c for c in (0xAC00, 0xB098, 0xD7A3))
+    # what a syllable composes with stays out of the table: those texts take the full path
+    for after in ("\u11a8", "\uffa3", "\u3133", "\u11c2 "):
+        assert index[ord(after[0])] < 0
+    texts = ["가\u11a8 나", "가\uffa3", "가\u3133", "한국어 텍스트", "\u1100\u1161각", "가\u11c2 "]
+    cfg = DedupConfig()
+    fp = Fingerprinter(cfg).batch(texts)
+    for d, text in enumerate(texts):
+        assert tuple(int(x) for x in fp.exact[d]) == exact_hash(normalize(text), cfg.seed), text
