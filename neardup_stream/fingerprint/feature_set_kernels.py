@@ -31,8 +31,9 @@ def distinct_count(feats, seen, mark):
     whose `mark` it holds, so every call passes a new mark (1, 2, ..., below 2**32).
 
     A slot keeps each hash's top 32 bits as its tag, so two hashes sharing those and one run
-    of probes count once: about one document in 10,000 of a few thousand shingles counts one
-    fewer. Documents small enough to keep their set are counted exactly, by its sort."""
+    of probes count once: rarely (less than one document in 10,000 of a few thousand
+    shingles), a document counts one fewer. Documents small enough to keep their set are
+    counted exactly, by its sort."""
     mask = np.uint64(set_size(feats.size) - 1)
     mark = np.uint64(mark)
     n = 0

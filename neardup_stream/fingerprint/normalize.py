@@ -100,8 +100,9 @@ def direct_table(index: np.ndarray, pool: np.ndarray) -> np.ndarray:
     the kernel reads one entry per character.
 
     An entry below 2**31 is the folded code point; `DIRECT_SPACE` means a whitespace one
-    (`str.isspace`), which normalisation writes as a space; `DIRECT_POOL` sends the kernel to the pool (a folding of
-    zero or several code points) and `DIRECT_NONE` to the full path, as index -1 does.
+    (`str.isspace`), which normalisation writes as a space; `DIRECT_POOL` sends the kernel to
+    the pool (a folding of zero or several code points) and `DIRECT_NONE` to the full path,
+    as index -1 does.
     """
     direct = np.full(index.size, DIRECT_NONE, dtype=np.uint32)
     known = np.flatnonzero(index >= 0)

@@ -2,10 +2,11 @@
 
 `normalize_utf8` decodes raw UTF-8 and folds every code point through the per-character
 fold table (`normalize.fold_table`, read through `normalize.direct_table`), collapsing
-whitespace runs (the `str.isspace` set) to one space and stripping the ends; a text the table cannot fold alone is folded by
-`nfkc.fold_full` and then `collapse_spaces`. `feature_hashes` gives the features (shingles)
-of the normalised text: character k-grams as a rolling polynomial over code points (mod
-2**64), or word n-grams combining FNV-1a word hashes; both finished with `fmix64`, seeded.
+whitespace runs (the `str.isspace` set) to one space and stripping the ends; a text the
+table cannot fold alone is folded by `nfkc.fold_full` and then `collapse_spaces`.
+`feature_hashes` gives the features (shingles) of the normalised text: character k-grams as
+a rolling polynomial over code points (mod 2**64), or word n-grams combining FNV-1a word
+hashes; both finished with `fmix64`, seeded.
 """
 
 from __future__ import annotations
@@ -13,13 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from neardup_stream.fingerprint.hash_kernels import GOLD, fmix64
-from neardup_stream.fingerprint.normalize import (
-    DIRECT_NONE,
-    DIRECT_POOL,
-)
-from neardup_stream.fingerprint.normalize import (
-    SPACE_TABLE as _SPACE_TABLE,
-)
+from neardup_stream.fingerprint.normalize import DIRECT_NONE, DIRECT_POOL, SPACE_TABLE
 from neardup_stream.native import njit
 
 _FNV = np.uint64(0x100000001B3)
@@ -91,7 +86,7 @@ def normalize_utf8(data, begin, end, out, direct, fold_index, fold_pool):
 def _append(out, n, after_space, cps):
     """Append `cps` to out[:n] the way `normalize_utf8` does (room for all of them)."""
     for x in cps:
-        space = np.int64(x < _SPACE_TABLE.size and _SPACE_TABLE[x])
+        space = np.int64(x < SPACE_TABLE.size and SPACE_TABLE[x])
         out[n] = _SPACE if space else x
         n += (space ^ 1) | (after_space ^ 1)
         after_space = space
