@@ -171,7 +171,6 @@ def _dedup_columns(
     """`run_dedup` on one engine, batches as columns (`line_batch`): no object per line."""
     from neardup_stream.deduplicator import Deduplicator  # the compiled kernels load here
     from neardup_stream.line_batch import decision_lines, parse_lines
-    from neardup_stream.models import METHODS
 
     engine = Deduplicator(config)
     pending: list[tuple[int, bytes]] = []
@@ -183,8 +182,8 @@ def _dedup_columns(
             _bad_line(err, counts, number, error)
         counts["chars"] += sum(map(len, parsed.texts))
         cols = engine.decide_columns(parsed.ids, parsed.texts, parsed.stamps)
-        for method, update in zip(cols.method, cols.update, strict=True):
-            _count(counts, METHODS[method - 1] if method else None, update)
+        for i, update in enumerate(cols.update):
+            _count(counts, cols.method_name(i), update)
         sink.write(decision_lines(cols))
 
     for line in lines:

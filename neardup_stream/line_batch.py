@@ -6,10 +6,9 @@ Offline `dedup` reads its input through `parse_lines` and writes its decisions w
 In: orjson decodes each line; a *plain* object goes straight into the columns: its `id` and
 `text` are strings `Document` accepts, and every other field is null, a string in a declared
 string field (`title`, `url`, `lang`), or a scalar in a field `Document` does not declare
-(kept, never read). Every other line (a `timestamp` to
-parse, `metadata`, nested extras, anything orjson refuses, anything invalid) goes through
-`parsing.parse_document`, so what the batch holds for it, its document or its precise reason,
-is exactly what that gives. orjson is stricter than pydantic's parser (no NaN, no lone
+(kept, never read). Every other line (a `timestamp` to parse, `metadata`, nested extras,
+anything orjson refuses, anything invalid) goes through `parsing.parse_document`, so what the
+batch holds for it, its document or its precise reason, is exactly what that gives. orjson is stricter than pydantic's parser (no NaN, no lone
 surrogates, no numbers beyond a double), never looser, so no line is accepted here that
 `parse_document` would refuse.
 

@@ -73,6 +73,11 @@ class DecisionColumns:
         self.similarity.append(self.similarity[i])
         self.update.append(self.update[i])
 
+    def method_name(self, i: int) -> str | None:
+        """Row `i`'s method as a `Decision` names it, None for a unique document."""
+        code = self.method[i]
+        return None if code == UNIQUE else METHODS[code - 1]
+
     def decision(self, i: int) -> Decision:
         """Row `i` as a `Decision`."""
         if self.method[i] == UNIQUE:
@@ -83,7 +88,7 @@ class DecisionColumns:
             duplicate_of=self.duplicate_of[i],
             representative=self.representative[i],
             similarity=self.similarity[i],
-            method=METHODS[self.method[i] - 1],
+            method=self.method_name(i),
             update=self.update[i],
         )
 

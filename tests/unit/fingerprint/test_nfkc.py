@@ -54,6 +54,14 @@ def _fold_full(text: str) -> str:
     return cps.astype("<u4").tobytes().decode("utf-32-le", "surrogatepass")
 
 
+def _assert_normalized_like_the_reference(texts: list[str]) -> None:
+    """The kernel's exact hash of each text is that of `normalize(text)`."""
+    cfg = DedupConfig()
+    fp = Fingerprinter(cfg).batch(texts)
+    for d, text in enumerate(texts):
+        assert tuple(int(x) for x in fp.exact[d]) == exact_hash(normalize(text), cfg.seed), text
+
+
 @settings(max_examples=400, deadline=None)
 @given(_MULTI_SCRIPT)
 def test_full_path_is_nfkc_then_casefold(text: str) -> None:
@@ -78,11 +86,8 @@ def test_kernel_equals_the_python_reference_on_multi_script_batches(texts: list[
 
 
 def test_a_text_that_expands_past_the_kernels_buffer() -> None:
-    cfg = DedupConfig()
     texts = ["\ufdfa" * 50 + "\u0301", "short", "\ufdfa" * 200]  # 18 code points each
-    fp = Fingerprinter(cfg).batch(texts)
-    for d, text in enumerate(texts):
-        assert tuple(int(x) for x in fp.exact[d]) == exact_hash(normalize(text), cfg.seed)
+    _assert_normalized_like_the_reference(texts)
 
 
 def test_every_hangul_syllable_round_trips() -> None:
@@ -112,10 +117,7 @@ def test_every_whitespace_code_point_collapses_to_one_space_in_the_kernel() -> N
     # kind of whitespace, alone, in runs, leading and trailing, must come out as `normalize`
     texts = [f"{w}a{w}{w}b{w}" for w in _SPACES] + ["".join(_SPACES) + "x" + "".join(_SPACES)]
     texts += ["".join(_SPACES), "a" + "".join(reversed(_SPACES)) + "\u2160"]  # Ⅰ folds to i
-    cfg = DedupConfig()
-    fp = Fingerprinter(cfg).batch(texts)
-    for d, text in enumerate(texts):
-        assert tuple(int(x) for x in fp.exact[d]) == exact_hash(normalize(text), cfg.seed), text
+    _assert_normalized_like_the_reference(texts)
 
 
 def test_the_direct_table_is_the_fold_table_read_one_code_point_at_a_time() -> None:
@@ -137,11 +139,8 @@ def test_the_direct_table_is_the_fold_table_read_one_code_point_at_a_time() -> N
 
 def test_a_lone_surrogate_is_fingerprinted_like_the_reference() -> None:
     # JSON can carry one ("\ud800"); strict UTF-8 cannot encode it, so the batch falls back
-    cfg = DedupConfig()
     texts = ["a\ud800b and more text", "\udfff", "plain"]
-    fp = Fingerprinter(cfg).batch(texts)
-    for d, text in enumerate(texts):
-        assert tuple(int(x) for x in fp.exact[d]) == exact_hash(normalize(text), cfg.seed)
+    _assert_normalized_like_the_reference(texts)
 
 
 def test_hangul_syllables_fold_by_the_table_and_still_compose_with_a_trailing_jamo() -> None:
@@ -151,7 +150,4 @@ def test_hangul_syllables_fold_by_the_table_and_still_compose_with_a_trailing_ja
     for after in ("\u11a8", "\uffa3", "\u3133", "\u11c2 "):
         assert index[ord(after[0])] < 0
     texts = ["가\u11a8 나", "가\uffa3", "가\u3133", "한국어 텍스트", "\u1100\u1161각", "가\u11c2 "]
-    cfg = DedupConfig()
-    fp = Fingerprinter(cfg).batch(texts)
-    for d, text in enumerate(texts):
-        assert tuple(int(x) for x in fp.exact[d]) == exact_hash(normalize(text), cfg.seed), text
+    _assert_normalized_like_the_reference(texts)
