@@ -151,13 +151,19 @@ def encode(hashes, out):
             continue
         gap = v if i == 0 else v - prev - _ONE
         q = np.int64(gap >> np.uint64(r))
-        for _ in range(q):  # unary: q ones, then a zero
+        # the r low bits, most significant first: reversed, then written at once
+        low = _reverse(gap) >> np.uint64(64 - r) if r else np.uint64(0)
+        if q + r < 63:  # the whole code in one write: q ones, a zero, the r bits
+            _put(out, pos, ((_ONE << np.uint64(q)) - _ONE) | (low << np.uint64(q + 1)))
+            pos += q + 1 + r
+            prev = v
+            m += 1
+            continue
+        for _ in range(q):  # a long unary run: bit by bit
             out[pos >> 6] |= _ONE << np.uint64(pos & 63)
             pos += 1
-        pos += 1
-        if r:  # the r low bits, most significant first: reversed, then written at once
-            _put(out, pos, _reverse(gap) >> np.uint64(64 - r))
-            pos += r
+        _put(out, pos + 1, low)
+        pos += 1 + r
         prev = v
         m += 1
     out[0] |= np.uint64(m) << np.uint64(16)
