@@ -45,12 +45,15 @@ def densify(v):
             break
     if first < 0:
         return
-    nxt = first + size
-    for i in range(size - 1, -1, -1):
-        if v[i] != EMPTY:
-            nxt = i
-        else:
-            v[i] = fmix64(v[nxt % size] + np.uint64(nxt - i) * GOLD)
+    nxt = first + size  # the next non-empty bin after i, counted past the end
+    src = first  # the same bin, wrapped: nxt % size
+    for i in range(size - 1, -1, -1):  # branch-free: which bins are empty is unpredictable
+        x = v[i]
+        full = np.int64(x != EMPTY)
+        keep = np.uint64(0) - np.uint64(full)  # all ones where the bin is full
+        v[i] = (x & keep) | (fmix64(v[src] + np.uint64(nxt - i) * GOLD) & ~keep)
+        nxt += (i - nxt) * full
+        src += (i - src) * full
 
 
 class SketchScratch(NamedTuple):

@@ -53,12 +53,35 @@ def _bit(word, b):
     return np.int64((word >> np.uint64(b)) & ONE)
 
 
+@njit(inline="always", cache=True)
+def _carry(slices, carry):
+    """Add `carry` (a bit-vector of 16s) into the bit-sliced counter `slices`."""
+    for j in range(8):
+        t = slices[j] & carry
+        slices[j] ^= carry
+        carry = t
+        if carry == 0:
+            break
+
+
+@njit(inline="always", cache=True)
+def _flush(slices, counts):
+    """Move the 16s counted in `slices` into `counts`, and clear them."""
+    for b in range(64):
+        c = 0
+        for j in range(8):
+            c += _bit(slices[j], b) << j
+        counts[b] += 16 * c
+    slices[:] = 0
+
+
 @njit(cache=True, nogil=True)
 def bit_counts(feats):
     """For each of the 64 bit positions, how many feature hashes have that bit set.
 
     Harley-Seal carry-save adder tree over blocks of 16 hashes (about five word operations
-    per hash, branch-free), feeding a bit-sliced counter of 16s.
+    per hash, branch-free), feeding a bit-sliced counter of 16s; the last (< 16) hashes go
+    through the same counters one at a time, so the counts are read out once, at the end.
     """
     ones = twos = fours = eights = np.uint64(0)
     slices = np.zeros(8, dtype=np.uint64)
@@ -70,26 +93,29 @@ def bit_counts(feats):
         eights_a, ones, twos, fours = _add8(feats, i, ones, twos, fours)
         eights_b, ones, twos, fours = _add8(feats, i + 8, ones, twos, fours)
         carry, eights = _csa(eights, eights_a, eights_b)
-        for j in range(8):
-            t = slices[j] & carry
-            slices[j] ^= carry
-            carry = t
-            if carry == 0:
-                break
+        _carry(slices, carry)
         pending += 1
-        if pending == 255 or i + 32 > n:
-            for b in range(64):
-                c = 0
-                for j in range(8):
-                    c += _bit(slices[j], b) << j
-                counts[b] += 16 * c
-            slices[:] = 0
+        if pending == 255:  # (a slice counts up to 255 sixteens)
+            _flush(slices, counts)
             pending = 0
         i += 16
+    for f in range(i, n):  # a ripple through ones..eights; at most one carry into the 16s
+        carry = feats[f]
+        t = ones & carry
+        ones ^= carry
+        carry = t
+        t = twos & carry
+        twos ^= carry
+        carry = t
+        t = fours & carry
+        fours ^= carry
+        carry = t
+        t = eights & carry
+        eights ^= carry
+        _carry(slices, t)
+    _flush(slices, counts)
     for b in range(64):
         counts[b] += 8 * _bit(eights, b) + 4 * _bit(fours, b) + 2 * _bit(twos, b) + _bit(ones, b)
-        for f in range(i, n):
-            counts[b] += _bit(feats[f], b)
     return counts
 
 

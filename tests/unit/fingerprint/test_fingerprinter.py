@@ -136,6 +136,19 @@ def test_bit_counts_equal_naive_counting(values: list[int]) -> None:
     assert bit_counts(feats).tolist() == naive
 
 
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 31, 4079, 4080, 4081, 4095, 4111, 8175, 12000])
+def test_bit_counts_at_the_counters_limits(n: int) -> None:
+    """Every bit set in every hash carries through each counter at once: the 16s' slices
+    fill (255 blocks) and the last hashes, added one at a time, carry into them."""
+    from neardup_stream.fingerprint.kernels import bit_counts
+
+    ones = np.full(n, 2**64 - 1, dtype=np.uint64)
+    assert bit_counts(ones).tolist() == [n] * 64
+    mixed = np.arange(n, dtype=np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+    naive = [int(((mixed >> np.uint64(b)) & np.uint64(1)).sum()) for b in range(64)]
+    assert bit_counts(mixed).tolist() == naive
+
+
 @pytest.mark.parametrize(
     "text",
     [
