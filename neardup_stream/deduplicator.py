@@ -45,6 +45,7 @@ from neardup_stream.index.doc_store import DocStore
 from neardup_stream.index.registry import IdRegistry
 from neardup_stream.index.shards import ShardedIndex
 from neardup_stream.models import Decision, Document
+from neardup_stream.plain_objects import Parsed
 from neardup_stream.precise import FeatureSets
 from neardup_stream.records import FingerprintRecord
 from neardup_stream.sentences import SentenceIndex
@@ -83,7 +84,7 @@ class Deduplicator:
         """Decide one document (and index it)."""
         return self.process([doc], now=now)[0].decision
 
-    def check_batch(self, docs: Sequence[Document], now: float | None = None) -> list[Decision]:
+    def check_batch(self, docs: Sequence[Parsed], now: float | None = None) -> list[Decision]:
         """Decide documents in order; later ones see earlier ones of the same batch."""
         return [o.decision for o in self.process(docs, now=now)]
 
@@ -94,7 +95,7 @@ class Deduplicator:
 
     def process(
         self,
-        docs: Sequence[Document],
+        docs: Sequence[Parsed],
         now: float | None = None,
         records: bool = False,
         times: Sequence[float | None] | None = None,
@@ -102,7 +103,7 @@ class Deduplicator:
         """Decide documents in order, optionally returning their fingerprint records.
 
         Args:
-            docs: Documents in stream order.
+            docs: Documents (or `PlainDocument`s) in stream order.
             now: The wall clock in seconds (default: `time.time()`).
             records: Build a `FingerprintRecord` for every newly stored document.
             times: Per-document record times in seconds (e.g. Kafka record timestamps;

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic_settings import NoDecode
 
 from neardup_stream.models import Document
+from neardup_stream.plain_objects import Parsed
 
 DEFAULT_TEXT_FIELDS = ("text",)
 
@@ -110,12 +111,12 @@ DEFAULT_MAPPING = InputMapping()
 
 def domain_of(
     mapping: InputMapping,
-    doc: Document,
+    doc: Parsed,
     key: bytes | None = None,
     headers: Sequence[tuple[str, bytes | None]] = (),
 ) -> str:
     """The dedup domain of a document: field, then header, then key prefix; "" when none."""
-    if mapping.domain_field is not None:
+    if mapping.domain_field is not None and isinstance(doc, Document):  # (never plain then)
         value = (doc.model_extra or {}).get(mapping.domain_field)
         if value is None and mapping.domain_field in Document.model_fields:
             value = getattr(doc, mapping.domain_field)

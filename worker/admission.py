@@ -2,8 +2,10 @@
 its one dead letter added (unparsable, too large to pass through, or rejected earlier).
 
 Shared by the single worker's decide step (`decide`) and the cluster's edge (`cluster.ingest`),
-so both turn the same bad input into the same dead letter. An input goes to the dead-letter
-topic as `unpublishable` when its pass-through would exceed the unique topic's limit, or when
+so both turn the same bad input into the same dead letter. Under the default mapping a plain
+object (`plain_objects`) is admitted as a `PlainDocument`, without building a `Document`.
+
+An input goes to the dead-letter topic as `unpublishable` when its pass-through would exceed the unique topic's limit, or when
 the broker rejected its output for a deterministic reason before (`rejected`, filled from the
 failure policy's blame), so a replay never hits the same rejection again.
 """
@@ -12,11 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING
 
-from neardup_stream.mapping import InputMapping
-from neardup_stream.models import Document, ErrorRecord
+from neardup_stream.mapping import DEFAULT_MAPPING, InputMapping
+from neardup_stream.models import ErrorRecord
 from neardup_stream.parsing import ParseError, parse_document
+from neardup_stream.plain_objects import Parsed, plain_document
 from worker import changelog, codec
 from worker.records import BatchOutput, InputRecord, Rejection, Source
 
@@ -41,6 +45,12 @@ class DecideRules:
     unique_limit: int  # the unique topic's max.message.bytes
     changelog_limit: int = 1 << 62  # the changelog topic's max.message.bytes
     pipeline: changelog.Pipeline | None = None  # whose changelog records; required to write
+
+    @cached_property
+    def plain(self) -> bool:
+        """Whether plain objects are admitted as they are: under the default mapping (domain
+        settings included: none reads the document then)."""
+        return self.mapping == DEFAULT_MAPPING
 
     @classmethod
     def of(cls, settings: Settings, limits: Mapping[str, int]) -> DecideRules:
@@ -85,7 +95,7 @@ def dead_letter(
     out.dead.append(reason)
 
 
-def unpublishable_reason(record: InputRecord, doc: Document, rules: DecideRules) -> str | None:
+def unpublishable_reason(record: InputRecord, doc: Parsed, rules: DecideRules) -> str | None:
     """Why the unique pass-through of `doc` cannot be published, or None if it fits."""
     size = len(record.value or b"") + len(doc.id.encode()) + RECORD_OVERHEAD_BYTES
     if size <= rules.unique_limit:
@@ -101,7 +111,7 @@ def admit(
     record: InputRecord,
     rules: DecideRules,
     rejected: Mapping[Source, Rejection],
-) -> Document | None:
+) -> Parsed | None:
     """The document of `record`, or None once its one dead letter is added to `out`."""
     tp = (record.source.topic, record.source.partition)
     out.offsets[tp] = max(out.offsets.get(tp, 0), record.source.offset + 1)
@@ -109,7 +119,11 @@ def admit(
         why = rejected[record.source]
         dead_letter(out, rules, record, why.reason, why.message, why.keep_payload)
         return None
-    parsed = parse_document(record.value, rules.max_message_bytes, rules.mapping, record.key)
+    parsed: Parsed | ParseError | None = None
+    if rules.plain:
+        parsed = plain_document(record.value, rules.max_message_bytes)
+    if parsed is None:
+        parsed = parse_document(record.value, rules.max_message_bytes, rules.mapping, record.key)
     if isinstance(parsed, ParseError):
         dead_letter(out, rules, record, parsed.reason, parsed.message)
         return None

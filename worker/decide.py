@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from neardup_stream.deduplicator import Deduplicator
-from neardup_stream.models import Document
+from neardup_stream.plain_objects import Parsed
 from worker import changelog, codec
 from worker.admission import (
     MAX_DLQ_KEY_BYTES,
@@ -82,7 +82,7 @@ def _decide_partition(
     rules: DecideRules,
     rejected: Mapping[Source, Rejection],
 ) -> None:
-    docs: list[Document] = []
+    docs: list[Parsed] = []
     kept: list[InputRecord] = []
     for record in records:
         parsed = admit(out, record, rules, rejected)

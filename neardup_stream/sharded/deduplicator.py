@@ -18,7 +18,8 @@ from neardup_stream.batch import Batch
 from neardup_stream.config import DedupConfig
 from neardup_stream.event_time import event_times
 from neardup_stream.fingerprint.fingerprinter import Fingerprinter
-from neardup_stream.models import Decision, Document
+from neardup_stream.models import Decision
+from neardup_stream.plain_objects import Parsed
 from neardup_stream.sharded.fingerprints import FingerprintBatch
 from neardup_stream.sharded.gather import Gatherer
 from neardup_stream.sharded.replica import ReplicaVoter
@@ -33,7 +34,7 @@ class DocumentFingerprinter:
 
     def batch(
         self,
-        docs: Sequence[Document],
+        docs: Sequence[Parsed],
         domains: Sequence[str],
         positions: np.ndarray,
         now: float | None = None,
@@ -62,7 +63,7 @@ class ShardedDeduplicator:
 
     def process(
         self,
-        docs: Sequence[Document],
+        docs: Sequence[Parsed],
         domains: Sequence[str] | None = None,
         now: float | None = None,
         times: Sequence[float | None] | None = None,
@@ -75,7 +76,7 @@ class ShardedDeduplicator:
         fb = self.fingerprinter.batch(docs, domains or [""] * len(docs), positions, now, times)
         return self.gatherer.decide(fb, list(self.replica.vote(fb).values()))
 
-    def check_batch(self, docs: Sequence[Document], now: float | None = None) -> list[Decision]:
+    def check_batch(self, docs: Sequence[Parsed], now: float | None = None) -> list[Decision]:
         return self.process(docs, now=now)
 
     def __len__(self) -> int:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 from neardup_stream.mapping import InputMapping
+from neardup_stream.models import Document
+from neardup_stream.parsing import ParseError, parse_document
+from neardup_stream.plain_objects import PlainDocument
 from worker.admission import MAX_DLQ_KEY_BYTES, DecideRules, admit
 from worker.records import BatchOutput, InputRecord, Rejection, Source
 
@@ -53,3 +57,45 @@ def test_a_dead_letter_keeps_only_a_small_key() -> None:
     admit(out, rec(0, b"{", key=b"k" * (MAX_DLQ_KEY_BYTES + 1)), RULES, {})
     admit(out, rec(1, b"{", key=b"small"), RULES, {})
     assert [m.key for m in out.messages] == [None, b"small"]
+
+
+INPUTS = [
+    {"id": "a", "text": "hello"},
+    {"id": "b", "text": "x", "title": "t", "url": None, "extra": 3},
+    {"id": "c", "text": "y", "timestamp": "2026-01-01T00:00:00Z"},  # a time to parse
+    {"id": "d", "text": "z", "metadata": {"k": 1}},  # nested
+    {"id": "e", "text": "   "},  # empty_text
+    {"id": " ", "text": "z"},  # invalid_id
+    {"id": "f", "text": "z", "lang": 3},  # invalid_field
+    {"id": "g"},  # missing_text
+]
+
+
+def test_plain_objects_are_admitted_as_parse_document_gives_them() -> None:
+    """Under the default mapping a plain object comes in without a `Document`, with the id
+    and text (and no time) `parse_document` gives; every other input as before."""
+    for i, obj in enumerate(INPUTS):
+        raw = json.dumps(obj).encode()
+        out, parsed = BatchOutput(), admit(BatchOutput(), rec(i, raw), RULES, {})
+        expected = parse_document(raw, RULES.max_message_bytes)
+        if isinstance(expected, ParseError):
+            assert parsed is None
+            admit(out, rec(i, raw), RULES, {})
+            assert out.dead == [expected.reason]
+            continue
+        assert parsed is not None
+        assert (parsed.id, parsed.text, parsed.timestamp) == (
+            expected.id,
+            expected.text,
+            expected.timestamp,
+        )
+        assert isinstance(parsed, PlainDocument) == (i < 2)
+
+
+def test_a_mapping_of_its_own_admits_documents() -> None:
+    """A domain field (any mapping other than the default) reads the `Document`: never plain."""
+    scoped = dataclasses.replace(RULES, mapping=InputMapping(domain_field="site"))
+    raw = json.dumps({"id": "a", "text": "hello", "site": "x.org"}).encode()
+    parsed = admit(BatchOutput(), rec(0, raw), scoped, {})
+    assert isinstance(parsed, Document) and parsed.model_extra == {"site": "x.org"}
+    assert isinstance(admit(BatchOutput(), rec(0, raw), RULES, {}), PlainDocument)
