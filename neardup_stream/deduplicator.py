@@ -44,8 +44,7 @@ from neardup_stream.index.columns import Limits, Rules
 from neardup_stream.index.doc_store import DocStore
 from neardup_stream.index.registry import IdRegistry
 from neardup_stream.index.shards import ShardedIndex
-from neardup_stream.models import Decision, Document
-from neardup_stream.plain_objects import Parsed
+from neardup_stream.models import Decision, Document, Parsed
 from neardup_stream.precise import FeatureSets
 from neardup_stream.records import FingerprintRecord
 from neardup_stream.sentences import SentenceIndex

@@ -24,8 +24,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_settings import NoDecode
 
-from neardup_stream.models import Document
-from neardup_stream.plain_objects import Parsed
+from neardup_stream.models import Document, Parsed
 
 DEFAULT_TEXT_FIELDS = ("text",)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -58,6 +58,18 @@ class Document(BaseModel):
         if not v or v.isspace():
             raise ValueError("text is empty or only whitespace: there is nothing to compare")
         return v
+
+
+class PlainDocument(NamedTuple):
+    """The id and text of an input `Document` would accept as it is, without building one
+    (`plain_objects.plain_document`): what the engine reads of a document."""
+
+    id: str
+    text: str
+    timestamp: datetime | None = None  # (always None: an own timestamp is not plain)
+
+
+Parsed = Document | PlainDocument  # an admitted input, either way
 
 
 class Decision(BaseModel):

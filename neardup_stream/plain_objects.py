@@ -3,7 +3,7 @@
 A *plain* object has `id` and `text` strings `Document` accepts, and every other field is
 null, a string in a declared string field (`title`, `url`, `lang`), or a scalar in a field
 `Document` does not declare (kept in the input, never read). `plain_document` gives such an
-input's id and text as a `PlainDocument` (no own timestamp: an object with one is not
+input's id and text as a `models.PlainDocument` (no own timestamp: an object with one is not
 plain), and None for every other input: a `timestamp` to parse, `metadata`, nested extras,
 anything orjson refuses, anything invalid. The caller then takes `parsing.parse_document`,
 so for every input it gets what that gives, or the same id and text without the object.
@@ -18,12 +18,11 @@ per input cost as much again (8.1 against 3.6 µs per held-out line).
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 import orjson
 
-from neardup_stream.models import MAX_ID_CHARS, MAX_TEXT_CHARS, Document
+from neardup_stream.models import MAX_ID_CHARS, MAX_TEXT_CHARS, PlainDocument
 
 _STRINGS = ("title", "url", "lang")  # declared: a string or null
 # Inputs with more brackets than this go to `parse_document`: orjson nests deeper (1,024)
@@ -31,17 +30,6 @@ _STRINGS = ("title", "url", "lang")  # declared: a string or null
 # never reaches `_plain` (the last one wins), so only an input that cannot nest that deep is
 # decoded here.
 _NESTING = 512
-
-
-class PlainDocument(NamedTuple):
-    """The id and text of a plain object: what the engine reads of a `Document`."""
-
-    id: str
-    text: str
-    timestamp: datetime | None = None  # (always None: an own timestamp is not plain)
-
-
-Parsed = Document | PlainDocument  # an admitted input, either way
 
 
 def _plain(obj: Any) -> PlainDocument | None:

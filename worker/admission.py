@@ -18,9 +18,9 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from neardup_stream.mapping import DEFAULT_MAPPING, InputMapping
-from neardup_stream.models import ErrorRecord
+from neardup_stream.models import ErrorRecord, Parsed
 from neardup_stream.parsing import ParseError, parse_document
-from neardup_stream.plain_objects import Parsed, plain_document
+from neardup_stream.plain_objects import plain_document
 from worker import changelog, codec
 from worker.records import BatchOutput, InputRecord, Rejection, Source
 

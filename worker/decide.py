@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from neardup_stream.deduplicator import Deduplicator
-from neardup_stream.plain_objects import Parsed
+from neardup_stream.models import Parsed
 from worker import changelog, codec
 from worker.admission import (
     MAX_DLQ_KEY_BYTES,

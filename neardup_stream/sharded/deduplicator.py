@@ -18,8 +18,7 @@ from neardup_stream.batch import Batch
 from neardup_stream.config import DedupConfig
 from neardup_stream.event_time import event_times
 from neardup_stream.fingerprint.fingerprinter import Fingerprinter
-from neardup_stream.models import Decision
-from neardup_stream.plain_objects import Parsed
+from neardup_stream.models import Decision, Parsed
 from neardup_stream.sharded.fingerprints import FingerprintBatch
 from neardup_stream.sharded.gather import Gatherer
 from neardup_stream.sharded.replica import ReplicaVoter

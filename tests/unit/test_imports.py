@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -94,3 +95,22 @@ def test_a_dedup_with_home_shards_loads_the_sharded_engine(tmp_path: Path) -> No
         "duplicate",
     ]
     assert "neardup_stream.sharded.deduplicator" in modules
+
+
+def test_the_build_s_warm_up_imports_with_the_build_requirements_only(tmp_path: Path) -> None:
+    """`setup.py` runs the warm-up in pip's isolated build environment, which holds only
+    `[build-system] requires`: a runtime dependency it imported (orjson, say) would make
+    every install come without its kernels. Every other project dependency is blocked here."""
+    tomllib = pytest.importorskip("tomllib")  # (Python 3.11+; CI runs 3.11)
+    project = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())
+
+    def names(reqs: list[str]) -> set[str]:
+        return {re.split(r"[<>=!~\[ ;]", r, maxsplit=1)[0].lower().replace("-", "_") for r in reqs}
+
+    runtime = names(project["project"]["dependencies"])
+    runtime |= names(project["project"]["optional-dependencies"]["worker"])
+    blocked = sorted(runtime - names(project["build-system"]["requires"]))
+    assert "orjson" in blocked and "numba" not in blocked
+    block = "".join(f"sys.modules[{m!r}] = None\n" for m in blocked)  # import raises then
+    modules = _modules_after(f"import sys\n{block}import neardup_stream.warmup", tmp_path)
+    assert "neardup_stream.warmup" in modules

@@ -19,7 +19,7 @@ import numpy as np
 from neardup_stream.config import DedupConfig
 from neardup_stream.fingerprint.fingerprinter import kept_features
 from neardup_stream.mapping import domain_of
-from neardup_stream.plain_objects import Parsed
+from neardup_stream.models import Parsed
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.home import domain_partition
 from worker.admission import DecideRules, admit, record_times

@@ -6,9 +6,8 @@ import dataclasses
 import json
 
 from neardup_stream.mapping import InputMapping
-from neardup_stream.models import Document
+from neardup_stream.models import Document, PlainDocument
 from neardup_stream.parsing import ParseError, parse_document
-from neardup_stream.plain_objects import PlainDocument
 from worker.admission import MAX_DLQ_KEY_BYTES, DecideRules, admit
 from worker.records import BatchOutput, InputRecord, Rejection, Source
 
