@@ -3,9 +3,9 @@
 Offline `dedup` reads its input through `parse_lines` and writes its decisions with
 `decision_lines`: the same JSON line per decision as `json.dumps` of a `Decision` gives.
 
-In: each line through `plain_objects.plain_document`, straight into the columns when it is a
-plain object; every other line goes through `parsing.parse_document`, so what the batch holds
-for it, its document or its precise reason, is exactly what that gives.
+In: each line through `plain_objects.parse_input`, a plain object straight into the columns
+without a `Document`; every other line through `parsing.parse_document`, so what the batch
+holds for it, its document or its precise reason, is exactly what that gives.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from json.encoder import encode_basestring_ascii as _quoted  # what json.dumps w
 from neardup_stream.engine.outcomes import DecisionColumns
 from neardup_stream.index.columns import UNIQUE
 from neardup_stream.models import METHODS
-from neardup_stream.parsing import ParseError, parse_document
-from neardup_stream.plain_objects import plain_document
+from neardup_stream.parsing import ParseError
+from neardup_stream.plain_objects import parse_input
 
 
 @dataclass
@@ -46,11 +46,7 @@ def parse_lines(lines: Sequence[tuple[int, bytes]], max_bytes: int) -> LineBatch
     """Parse numbered input lines (see the module docstring); never raises on bad input."""
     out = LineBatch()
     for number, raw in lines:
-        plain = plain_document(raw, max_bytes)
-        if plain is not None:
-            out.add(number, plain.id, plain.text, None)
-            continue
-        parsed = parse_document(raw, max_bytes)
+        parsed = parse_input(raw, max_bytes)
         if isinstance(parsed, ParseError):
             out.errors.append((number, parsed))
         else:

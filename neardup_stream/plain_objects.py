@@ -5,8 +5,8 @@ null, a string in a declared string field (`title`, `url`, `lang`), or a scalar 
 `Document` does not declare (kept in the input, never read). `plain_document` gives such an
 input's id and text as a `models.PlainDocument` (no own timestamp: an object with one is not
 plain), and None for every other input: a `timestamp` to parse, `metadata`, nested extras,
-anything orjson refuses, anything invalid. The caller then takes `parsing.parse_document`,
-so for every input it gets what that gives, or the same id and text without the object.
+anything orjson refuses, anything invalid. `parse_input` then takes `parsing.parse_document`,
+so for every input it gives what that gives, or the same id and text without the object.
 orjson is stricter than pydantic's parser (no NaN, no lone surrogates, no numbers beyond a
 double), never looser, so no input is plain that `parse_document` would refuse.
 
@@ -22,7 +22,9 @@ from typing import Any
 
 import orjson
 
-from neardup_stream.models import MAX_ID_CHARS, MAX_TEXT_CHARS, PlainDocument
+from neardup_stream.mapping import DEFAULT_MAPPING, InputMapping
+from neardup_stream.models import MAX_ID_CHARS, MAX_TEXT_CHARS, Parsed, PlainDocument
+from neardup_stream.parsing import ParseError, parse_document
 
 _STRINGS = ("title", "url", "lang")  # declared: a string or null
 # Inputs with more brackets than this go to `parse_document`: orjson nests deeper (1,024)
@@ -64,3 +66,17 @@ def plain_document(raw: bytes | None, max_bytes: int) -> PlainDocument | None:
         return _plain(orjson.loads(raw))
     except orjson.JSONDecodeError:
         return None
+
+
+def parse_input(
+    raw: bytes | None,
+    max_bytes: int,
+    mapping: InputMapping = DEFAULT_MAPPING,
+    key: bytes | None = None,
+    *,
+    plain: bool = True,
+) -> Parsed | ParseError:
+    """`parse_document`, a plain object first as a `PlainDocument` when `plain` (only under
+    the default mapping: with any other, the caller passes False)."""
+    parsed = plain_document(raw, max_bytes) if plain else None
+    return parse_document(raw, max_bytes, mapping, key) if parsed is None else parsed

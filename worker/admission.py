@@ -3,11 +3,12 @@ its one dead letter added (unparsable, too large to pass through, or rejected ea
 
 Shared by the single worker's decide step (`decide`) and the cluster's edge (`cluster.ingest`),
 so both turn the same bad input into the same dead letter. Under the default mapping a plain
-object (`plain_objects`) is admitted as a `PlainDocument`, without building a `Document`.
+object is admitted as a `PlainDocument`, without building a `Document` (`plain_objects`).
 
-An input goes to the dead-letter topic as `unpublishable` when its pass-through would exceed the unique topic's limit, or when
-the broker rejected its output for a deterministic reason before (`rejected`, filled from the
-failure policy's blame), so a replay never hits the same rejection again.
+An input goes to the dead-letter topic as `unpublishable` when its pass-through would exceed
+the unique topic's limit, or when the broker rejected its output for a deterministic reason
+before (`rejected`, filled from the failure policy's blame), so a replay never hits the same
+rejection again.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from typing import TYPE_CHECKING
 
 from neardup_stream.mapping import DEFAULT_MAPPING, InputMapping
 from neardup_stream.models import ErrorRecord, Parsed
-from neardup_stream.parsing import ParseError, parse_document
-from neardup_stream.plain_objects import plain_document
+from neardup_stream.parsing import ParseError
+from neardup_stream.plain_objects import parse_input
 from worker import changelog, codec
 from worker.records import BatchOutput, InputRecord, Rejection, Source
 
@@ -119,11 +120,9 @@ def admit(
         why = rejected[record.source]
         dead_letter(out, rules, record, why.reason, why.message, why.keep_payload)
         return None
-    parsed: Parsed | ParseError | None = None
-    if rules.plain:
-        parsed = plain_document(record.value, rules.max_message_bytes)
-    if parsed is None:
-        parsed = parse_document(record.value, rules.max_message_bytes, rules.mapping, record.key)
+    parsed = parse_input(
+        record.value, rules.max_message_bytes, rules.mapping, record.key, plain=rules.plain
+    )
     if isinstance(parsed, ParseError):
         dead_letter(out, rules, record, parsed.reason, parsed.message)
         return None

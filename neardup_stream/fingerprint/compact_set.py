@@ -155,15 +155,11 @@ def encode(hashes, out):
         low = _reverse(gap) >> np.uint64(64 - r) if r else np.uint64(0)
         if q + r < 63:  # the whole code in one write: q ones, a zero, the r bits
             _put(out, pos, ((_ONE << np.uint64(q)) - _ONE) | (low << np.uint64(q + 1)))
-            pos += q + 1 + r
-            prev = v
-            m += 1
-            continue
-        for _ in range(q):  # a long unary run: bit by bit
-            out[pos >> 6] |= _ONE << np.uint64(pos & 63)
-            pos += 1
-        _put(out, pos + 1, low)
-        pos += 1 + r
+        else:  # a long unary run bit by bit, then the zero and the r bits
+            for j in range(pos, pos + q):
+                out[j >> 6] |= _ONE << np.uint64(j & 63)
+            _put(out, pos + q + 1, low)
+        pos += q + 1 + r
         prev = v
         m += 1
     out[0] |= np.uint64(m) << np.uint64(16)
