@@ -73,10 +73,8 @@ def parse_input(
     max_bytes: int,
     mapping: InputMapping = DEFAULT_MAPPING,
     key: bytes | None = None,
-    *,
-    plain: bool = True,
 ) -> Parsed | ParseError:
-    """`parse_document`, a plain object first as a `PlainDocument` when `plain` (only under
-    the default mapping: with any other, the caller passes False)."""
-    parsed = plain_document(raw, max_bytes) if plain else None
+    """`parse_document`, a plain object first as a `PlainDocument` when `mapping` is the
+    `DEFAULT_MAPPING` object itself (any other mapping may read more of the document)."""
+    parsed = plain_document(raw, max_bytes) if mapping is DEFAULT_MAPPING else None
     return parse_document(raw, max_bytes, mapping, key) if parsed is None else parsed

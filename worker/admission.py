@@ -48,10 +48,10 @@ class DecideRules:
     pipeline: changelog.Pipeline | None = None  # whose changelog records; required to write
 
     @cached_property
-    def plain(self) -> bool:
-        """Whether plain objects are admitted as they are: under the default mapping (domain
-        settings included: none reads the document then)."""
-        return self.mapping == DEFAULT_MAPPING
+    def parse_mapping(self) -> InputMapping:
+        """`mapping`, as the `DEFAULT_MAPPING` object itself when equal to it (domain settings
+        included: none reads the document then), so `parse_input` reads plain objects."""
+        return DEFAULT_MAPPING if self.mapping == DEFAULT_MAPPING else self.mapping
 
     @classmethod
     def of(cls, settings: Settings, limits: Mapping[str, int]) -> DecideRules:
@@ -120,9 +120,7 @@ def admit(
         why = rejected[record.source]
         dead_letter(out, rules, record, why.reason, why.message, why.keep_payload)
         return None
-    parsed = parse_input(
-        record.value, rules.max_message_bytes, rules.mapping, record.key, plain=rules.plain
-    )
+    parsed = parse_input(record.value, rules.max_message_bytes, rules.parse_mapping, record.key)
     if isinstance(parsed, ParseError):
         dead_letter(out, rules, record, parsed.reason, parsed.message)
         return None

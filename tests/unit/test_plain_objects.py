@@ -13,7 +13,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from neardup_stream.parsing import ParseError
+from neardup_stream.parsing import ParseError, parse_document
 from neardup_stream.plain_objects import parse_input
 
 LIMIT = 1 << 20
@@ -45,8 +45,8 @@ def _object(pairs: list[tuple[str, object]], ascii: bool) -> bytes:
 
 
 def _same(raw: bytes) -> None:
-    plain = parse_input(raw, LIMIT, plain=True)
-    full = parse_input(raw, LIMIT, plain=False)
+    plain = parse_input(raw, LIMIT)
+    full = parse_document(raw, LIMIT)
     if isinstance(full, ParseError):
         assert isinstance(plain, ParseError) and plain.reason == full.reason, (raw, plain, full)
     else:
