@@ -73,12 +73,12 @@ def _probe_all(
     store: StoreColumns,
     window: np.ndarray,
     threshold: float,
-    compact_max: int,
+    set_max: int,
 ) -> int:
     """Probe every document of `docs` against one shard (no store); returns candidates seen."""
     seen = 0
     for i in range(docs.skip.size):
-        seen += _k.probe_verify(i, docs, tables, store, window, threshold, compact_max).refs.size
+        seen += _k.probe_verify(i, docs, tables, store, window, threshold, set_max).refs.size
     return seen
 
 
@@ -94,7 +94,7 @@ def probe_seconds(shard: Deduplicator, query: Batch, threshold: float) -> float:
         shard.store.arrays(),
         shard.store.window.copy(),
         threshold,
-        shard.fingerprinter.compact_max,
+        shard.fingerprinter.sample_max,
     )
     _probe_all(query.docs, *args)  # compile / warm
     return min(_timed(lambda: _probe_all(query.docs, *args)) for _ in range(3))

@@ -38,12 +38,12 @@ def _estimate(fp: Fingerprinter, b: str, prints: Fingerprints) -> float:
     """The engine's estimate for B checked against A stored (what verification computes)."""
     feats = fp.features(b)
     oph = prints.sketch[1]
-    if prints.nfeat[1] <= fp.compact_max:
+    if prints.nfeat[1] <= fp.sample_max:
         oph = np.zeros_like(prints.sketch[1])
         oph_sketch(feats, fp.config.sketch_bits, oph)
     return float(
         index_kernels.similarity(
-            feats, int(prints.nfeat[1]), oph, prints.sketch[0], int(prints.nfeat[0]), fp.compact_max
+            feats, int(prints.nfeat[1]), oph, prints.sketch[0], int(prints.nfeat[0]), fp.sample_max
         )
     )
 

@@ -14,8 +14,9 @@ import mmh3
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 DEFAULT_SEED = 0x6E656172  # "near"
-# Version of what a fingerprint holds; 2: sketches of small documents are compact sets.
-FINGERPRINT_FORMAT = 2
+# Version of what a fingerprint holds; 2: sketches of small documents are compact sets;
+# 3: those of documents up to twice as large are samples of their smallest hashes.
+FINGERPRINT_FORMAT = 3
 
 
 def _is_power_of_two(n: int) -> bool:

@@ -68,7 +68,7 @@ class Deduplicator:
             cfg.threshold,
             cfg.simhash_k,
             cfg.index_duplicates,
-            self.fingerprinter.compact_max,
+            self.fingerprinter.sample_max,
         )
 
     def __len__(self) -> int:

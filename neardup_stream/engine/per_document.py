@@ -20,7 +20,6 @@ import numpy as np
 
 from neardup_stream.batch import Batch
 from neardup_stream.engine import driver
-from neardup_stream.fingerprint.kernels import oph_sketch
 from neardup_stream.index import kernels
 from neardup_stream.index.columns import EXACT, MINHASH, SENTENCES, SIMHASH, UNIQUE
 from neardup_stream.sentences import signature
@@ -44,7 +43,7 @@ def decide_precise(engine: Deduplicator, batch: Batch, texts: list[str]) -> dict
             st.arrays(),
             st.window,
             cfg.threshold - cfg.precise_margin,
-            engine._rules.compact_max,
+            engine._rules.set_max,
         )
         chosen = engine.features.choose(feats[i], cands)
         if chosen is not None:
@@ -71,7 +70,7 @@ def decide_sentences(engine: Deduplicator, batch: Batch, texts: list[str]) -> di
             st.arrays(),
             st.window,
             cfg.threshold,
-            engine._rules.compact_max,
+            engine._rules.set_max,
         )
         match, sim, method = -1, 0.0, UNIQUE
         for c in range(cands.refs.size):  # the kernel's rule: exact first, else the best
@@ -99,16 +98,11 @@ def decide_sentences(engine: Deduplicator, batch: Batch, texts: list[str]) -> di
 
 def _estimate(engine: Deduplicator, batch: Batch, i: int, ref: int) -> float:
     """The Jaccard estimate of row i and stored document `ref`, as verification makes it."""
-    docs, st, compact_max = batch.docs, engine.store, engine._rules.compact_max
+    docs, st, set_max = batch.docs, engine.store, engine._rules.set_max
     p = st.slot(ref)
     feats = docs.feats[docs.feat_offsets[i] : docs.feat_offsets[i + 1]]
-    oph = docs.sketch[i]
-    if docs.nfeat[i] <= compact_max:  # its row holds its compact set: sketch it
-        oph = np.zeros(docs.sketch.shape[1], dtype=np.uint64)
-        oph_sketch(feats, docs.sketch.shape[1] * 64, oph)
+    oph = kernels.one_bit_query(docs, i, feats, set_max)
     arrays = st.arrays()
     return float(
-        kernels.similarity(
-            feats, docs.nfeat[i], oph, arrays.sketch[p], arrays.nfeat[p], compact_max
-        )
+        kernels.similarity(feats, docs.nfeat[i], oph, arrays.sketch[p], arrays.nfeat[p], set_max)
     )

@@ -17,7 +17,7 @@ import numpy as np
 
 from neardup_stream.config import DedupConfig
 from neardup_stream.fingerprint import kernels as _kernels
-from neardup_stream.fingerprint.compact_set import compact_limit
+from neardup_stream.fingerprint.compact_set import compact_limit, sample_limit
 from neardup_stream.fingerprint.nfkc import nfkc_tables
 from neardup_stream.fingerprint.normalize import direct_table, fold_table, normalize, strip_html
 from neardup_stream.fingerprint.shingles import codepoints
@@ -43,9 +43,10 @@ class Fingerprints:
 
 def kept_features(config: DedupConfig) -> int:
     """Largest set size whose sorted hashes a batch keeps: every document that can reach
-    the lowest similarity verified against a compact set (J <= min/max of the set sizes)."""
+    the lowest similarity verified against a compact set, whole or sampled (J <= min/max of
+    the set sizes)."""
     lowest = config.threshold - (config.precise_margin if config.precise else 0.0)
-    limit = compact_limit(config.sketch_bits)
+    limit = sample_limit(config.sketch_bits)
     return limit if lowest >= 1 else min(65535, math.ceil(limit / max(lowest, 1e-3)))
 
 
@@ -69,7 +70,8 @@ class Fingerprinter:
     """Computes `Fingerprints` under one `DedupConfig`.
 
     The verification sketch of a document with at most `compact_limit(sketch_bits)` distinct
-    features is its whole feature set, Rice-coded (`compact_set`); larger documents get the
+    features is its whole feature set, Rice-coded (`compact_set`), and up to
+    `sample_limit(sketch_bits)` a sample of it (its smallest hashes); larger documents get the
     1-bit one-permutation MinHash sketch. The batch also returns the sorted feature hashes of
     every document small enough to be compared with a compact set (`kept_features`).
     """
@@ -78,6 +80,7 @@ class Fingerprinter:
         self.config = config
         self.bands, self.rows = config.banding
         self.compact_max = compact_limit(config.sketch_bits)
+        self.sample_max = sample_limit(config.sketch_bits)
         self.keep_max = kept_features(config)
         self._mode = _kernels.MODE_CHAR if config.shingle == "char" else _kernels.MODE_WORD
         self.shingling = _kernels.Shingling(
@@ -87,6 +90,7 @@ class Fingerprinter:
             config.sketch_bits,
             config.num_perm,
             self.compact_max,
+            self.sample_max,
             self.keep_max,
         )
 

@@ -25,7 +25,9 @@ One pass over the features of a document computes, per feature, in O(1):
   for LSH banding (empty groups filled by rotation densification, Shrivastava & Li 2014); the
   lowest bit of every bin gives the 1-bit verification sketch (b-bit minwise hashing; empty
   bins filled by optimal densification, Shrivastava 2017). A document with few distinct
-  features keeps its Rice-coded feature set in the sketch's place instead (`compact_set`).
+  features keeps its Rice-coded feature set in the sketch's place instead, and one with up
+  to `sample_max` its smallest hashes (`compact_set`): then no bin is filled, and none
+  densified.
 
 This module is the batch pass (`fingerprint_batch`) and its interface types; the kernels it
 runs live by concept, and are re-exported here: `hash_kernels` (MurmurHash3, `fmix64`),
@@ -40,7 +42,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from neardup_stream.fingerprint.compact_set import encode
+from neardup_stream.fingerprint.compact_set import encode, encode_sample
 from neardup_stream.fingerprint.feature_set_kernels import (
     bucket_sort,
     distinct_count,
@@ -120,6 +122,7 @@ class Shingling(NamedTuple):
     sketch_bits: int  # OPH bins (a multiple of 64 and of num_perm); also the 1-bit sketch length
     num_perm: int  # MinHash signature length (power of two <= sketch_bits)
     compact_max: int  # at most this many distinct features: the set is coded in the sketch
+    sample_max: int  # at most this many: its `compact_max` smallest hashes are (a sample)
     keep_max: int  # at most this many distinct features: their sorted hashes are returned
 
 
@@ -143,7 +146,8 @@ def fingerprint_batch(texts, fold, spec):
         texts: A `TextBatch`.
         fold: The `FoldTable`.
         spec: The `Shingling`. Documents with at most `spec.compact_max` distinct features
-            get their set coded into the sketch (`compact_set`) instead of the 1-bit OPH
+            get their set coded into the sketch (`compact_set`), those with at most
+            `spec.sample_max` their `compact_max` smallest hashes, instead of the 1-bit OPH
             sketch; those with at most `spec.keep_max` return them sorted.
 
     Returns:
@@ -152,7 +156,7 @@ def fingerprint_batch(texts, fold, spec):
     data, offsets = texts.data, texts.offsets
     mode, k, seed = spec.mode, spec.k, spec.seed
     sketch_bits, num_perm = spec.sketch_bits, spec.num_perm
-    compact_max, keep_max = spec.compact_max, spec.keep_max
+    compact_max, sample_max, keep_max = spec.compact_max, spec.sample_max, spec.keep_max
     n = offsets.size - 1
     words = sketch_bits // 64
     exact = np.empty((n, 2), dtype=np.uint64)
@@ -188,11 +192,26 @@ def fingerprint_batch(texts, fold, spec):
         feats = feature_hashes(buf[:m], mode, k, seed)
         counts = bit_counts(feats)
         total = feats.size
+        if total > keep_max:  # (at most keep_max are counted exactly by their sort, below)
+            if set_size(total) > seen.size:
+                seen = np.zeros(set_size(total), dtype=np.uint64)
+            nfeat[d] = distinct_count(feats, seen, d + 1)
+        if total <= keep_max or nfeat[d] <= keep_max:
+            if 2 * feats.size + 2 > scratch.size:
+                scratch = np.empty(2 * feats.size + 2, dtype=np.int64)
+            if used + feats.size > feat_values.size:  # folding can make more than it read
+                grown = np.empty(max(2 * feat_values.size, used + feats.size), dtype=np.uint64)
+                grown[:used] = feat_values[:used]
+                feat_values = grown
+            used = sorted_distinct(feats, feat_values, used, scratch)
+            nfeat[d] = used - feat_offsets[d]
+        feat_offsets[d + 1] = used
+        kept = feat_values[feat_offsets[d] : used]
         # a signature value is the minimum of its group of bins (bin // group is the hash's
         # top 32 bits scaled to num_perm, as sketch_bits = group * num_perm): taken from the
-        # bins where the 1-bit sketch may need them, else straight from the features
+        # bins where the 1-bit sketch needs them, else straight from the distinct features
         signature[d, :] = EMPTY
-        if total > compact_max:
+        if nfeat[d] > sample_max:
             bins[:] = EMPTY
             for f in range(total):
                 h = feats[f]
@@ -204,33 +223,20 @@ def fingerprint_batch(texts, fold, spec):
                     low = min(low, bins[b])
                 signature[d, g] = low
         else:
-            for f in range(total):
-                h = feats[f]
+            for h in kept:
                 g = bin_of(h, num_perm)
                 signature[d, g] = min(signature[d, g], h)
-        if total > keep_max:  # (at most keep_max are counted exactly by their sort, below)
-            if set_size(total) > seen.size:
-                seen = np.zeros(set_size(total), dtype=np.uint64)
-            nfeat[d] = distinct_count(feats, seen, d + 1)
         sh = np.uint64(0)
         for b in range(64):
             if 2 * counts[b] > total:
                 sh |= ONE << np.uint64(b)
         simhash[d] = sh
         densify(signature[d])
-        if total <= keep_max or nfeat[d] <= keep_max:
-            if 2 * feats.size + 2 > scratch.size:
-                scratch = np.empty(2 * feats.size + 2, dtype=np.int64)
-            if used + feats.size > feat_values.size:  # folding can make more than it read
-                grown = np.empty(max(2 * feat_values.size, used + feats.size), dtype=np.uint64)
-                grown[:used] = feat_values[:used]
-                feat_values = grown
-            used = sorted_distinct(feats, feat_values, used, scratch)
-            nfeat[d] = used - feat_offsets[d]
-        feat_offsets[d + 1] = used
         if 0 < nfeat[d] <= compact_max:
-            encode(feat_values[feat_offsets[d] : used], sketch[d])
-        elif total:  # more than compact_max features, so the bins are filled
+            encode(kept, sketch[d])
+        elif 0 < nfeat[d] <= sample_max:  # (kept: sample_max <= keep_max)
+            encode_sample(kept, sketch[d], compact_max)
+        elif total:  # more than sample_max features, so the bins are filled
             one_bit_sketch(bins, total, sketch[d], work)
     return RawFingerprints(
         exact, simhash, sketch, signature, nfeat, feat_values[:used], feat_offsets

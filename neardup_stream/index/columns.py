@@ -113,7 +113,7 @@ class Rules(NamedTuple):
     threshold: float
     simhash_k: int
     index_duplicates: bool
-    compact_max: int  # stored sketches of documents with at most this many features are sets
+    set_max: int  # stored sketches of documents with at most this many features are compact sets
 
 
 class Candidates(NamedTuple):

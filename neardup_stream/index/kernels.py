@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from neardup_stream.fingerprint.compact_set import estimate
 from neardup_stream.fingerprint.kernels import oph_sketch, popcount64
+from neardup_stream.fingerprint.set_estimate import estimate
 from neardup_stream.index.columns import (
     EXACT,
     MINHASH,
@@ -287,13 +287,13 @@ def append_batch(begin, end, docs, out, t, store, window, limits):
 
 
 @njit(cache=True, nogil=True)
-def similarity(query_feats, query_nfeat, query_oph, stored, stored_nfeat, compact_max):
+def similarity(query_feats, query_nfeat, query_oph, stored, stored_nfeat, set_max):
     """Estimated Jaccard of a query document and a stored one (sketch row and set size).
 
-    A stored compact set (at most `compact_max` features) is compared with the query's sorted
-    feature hashes (not kept, so empty, only beyond any size ratio that is verified); a stored
-    1-bit sketch with the query's one-permutation sketch `query_oph`."""
-    if stored_nfeat <= compact_max:
+    A stored compact set, whole or sampled (at most `set_max` features), is compared with the
+    query's sorted feature hashes (not kept, so empty, only beyond any size ratio that is
+    verified); a stored 1-bit sketch with the query's one-permutation sketch `query_oph`."""
+    if stored_nfeat <= set_max:
         if query_feats.size != query_nfeat:
             return 0.0
         return estimate(query_feats, stored, stored_nfeat)
@@ -301,7 +301,18 @@ def similarity(query_feats, query_nfeat, query_oph, stored, stored_nfeat, compac
 
 
 @njit(cache=True, nogil=True)
-def probe_verify(i, docs, t, store, window, min_sim, compact_max):
+def one_bit_query(docs, i, query_feats, set_max):
+    """Document i's 1-bit sketch, to compare with a stored one: its row, or, when its row
+    holds its compact set, made from its sorted feature hashes `query_feats`."""
+    if docs.nfeat[i] > set_max:
+        return docs.sketch[i]
+    oph = np.zeros(docs.sketch.shape[1], dtype=np.uint64)
+    oph_sketch(query_feats, docs.sketch.shape[1] * 64, oph)
+    return oph
+
+
+@njit(cache=True, nogil=True)
+def probe_verify(i, docs, t, store, window, min_sim, set_max):
     """Live candidates of document i whose estimate reaches `min_sim`, as `Candidates`."""
     query_feats = docs.feats[docs.feat_offsets[i] : docs.feat_offsets[i + 1]]
     query_oph = np.empty(0, dtype=np.uint64)
@@ -336,13 +347,10 @@ def probe_verify(i, docs, t, store, window, min_sim, compact_max):
         ):
             continue
         else:
-            if query_oph.size == 0 and store.nfeat[p] > compact_max:
-                query_oph = docs.sketch[i]
-                if docs.nfeat[i] <= compact_max:  # i's own row holds its compact set
-                    query_oph = np.zeros(docs.sketch.shape[1], dtype=np.uint64)
-                    oph_sketch(query_feats, docs.sketch.shape[1] * 64, query_oph)
+            if query_oph.size == 0 and store.nfeat[p] > set_max:
+                query_oph = one_bit_query(docs, i, query_feats, set_max)
             sim = similarity(
-                query_feats, docs.nfeat[i], query_oph, store.sketch[p], store.nfeat[p], compact_max
+                query_feats, docs.nfeat[i], query_oph, store.sketch[p], store.nfeat[p], set_max
             )
         if sim < min_sim:
             continue
@@ -366,7 +374,7 @@ def decide_batch(begin, end, docs, out, t, store, window, limits, rules):
             return i
         advance(window, store, docs.ts[i], limits, False)  # count makes room only to store
         update = supersede(i, docs, out, store, window)
-        cands = probe_verify(i, docs, t, store, window, rules.threshold, rules.compact_max)
+        cands = probe_verify(i, docs, t, store, window, rules.threshold, rules.set_max)
         match, sim, method = -1, 0.0, UNIQUE
         for c in range(cands.refs.size):
             if cands.exact[c]:

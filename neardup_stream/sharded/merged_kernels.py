@@ -18,7 +18,7 @@ from typing import NamedTuple
 import numpy as np
 from numba.typed import List
 
-from neardup_stream.fingerprint.kernels import oph_sketch, popcount64
+from neardup_stream.fingerprint.kernels import popcount64
 from neardup_stream.index import kernels as _k
 from neardup_stream.index.columns import EXACT, MINHASH, SIMHASH, UNIQUE, Limits, Rules
 from neardup_stream.native import njit
@@ -237,18 +237,15 @@ def vote_batch(begin, end, docs, known, home, out, votes, t, stores, wins, slot_
                 or _k._sizes_exclude(docs.nfeat[i], store.nfeat[p], rules.threshold)
             ):
                 continue
-            if query_oph.size == 0 and store.nfeat[p] > rules.compact_max:
-                query_oph = docs.sketch[i]
-                if docs.nfeat[i] <= rules.compact_max:
-                    query_oph = np.zeros(docs.sketch.shape[1], dtype=np.uint64)
-                    oph_sketch(query_feats, docs.sketch.shape[1] * 64, query_oph)
+            if query_oph.size == 0 and store.nfeat[p] > rules.set_max:
+                query_oph = _k.one_bit_query(docs, i, query_feats, rules.set_max)
             sim = _k.similarity(
                 query_feats,
                 docs.nfeat[i],
                 query_oph,
                 store.sketch[p],
                 store.nfeat[p],
-                rules.compact_max,
+                rules.set_max,
             )
             if sim >= rules.threshold and sim > best_sim[s]:
                 ham = popcount64(docs.simhash[i] ^ store.simhash[p])

@@ -71,3 +71,17 @@ def test_snapshots_of_the_previous_format_are_refused_clearly(tmp_path: Path) ->
     meta_file.write_text(json.dumps(meta))
     with pytest.raises(ValueError, match="fingerprints of format 1"):
         load_snapshot(path)
+
+
+def test_snapshots_made_before_sampled_sketches_are_refused_clearly(tmp_path: Path) -> None:
+    # format 2 stored 1-bit sketches where format 3 stores samples (documents of 513-1,024
+    # shingles at the default size): read as samples they would be garbage
+    dedup = Deduplicator(DedupConfig())
+    dedup.check_batch([Document(id="m", text=random_text(9, 110))])
+    path = save_snapshot(dedup, tmp_path / "snap")
+    meta_file = Path(path) / "meta.json"
+    meta = json.loads(meta_file.read_text())
+    meta["fingerprint_format"] = 2
+    meta_file.write_text(json.dumps(meta))
+    with pytest.raises(ValueError, match="fingerprints of format 2, this release uses format 3"):
+        load_snapshot(path)

@@ -9,9 +9,12 @@ from pathlib import Path
 from neardup_stream import DedupConfig, Deduplicator, Document
 from neardup_stream.compare import compare
 from neardup_stream.fingerprint import (
+    bitstream,
+    compact_set,
     feature_set_kernels,
     hash_kernels,
     minhash_kernels,
+    set_estimate,
     simhash_kernels,
     text_kernels,
 )
@@ -33,6 +36,9 @@ def _signatures() -> dict[str, int]:
             minhash_kernels,
             simhash_kernels,
             feature_set_kernels,
+            bitstream,
+            compact_set,
+            set_estimate,
             index_kernels,
         )
         for name, obj in vars(module).items()

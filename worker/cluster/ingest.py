@@ -98,7 +98,7 @@ def ingest(
 def fingerprint_bytes(config: DedupConfig) -> int:
     """Most room one document's fingerprints take in a log record besides its value and key:
     the sketch, the LSH and SimHash keys, and the sorted shingle hashes a small document
-    carries for compact-set comparisons (at most `kept_features`: 5,120 bytes by default)."""
+    carries for compact-set comparisons (at most `kept_features`: 10,240 bytes by default)."""
     bands, _ = config.banding
     keys = bands + config.simhash_k + 1
     return config.sketch_bits // 8 + 8 * keys + 8 * kept_features(config) + FIXED_BYTES

@@ -98,8 +98,8 @@ def test_log_records_are_split_to_stay_within_the_message_limit() -> None:
 
 
 def test_small_documents_carrying_their_shingle_sets_stay_within_the_limit() -> None:
-    # the worst case per byte of input: as many distinct 5-grams as a batch keeps (5,120
-    # bytes of hashes at the default sketch size) from ~650 characters of text
+    # the worst case per byte of input: as many distinct 5-grams as a batch keeps (10,240
+    # bytes of hashes at the default sketch size) from ~1,300 characters of text
     rng = np.random.default_rng(1)
     alphabet = np.array(list("abcdefghijklmnopqrstuvwxyz0123456789"))
     size = kept_features(CONFIG) + 4

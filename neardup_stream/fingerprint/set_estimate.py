@@ -1,0 +1,99 @@
+"""The Jaccard estimate of a query's hashes against a stored compact set, whole or sampled.
+
+The query's side is exact: every hash of its set, sorted (the batch keeps them for every
+document that can be compared with a compact set). The stored side is a `compact_set`: its
+distinct `b`-bit prefixes, all of them, or the smallest of them (a sample). Compared with a
+sample, only the values below the sample's largest count; below it the stored document's
+values are all there, and so are the query's, so they are a uniform random sample of the
+union (a bottom-k estimate without replacement: the sample's largest value is left out, as
+it belongs to the stored document by construction).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from neardup_stream.fingerprint.compact_set import (
+    Overlap,
+    common_values,
+    cut,
+    is_sample,
+    stored_values,
+)
+from neardup_stream.native import njit
+
+
+@njit(cache=True, nogil=True)
+def distinct_prefixes(hashes, b):
+    """Distinct `b`-bit prefixes of sorted `hashes`."""
+    count = 0
+    for i in range(hashes.size):
+        if i == 0 or cut(hashes[i], b) != cut(hashes[i - 1], b):
+            count += 1
+    return count
+
+
+@njit(inline="always", cache=True)
+def _items(distinct, rng):
+    """Items that fill `distinct` of `rng` equally likely values on average (linear counting):
+    the inverse of E[distinct] = R (1 - e^(-n/R)), n = -R ln(1 - distinct/R)."""
+    if distinct >= rng:
+        return float(distinct)
+    return -rng * math.log1p(-distinct / rng)
+
+
+@njit(inline="always", cache=True)
+def _corrected(d_query, d_stored, common, rng):
+    """I / U from distinct prefix counts among `rng` values, each corrected for chance
+    collisions of prefixes (see `estimate`)."""
+    union = _items(d_query + d_stored - common, rng)
+    inter = _items(d_query, rng) + _items(d_stored, rng) - union
+    return min(max(inter / union, 0.0), 1.0)
+
+
+@njit(cache=True, nogil=True)
+def estimate(hashes, words, n_stored):
+    """Jaccard of the set of sorted distinct `hashes` and a coded set of `n_stored` shingles.
+
+    Cutting hashes to `b` bits merges some values: within the query (known here: its
+    distinct prefixes dA), within the stored set (its `m` = dB values) and, by chance,
+    between the two (inflating the common count M). Every count is corrected the same way,
+    by inverting the expected number of distinct values among R = 2**b (linear counting):
+    union U = f(dA + dB - M), intersection I = f(dA) + f(dB) - U, estimate I / U. The
+    corrections of the sizes and of the union share their collisions, so a set compared with
+    itself (dA = dB = M) scores exactly 1 at any `b`, and the estimate is unbiased up to the
+    limit (the earlier correction used the true sizes, so chance collisions inside the sets
+    pulled it down: a mean self-score of ~0.993 near the limit, 0.945 at worst). Where chance
+    collisions are negligible the count itself is used, so a ratio such as 4/5 compares with
+    the threshold exactly as the exact Jaccard does."""
+    n_query = hashes.size
+    if n_query == 0 or n_stored == 0:
+        return 0.0
+    overlap = common_values(hashes, words)
+    if is_sample(words):
+        return _sampled(hashes, words, overlap)
+    common, b = overlap.common, overlap.b
+    rng = 2.0**b
+    if n_query * n_stored < 1e-4 * rng:  # chance collisions negligible: the count is exact
+        return common / (n_query + n_stored - common)
+    return _corrected(distinct_prefixes(hashes, b), stored_values(words), common, rng)
+
+
+@njit(cache=True, nogil=True)
+def _sampled(hashes, words, overlap: Overlap):
+    """`estimate` against a sample: the values below its largest, `last`, among `last`."""
+    b, last = overlap.b, overlap.last
+    below = 0
+    while below < hashes.size and cut(hashes[below], b) < last:
+        below += 1
+    d_query = distinct_prefixes(hashes[:below], b)
+    d_stored = stored_values(words) - 1
+    common = overlap.common - np.int64(overlap.last_common)
+    if d_query + d_stored - common <= 0:
+        return 0.0
+    rng = float(last)
+    if d_query * d_stored < 1e-4 * rng:
+        return common / (d_query + d_stored - common)
+    return _corrected(d_query, d_stored, common, rng)
