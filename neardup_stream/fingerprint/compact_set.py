@@ -33,6 +33,7 @@ from neardup_stream.fingerprint.bitstream import bit_length, ones, put, reverse,
 from neardup_stream.native import njit
 
 HEADER_BITS = 32
+NO_LIMIT = np.uint64(0xFFFFFFFFFFFFFFFF)  # `common_values`: every stored value
 SAMPLED = np.uint64(1 << 31)  # the header's flag: the values are the smallest of a larger set
 _ONE = np.uint64(1)
 
@@ -173,24 +174,35 @@ def encode_sample(hashes, out, k):
 
 
 class Overlap(NamedTuple):
-    """What `common_values` finds between a query's hashes and a coded set."""
+    """What `common_values` finds between a query's hashes and a coded set's values below a
+    limit."""
 
-    common: int  # distinct `b`-bit prefixes of the query the set holds
+    common: int  # the query's distinct `b`-bit prefixes among them
+    stored: int  # how many there are
     b: int  # the set's prefix width
-    last: int  # the set's largest value (a `b`-bit prefix; 0 for an empty set)
+    last: int  # the largest of them (a `b`-bit prefix; 0 when there is none)
     last_common: bool  # whether the query holds `last` too
 
 
 @njit(cache=True, nogil=True)
-def common_values(hashes, words):
-    """The `Overlap` of sorted `hashes` with the coded set `words`."""
-    b = np.int64(words[0] & np.uint64(0xFF))
+def prefix_width(words):
+    """The `b` of a coded set: how many top bits of a hash its values keep."""
+    return np.int64(words[0] & np.uint64(0xFF))
+
+
+@njit(cache=True, nogil=True)
+def common_values(hashes, words, limit):
+    """The `Overlap` of sorted `hashes` with the values of the coded set `words` below
+    `limit` (a `b`-bit value; NO_LIMIT for all of them)."""
+    b = prefix_width(words)
     r = np.int64((words[0] >> np.uint64(8)) & np.uint64(0xFF))
     m = stored_values(words)
     pos = HEADER_BITS
     i = 0
     n = hashes.size
     common = 0
+    stored = 0
+    last = np.uint64(0)
     v = np.uint64(0)
     hit = False
     for k in range(m):
@@ -199,12 +211,15 @@ def common_values(hashes, words):
         gap = (q << np.uint64(r)) | take(words, pos, r)
         pos += r
         v = gap if k == 0 else v + gap + _ONE
+        if v >= limit:
+            break
         while i < n and cut(hashes[i], b) < v:
             i += 1
         hit = i < n and cut(hashes[i], b) == v
-        if hit:
-            common += 1
-    return Overlap(common, b, v, hit)
+        common += hit
+        stored += 1
+        last = v
+    return Overlap(common, stored, b, last, hit and stored > 0)
 
 
 @njit(cache=True, nogil=True)

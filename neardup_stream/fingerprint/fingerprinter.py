@@ -44,7 +44,8 @@ class Fingerprints:
 def kept_features(config: DedupConfig) -> int:
     """Largest set size whose sorted hashes a batch keeps: every document that can reach
     the lowest similarity verified against a compact set, whole or sampled (J <= min/max of
-    the set sizes)."""
+    the set sizes). Beyond `sample_limit` it keeps the `compact_limit` smallest: a sample
+    is all such a document's comparison with a compact set needs (`set_estimate`)."""
     lowest = config.threshold - (config.precise_margin if config.precise else 0.0)
     limit = sample_limit(config.sketch_bits)
     return limit if lowest >= 1 else min(65535, math.ceil(limit / max(lowest, 1e-3)))
@@ -73,7 +74,8 @@ class Fingerprinter:
     features is its whole feature set, Rice-coded (`compact_set`), and up to
     `sample_limit(sketch_bits)` a sample of it (its smallest hashes); larger documents get the
     1-bit one-permutation MinHash sketch. The batch also returns the sorted feature hashes of
-    every document small enough to be compared with a compact set (`kept_features`).
+    every document small enough to be compared with a compact set (`kept_features`), all of
+    them up to `sample_limit`, else its smallest.
     """
 
     def __init__(self, config: DedupConfig) -> None:

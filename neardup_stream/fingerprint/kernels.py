@@ -147,8 +147,9 @@ def fingerprint_batch(texts, fold, spec):
         fold: The `FoldTable`.
         spec: The `Shingling`. Documents with at most `spec.compact_max` distinct features
             get their set coded into the sketch (`compact_set`), those with at most
-            `spec.sample_max` their `compact_max` smallest hashes, instead of the 1-bit OPH
-            sketch; those with at most `spec.keep_max` return them sorted.
+            `spec.sample_max` their smallest hashes, instead of the 1-bit OPH sketch; those
+            with at most `spec.keep_max` return them sorted (beyond `sample_max`, their
+            `compact_max` smallest).
 
     Returns:
         `RawFingerprints` of every text.
@@ -205,6 +206,8 @@ def fingerprint_batch(texts, fold, spec):
                 feat_values = grown
             used = sorted_distinct(feats, feat_values, used, scratch)
             nfeat[d] = used - feat_offsets[d]
+            if nfeat[d] > sample_max:  # a 1-bit sketch's document keeps its smallest only
+                used = feat_offsets[d] + compact_max
         feat_offsets[d + 1] = used
         kept = feat_values[feat_offsets[d] : used]
         # a signature value is the minimum of its group of bins (bin // group is the hash's

@@ -1,12 +1,13 @@
 """The Jaccard estimate of a query's hashes against a stored compact set, whole or sampled.
 
-The query's side is exact: every hash of its set, sorted (the batch keeps them for every
-document that can be compared with a compact set). The stored side is a `compact_set`: its
-distinct `b`-bit prefixes, all of them, or the smallest of them (a sample). Compared with a
-sample, only the values below the sample's largest count; below it the stored document's
-values are all there, and so are the query's, so they are a uniform random sample of the
-union (a bottom-k estimate without replacement: the sample's largest value is left out, as
-it belongs to the stored document by construction).
+The query's side is exact: its sorted 64-bit hashes, all of them or, for a document with a
+1-bit sketch, its smallest (the batch keeps them for every document that can be compared
+with a compact set). The stored side is a `compact_set`: its distinct `b`-bit prefixes, all
+of them, or the smallest of them (a sample). When either side is a sample, only the values
+below the lower of the samples' largest count; below it both documents' values are all
+there, so they are a uniform random sample of the union (a bottom-k estimate without
+replacement: a stored sample's largest value is left out, as it belongs to the stored
+document by construction, and so is the query's, by counting strictly below it).
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ import math
 import numpy as np
 
 from neardup_stream.fingerprint.compact_set import (
-    Overlap,
+    NO_LIMIT,
     common_values,
     cut,
     is_sample,
+    prefix_width,
     stored_values,
 )
 from neardup_stream.native import njit
@@ -54,8 +56,10 @@ def _corrected(d_query, d_stored, common, rng):
 
 
 @njit(cache=True, nogil=True)
-def estimate(hashes, words, n_stored):
-    """Jaccard of the set of sorted distinct `hashes` and a coded set of `n_stored` shingles.
+def estimate(hashes, n_query, words, n_stored):
+    """Jaccard of a query set of `n_query` shingles and a coded set of `n_stored`; `hashes`
+    are the query's sorted distinct hashes, all of them or its smallest (a sample, when
+    fewer than `n_query`).
 
     Cutting hashes to `b` bits merges some values: within the query (known here: its
     distinct prefixes dA), within the stored set (its `m` = dB values) and, by chance,
@@ -67,14 +71,18 @@ def estimate(hashes, words, n_stored):
     limit (the earlier correction used the true sizes, so chance collisions inside the sets
     pulled it down: a mean self-score of ~0.993 near the limit, 0.945 at worst). Where chance
     collisions are negligible the count itself is used, so a ratio such as 4/5 compares with
-    the threshold exactly as the exact Jaccard does."""
-    n_query = hashes.size
-    if n_query == 0 or n_stored == 0:
+    the threshold exactly as the exact Jaccard does.
+
+    When either side is a sample, only the values below the lower of the samples' largest
+    count, among as many possible values (`_sampled`)."""
+    if hashes.size == 0 or n_stored == 0:
         return 0.0
-    overlap = common_values(hashes, words)
-    if is_sample(words):
-        return _sampled(hashes, words, overlap)
-    common, b = overlap.common, overlap.b
+    b = prefix_width(words)
+    query_sampled = hashes.size < n_query
+    if query_sampled or is_sample(words):
+        limit = cut(hashes[hashes.size - 1], b) if query_sampled else NO_LIMIT
+        return _sampled(hashes, common_values(hashes, words, limit), limit, words)
+    common = common_values(hashes, words, NO_LIMIT).common
     rng = 2.0**b
     if n_query * n_stored < 1e-4 * rng:  # chance collisions negligible: the count is exact
         return common / (n_query + n_stored - common)
@@ -82,18 +90,24 @@ def estimate(hashes, words, n_stored):
 
 
 @njit(cache=True, nogil=True)
-def _sampled(hashes, words, overlap: Overlap):
-    """`estimate` against a sample: the values below its largest, `last`, among `last`."""
-    b, last = overlap.b, overlap.last
+def _sampled(hashes, overlap, limit, words):
+    """`estimate` when a side is a sample, from the `compact_set.Overlap` of the stored
+    values below `limit`: the values below `limit` (the query sample's largest, exclusive)
+    or, when lower, below the stored sample's largest (which belongs to the stored set by
+    construction, so it is left out), among as many possible values."""
+    b, common, stored = overlap.b, overlap.common, overlap.stored
+    end = limit
+    if is_sample(words) and overlap.stored == stored_values(words):  # all below the limit
+        end = overlap.last
+        common -= np.int64(overlap.last_common)
+        stored -= 1
     below = 0
-    while below < hashes.size and cut(hashes[below], b) < last:
+    while below < hashes.size and cut(hashes[below], b) < end:
         below += 1
     d_query = distinct_prefixes(hashes[:below], b)
-    d_stored = stored_values(words) - 1
-    common = overlap.common - np.int64(overlap.last_common)
-    if d_query + d_stored - common <= 0:
+    if d_query + stored - common <= 0:
         return 0.0
-    rng = float(last)
-    if d_query * d_stored < 1e-4 * rng:
-        return common / (d_query + d_stored - common)
-    return _corrected(d_query, d_stored, common, rng)
+    rng = float(end)
+    if d_query * stored < 1e-4 * rng:
+        return common / (d_query + stored - common)
+    return _corrected(d_query, stored, common, rng)

@@ -291,12 +291,13 @@ def similarity(query_feats, query_nfeat, query_oph, stored, stored_nfeat, set_ma
     """Estimated Jaccard of a query document and a stored one (sketch row and set size).
 
     A stored compact set, whole or sampled (at most `set_max` features), is compared with the
-    query's sorted feature hashes (not kept, so empty, only beyond any size ratio that is
-    verified); a stored 1-bit sketch with the query's one-permutation sketch `query_oph`."""
+    query's sorted feature hashes, all or its smallest (none kept, so empty, only beyond any
+    size ratio that is verified); a stored 1-bit sketch with the query's one-permutation
+    sketch `query_oph`."""
     if stored_nfeat <= set_max:
-        if query_feats.size != query_nfeat:
+        if query_feats.size == 0:
             return 0.0
-        return estimate(query_feats, stored, stored_nfeat)
+        return estimate(query_feats, query_nfeat, stored, stored_nfeat)
     return estimate_jaccard(query_oph, stored)
 
 

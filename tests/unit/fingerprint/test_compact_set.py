@@ -35,10 +35,10 @@ def test_every_set_up_to_the_limit_fits_and_decodes_to_itself(n: int, seed: int)
     a, _ = _pair(n, n, seed)
     words = np.zeros(SKETCH_BITS // 64, dtype=np.uint64)
     assert compact_set.encode(a, words)
-    overlap = compact_set.common_values(a, words)
+    overlap = compact_set.common_values(a, words, compact_set.NO_LIMIT)
     assert overlap.common == set_estimate.distinct_prefixes(a, overlap.b)
     assert compact_set.stored_values(words) == overlap.common
-    assert set_estimate.estimate(a, words, n) == 1.0  # at every prefix width
+    assert set_estimate.estimate(a, a.size, words, n) == 1.0  # at every prefix width
 
 
 def test_prefix_collisions_near_the_limit_do_not_bias_the_self_score() -> None:
@@ -47,8 +47,8 @@ def test_prefix_collisions_near_the_limit_do_not_bias_the_self_score() -> None:
         a, _ = _pair(LIMIT - seed % 60, LIMIT - seed % 60, seed)
         words = np.zeros(SKETCH_BITS // 64, dtype=np.uint64)
         compact_set.encode(a, words)
-        colliding += compact_set.common_values(a, words).common < a.size
-        assert set_estimate.estimate(a, words, a.size) == 1.0
+        colliding += compact_set.common_values(a, words, compact_set.NO_LIMIT).common < a.size
+        assert set_estimate.estimate(a, a.size, words, a.size) == 1.0
     assert colliding > 50  # the sets near the limit do lose values to shared prefixes
 
 
@@ -59,7 +59,7 @@ def test_small_sets_are_estimated_exactly(n: int, data: st.DataObject) -> None:
     a, b = _pair(n, inter, data.draw(st.integers(0, 2**31)))
     words = np.zeros(SKETCH_BITS // 64, dtype=np.uint64)
     compact_set.encode(b, words)
-    assert set_estimate.estimate(a, words, b.size) == inter / (2 * n - inter)
+    assert set_estimate.estimate(a, a.size, words, b.size) == inter / (2 * n - inter)
 
 
 def test_sets_near_the_limit_are_estimated_closely_and_without_bias() -> None:
@@ -70,7 +70,7 @@ def test_sets_near_the_limit_are_estimated_closely_and_without_bias() -> None:
         a, b = _pair(n, inter, seed)
         words = np.zeros(SKETCH_BITS // 64, dtype=np.uint64)
         compact_set.encode(b, words)
-        errors.append(set_estimate.estimate(a, words, n) - inter / (2 * n - inter))
+        errors.append(set_estimate.estimate(a, a.size, words, n) - inter / (2 * n - inter))
     # the 1-bit one-permutation sketch: a standard deviation of ~0.015 at these sizes;
     # measured here (3,072 bits, 512 shingles): mean ~0.0001, standard deviation ~0.004
     assert abs(float(np.mean(errors))) < 0.002
@@ -146,9 +146,11 @@ def test_unary_runs_and_remainders_decode_across_word_boundaries(run: int, r: in
     values = [first, first + 7, first + (1 << r) * 3 + 5]
     words = _rice_words(b, r, values)
     cut = [np.uint64(v) << np.uint64(64 - b) for v in values]
-    assert compact_set.common_values(np.array(cut, np.uint64), words)[:2] == (3, b)
+    overlap = compact_set.common_values(np.array(cut, np.uint64), words, compact_set.NO_LIMIT)
+    assert (overlap.common, overlap.stored, overlap.b) == (3, 3, b)
     missed = [cut[0] + (np.uint64(1) << np.uint64(64 - b)), cut[1], cut[2]]  # first off by one
-    assert compact_set.common_values(np.array(missed, np.uint64), words)[0] == 2
+    missing = np.array(missed, np.uint64)
+    assert compact_set.common_values(missing, words, compact_set.NO_LIMIT).common == 2
 
 
 def test_a_unary_run_filling_a_whole_word_decodes() -> None:
@@ -157,4 +159,5 @@ def test_a_unary_run_filling_a_whole_word_decodes() -> None:
     b = 48
     values = [31, 31 + 74 + 1]
     cut = np.array([np.uint64(v) << np.uint64(64 - b) for v in values], np.uint64)
-    assert compact_set.common_values(cut, _rice_words(b, 0, values))[:2] == (2, b)
+    overlap = compact_set.common_values(cut, _rice_words(b, 0, values), compact_set.NO_LIMIT)
+    assert (overlap.common, overlap.b) == (2, b)

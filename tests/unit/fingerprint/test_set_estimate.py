@@ -40,10 +40,10 @@ def test_a_sample_is_flagged_and_scores_its_own_set_exactly_one(n: int, seed: in
     a, _ = _pair(n, n, seed)
     words = _sample(a)
     assert compact_set.is_sample(words)
-    overlap = compact_set.common_values(a, words)
+    overlap = compact_set.common_values(a, words, compact_set.NO_LIMIT)
     assert overlap.common == compact_set.stored_values(words) > 0.9 * K  # few prefixes merge
     assert overlap.last_common
-    assert set_estimate.estimate(a, words, n) == 1.0
+    assert set_estimate.estimate(a, a.size, words, n) == 1.0
 
 
 def test_whole_sets_are_not_flagged() -> None:
@@ -61,7 +61,7 @@ def test_a_sample_codes_its_values_as_densely_as_a_whole_set(n: int) -> None:
     sampled = _sample(a)
     whole = np.zeros(SKETCH_BITS // 64, dtype=np.uint64)
     compact_set.encode(np.sort(a[np.random.default_rng(2).permutation(n)[:K]]), whole)
-    wider = compact_set.common_values(a, sampled).b - compact_set.common_values(a, whole).b
+    wider = compact_set.prefix_width(sampled) - compact_set.prefix_width(whole)
     assert wider >= int(np.log2(n // K)) - 1
     assert compact_set.stored_values(sampled) >= compact_set.stored_values(whole) - 8
 
@@ -75,9 +75,34 @@ def test_samples_estimate_without_bias(n: int, sd: float, similarity: float) -> 
     for seed in range(150):
         inter = round(2 * n * similarity / (1 + similarity))
         a, b = _pair(n, inter, seed)
-        errors.append(set_estimate.estimate(a, _sample(b), n) - inter / (2 * n - inter))
+        errors.append(set_estimate.estimate(a, a.size, _sample(b), n) - inter / (2 * n - inter))
     assert abs(float(np.mean(errors))) < 0.004
     assert float(np.std(errors)) < sd
+
+
+@pytest.mark.parametrize(("query", "stored"), [(1100, 1000), (1100, 480), (1300, 1250)])
+def test_a_query_keeping_only_its_smallest_hashes_is_estimated_without_bias(
+    query: int, stored: int
+) -> None:
+    # a document with a 1-bit sketch keeps only its K smallest hashes; against a whole set or
+    # a sample only the values below the lower of the two samples' largest count
+    errors = []
+    for seed in range(150):
+        rng = np.random.default_rng(seed)
+        pool = np.unique(rng.integers(0, 2**64, size=3 * query, dtype=np.uint64))
+        pool = rng.permutation(pool)
+        inter = int(0.85 * stored)
+        a = np.sort(pool[:query])
+        b = np.sort(np.concatenate((pool[:inter], pool[query : query + stored - inter])))
+        words = np.zeros(SKETCH_BITS // 64, dtype=np.uint64)
+        if stored <= K:
+            compact_set.encode(b, words)
+        else:
+            compact_set.encode_sample(b, words, K)
+        truth = inter / (query + stored - inter)
+        errors.append(set_estimate.estimate(a[:K], query, words, stored) - truth)
+    assert abs(float(np.mean(errors))) < 0.005
+    assert float(np.std(errors)) < 0.02
 
 
 def test_a_sample_against_a_query_of_another_size() -> None:
@@ -85,7 +110,7 @@ def test_a_sample_against_a_query_of_another_size() -> None:
     # stored set's size holding all of it scores about 1/2, not 1
     a, _ = _pair(2 * 700, 2 * 700, 3)
     b = np.sort(a[::2])
-    assert abs(set_estimate.estimate(a, _sample(b), b.size) - 0.5) < 0.05
+    assert abs(set_estimate.estimate(a, a.size, _sample(b), b.size) - 0.5) < 0.05
 
 
 def test_the_engine_stores_samples_for_mid_sized_documents_only() -> None:

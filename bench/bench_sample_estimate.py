@@ -1,0 +1,68 @@
+"""The Jaccard estimate's noise by set size: a sample of the smallest hashes against the 1-bit
+one-permutation sketch, on random pairs of known Jaccard (no corpus, no timing).
+
+For each size n and similarity J, pairs of random 64-bit hash sets of n elements with exact
+Jaccard J are estimated both ways at the default sketch size: the stored set coded as a
+sample (`compact_set.encode_sample`, compared from the query's side: `set_estimate`) and
+both sets' 1-bit sketches (what documents above `sample_limit` shingles keep). Prints the
+mean error and the standard deviation of each; the sample should be at least as good up to
+`sample_limit`.
+
+    python -m bench.bench_sample_estimate [--pairs 600]
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+
+from neardup_stream import DedupConfig
+from neardup_stream.fingerprint import compact_set, set_estimate
+from neardup_stream.fingerprint.kernels import oph_sketch
+from neardup_stream.index.kernels import estimate_jaccard
+
+SIZES = (520, 700, 1000, 1300, 1536, 2000)
+
+
+def _pair(
+    n: int, similarity: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, float]:
+    inter = round(2 * n * similarity / (1 + similarity))
+    pool = np.unique(rng.integers(0, 2**64, size=3 * n, dtype=np.uint64))
+    pool = rng.permutation(pool)[: 2 * n - inter]
+    a = np.sort(pool[:n])
+    b = np.sort(np.concatenate((pool[:inter], pool[n:])))
+    return a, b, inter / (2 * n - inter)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pairs", type=int, default=600)
+    ap.add_argument("--seed", type=int, default=5)
+    args = ap.parse_args()
+    bits = DedupConfig().sketch_bits
+    k = compact_set.compact_limit(bits)
+    print(f"{bits}-bit sketches; samples up to {compact_set.sample_limit(bits)} shingles")
+    print(f"{'J':>4} {'n':>5}  {'sample: mean, sd':>18}  {'1-bit: mean, sd':>18}")
+    rng = np.random.default_rng(args.seed)
+    for similarity in (0.8, 0.7):
+        for n in SIZES:
+            sample, one_bit = [], []
+            for _ in range(args.pairs):
+                a, b, truth = _pair(n, similarity, rng)
+                words = np.zeros(bits // 64, dtype=np.uint64)
+                compact_set.encode_sample(b, words, k)
+                sample.append(set_estimate.estimate(a, n, words, n) - truth)
+                sa, sb = np.zeros(bits // 64, np.uint64), np.zeros(bits // 64, np.uint64)
+                oph_sketch(a, bits, sa)
+                oph_sketch(b, bits, sb)
+                one_bit.append(estimate_jaccard(sa, sb) - truth)
+            print(
+                f"{similarity:4.1f} {n:5}  {np.mean(sample):+.4f}, {np.std(sample):.4f}      "
+                f"{np.mean(one_bit):+.4f}, {np.std(one_bit):.4f}"
+            )
+
+
+if __name__ == "__main__":
+    main()
