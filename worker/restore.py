@@ -186,7 +186,7 @@ def _start(
 SKIP_HINTS = {
     "other_config": (
         ": they were fingerprinted under other settings (shingling, seed, sketch size, banding), "
-        "so this index starts without them. Upgraded from 0.1 with default settings? Its sketch "
-        "was 2,048 bits: set NEARDUP_DEDUP__SKETCH_BITS=2048 to keep using that index"
+        "so this index starts without them. Upgraded? Fingerprint format 3 changed what a "
+        "document of 513-1,024 shingles keeps, so no earlier release's index can be reused"
     ),
 }

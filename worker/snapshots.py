@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 from kafka import KafkaConsumer, TopicPartition
 
-from neardup_stream.config import DedupConfig
+from neardup_stream.config import FINGERPRINT_FORMAT, DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.snapshot import load_snapshot, read_meta, save_snapshot
 from worker import failpoints
@@ -98,6 +98,13 @@ def load(
             return Rejected(
                 "other_pipeline",
                 f"{path} holds the index of pipeline {made_for!r}, not of {ours!r}",
+            )
+        made = meta.get("fingerprint_format", 1)
+        if made != FINGERPRINT_FORMAT:
+            return Rejected(
+                "other_config",
+                f"{path} holds fingerprints of format {made}, this release makes format "
+                f"{FINGERPRINT_FORMAT}",
             )
         if meta.get("config_digest") != config_digest(config):
             return Rejected("other_config", f"{path} was made under other engine settings")

@@ -57,6 +57,19 @@ def test_a_snapshot_that_does_not_match_is_rejected(
     assert isinstance(found, snapshots.Rejected) and found.reason == reason
 
 
+def test_a_snapshot_of_an_earlier_fingerprint_format_is_other_config_not_corrupt(
+    tmp_path: Path,
+) -> None:
+    config = saved(tmp_path)
+    meta_file = snapshots.partition_dir(tmp_path, "cl", 3) / "meta.json"
+    meta = json.loads(meta_file.read_text())
+    meta["fingerprint_format"] = 2  # made by a release before samples
+    meta_file.write_text(json.dumps(meta))
+    found = snapshots.load(tmp_path, "cl", 3, config, 0, 12, OURS)
+    assert isinstance(found, snapshots.Rejected) and found.reason == "other_config"
+    assert "fingerprints of format 2, this release makes format 3" in found.detail
+
+
 def test_a_snapshot_moved_to_another_partition_is_rejected(tmp_path: Path) -> None:
     config = saved(tmp_path)
     (tmp_path / "cl" / "p3").rename(tmp_path / "cl" / "p4")
