@@ -34,9 +34,10 @@ class PairReport:
         return asdict(self)
 
 
-def _estimate(fp: Fingerprinter, b: str, prints: Fingerprints) -> float:
-    """The engine's estimate for B checked against A stored (what verification computes)."""
-    feats = fp.features(b)
+def _estimate(fp: Fingerprinter, prints: Fingerprints) -> float:
+    """The engine's estimate for B checked against A stored (what verification computes, from
+    the sorted hashes the batch keeps of B: all, its smallest, or none)."""
+    feats = prints.feats[prints.feat_offsets[1] : prints.feat_offsets[2]]
     oph = prints.sketch[1]
     if prints.nfeat[1] <= fp.sample_max:
         oph = np.zeros_like(prints.sketch[1])
@@ -60,7 +61,7 @@ def compare(a: str, b: str, config: DedupConfig | None = None) -> PairReport:
     verdict = dedup.check_batch([Document(id="A", text=a), Document(id="B", text=b)])[1]
     return PairReport(
         exact_jaccard=round(jaccard(sa, sb), 6),
-        estimated_jaccard=round(_estimate(fp, b, prints), 6),
+        estimated_jaccard=round(_estimate(fp, prints), 6),
         simhash_hamming=int(bin(int(prints.simhash[0]) ^ int(prints.simhash[1])).count("1")),
         tfidf_cosine=round(tfidf_cosine(sa, sb), 6),
         exact_duplicate=bool((prints.exact[0] == prints.exact[1]).all()),

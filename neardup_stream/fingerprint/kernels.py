@@ -122,7 +122,7 @@ class Shingling(NamedTuple):
     sketch_bits: int  # OPH bins (a multiple of 64 and of num_perm); also the 1-bit sketch length
     num_perm: int  # MinHash signature length (power of two <= sketch_bits)
     compact_max: int  # at most this many distinct features: the set is coded in the sketch
-    sample_max: int  # at most this many: its `compact_max` smallest hashes are (a sample)
+    sample_max: int  # at most this many: a sample of its smallest hashes is coded instead
     keep_max: int  # at most this many distinct features: their sorted hashes are returned
 
 
