@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-import numpy as np
-
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.fingerprint.fingerprinter import Fingerprinter, Fingerprints
-from neardup_stream.fingerprint.kernels import oph_sketch
 from neardup_stream.fingerprint.shingles import jaccard, shingles
 from neardup_stream.index import kernels as index_kernels
 from neardup_stream.models import Document
@@ -38,10 +35,7 @@ def _estimate(fp: Fingerprinter, prints: Fingerprints) -> float:
     """The engine's estimate for B checked against A stored (what verification computes, from
     the sorted hashes the batch keeps of B: all, its smallest, or none)."""
     feats = prints.feats[prints.feat_offsets[1] : prints.feat_offsets[2]]
-    oph = prints.sketch[1]
-    if prints.nfeat[1] <= fp.sample_max:
-        oph = np.zeros_like(prints.sketch[1])
-        oph_sketch(feats, fp.config.sketch_bits, oph)
+    oph = index_kernels.one_bit_query(prints.nfeat[1], prints.sketch[1], feats, fp.sample_max)
     return float(
         index_kernels.similarity(
             feats, int(prints.nfeat[1]), oph, prints.sketch[0], int(prints.nfeat[0]), fp.sample_max

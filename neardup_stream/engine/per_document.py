@@ -101,7 +101,7 @@ def _estimate(engine: Deduplicator, batch: Batch, i: int, ref: int) -> float:
     docs, st, set_max = batch.docs, engine.store, engine._rules.set_max
     p = st.slot(ref)
     feats = docs.feats[docs.feat_offsets[i] : docs.feat_offsets[i + 1]]
-    oph = kernels.one_bit_query(docs, i, feats, set_max)
+    oph = kernels.one_bit_query(docs.nfeat[i], docs.sketch[i], feats, set_max)
     arrays = st.arrays()
     return float(
         kernels.similarity(feats, docs.nfeat[i], oph, arrays.sketch[p], arrays.nfeat[p], set_max)

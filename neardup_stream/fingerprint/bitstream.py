@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from neardup_stream.fingerprint.hash_kernels import ONE
 from neardup_stream.fingerprint.simhash_kernels import popcount64
 from neardup_stream.native import njit
 
-_ONE = np.uint64(1)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 _R1 = np.uint64(0x5555555555555555)
 _R2 = np.uint64(0x3333333333333333)
@@ -56,12 +56,12 @@ def ones(words, pos):
     shift = np.uint64(pos & 63)
     x = words[pos >> 6] >> shift
     # x + 1 clears the run and sets the 0 after it (none when all 64 bits are set)
-    ones = np.uint64(64) if x == _ALL else popcount64(x ^ (x + _ONE)) - _ONE
+    ones = np.uint64(64) if x == _ALL else popcount64(x ^ (x + ONE)) - ONE
     if ones >= np.uint64(64) - shift:  # the run reaches the end of the word
         ones = np.uint64(64) - shift
         pos += np.int64(ones)
-        while (words[pos >> 6] >> np.uint64(pos & 63)) & _ONE:
-            ones += _ONE
+        while (words[pos >> 6] >> np.uint64(pos & 63)) & ONE:
+            ones += ONE
             pos += 1
     return ones
 

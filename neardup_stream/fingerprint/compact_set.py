@@ -30,12 +30,12 @@ from typing import NamedTuple
 import numpy as np
 
 from neardup_stream.fingerprint.bitstream import bit_length, ones, put, reverse, take
+from neardup_stream.fingerprint.hash_kernels import ONE
 from neardup_stream.native import njit
 
 HEADER_BITS = 32
 NO_LIMIT = np.uint64(0xFFFFFFFFFFFFFFFF)  # `common_values`: every stored value
 SAMPLED = np.uint64(1 << 31)  # the header's flag: the values are the smallest of a larger set
-_ONE = np.uint64(1)
 
 
 def compact_limit(sketch_bits: int) -> int:
@@ -76,7 +76,7 @@ def _coded_bits(hashes, b, r):
         v = cut(h, b)
         if not first and v == prev:
             continue
-        gap = v if first else v - prev - _ONE
+        gap = v if first else v - prev - ONE
         bits += np.int64(gap >> np.uint64(r)) + 1 + r
         if bits > 1 << 40:
             return bits
@@ -127,17 +127,17 @@ def _write(hashes, out, b, r):
         v = cut(hashes[i], b)
         if i > 0 and v == prev:
             continue
-        gap = v if i == 0 else v - prev - _ONE
+        gap = v if i == 0 else v - prev - ONE
         q = np.int64(gap >> np.uint64(r))
         if pos + q + 1 + r > budget:
             break
         # the r low bits, most significant first: reversed, then written at once
         low = reverse(gap) >> np.uint64(64 - r) if r else np.uint64(0)
         if q + r < 63:  # the whole code in one write: q ones, a zero, the r bits
-            put(out, pos, ((_ONE << np.uint64(q)) - _ONE) | (low << np.uint64(q + 1)))
+            put(out, pos, ((ONE << np.uint64(q)) - ONE) | (low << np.uint64(q + 1)))
         else:  # a long unary run bit by bit, then the zero and the r bits
             for j in range(pos, pos + q):
-                out[j >> 6] |= _ONE << np.uint64(j & 63)
+                out[j >> 6] |= ONE << np.uint64(j & 63)
             put(out, pos + q + 1, low)
         pos += q + 1 + r
         prev = v
@@ -210,7 +210,7 @@ def common_values(hashes, words, limit):
         pos += np.int64(q) + 1
         gap = (q << np.uint64(r)) | take(words, pos, r)
         pos += r
-        v = gap if k == 0 else v + gap + _ONE
+        v = gap if k == 0 else v + gap + ONE
         if v >= limit:
             break
         while i < n and cut(hashes[i], b) < v:

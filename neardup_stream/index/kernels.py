@@ -302,13 +302,14 @@ def similarity(query_feats, query_nfeat, query_oph, stored, stored_nfeat, set_ma
 
 
 @njit(cache=True, nogil=True)
-def one_bit_query(docs, i, query_feats, set_max):
-    """Document i's 1-bit sketch, to compare with a stored one: its row, or, when its row
-    holds its compact set, made from its sorted feature hashes `query_feats`."""
-    if docs.nfeat[i] > set_max:
-        return docs.sketch[i]
-    oph = np.zeros(docs.sketch.shape[1], dtype=np.uint64)
-    oph_sketch(query_feats, docs.sketch.shape[1] * 64, oph)
+def one_bit_query(nfeat, row, query_feats, set_max):
+    """A query's 1-bit sketch, to compare with a stored one: its sketch `row` (of a set of
+    `nfeat`), or, when the row holds its compact set, made from its sorted feature hashes
+    `query_feats`."""
+    if nfeat > set_max:
+        return row
+    oph = np.zeros(row.size, dtype=np.uint64)
+    oph_sketch(query_feats, row.size * 64, oph)
     return oph
 
 
@@ -349,7 +350,7 @@ def probe_verify(i, docs, t, store, window, min_sim, set_max):
             continue
         else:
             if query_oph.size == 0 and store.nfeat[p] > set_max:
-                query_oph = one_bit_query(docs, i, query_feats, set_max)
+                query_oph = one_bit_query(docs.nfeat[i], docs.sketch[i], query_feats, set_max)
             sim = similarity(
                 query_feats, docs.nfeat[i], query_oph, store.sketch[p], store.nfeat[p], set_max
             )

@@ -238,7 +238,9 @@ def vote_batch(begin, end, docs, known, home, out, votes, t, stores, wins, slot_
             ):
                 continue
             if query_oph.size == 0 and store.nfeat[p] > rules.set_max:
-                query_oph = _k.one_bit_query(docs, i, query_feats, rules.set_max)
+                query_oph = _k.one_bit_query(
+                    docs.nfeat[i], docs.sketch[i], query_feats, rules.set_max
+                )
             sim = _k.similarity(
                 query_feats,
                 docs.nfeat[i],
