@@ -14,7 +14,7 @@ import os
 import signal
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry
 from pydantic import ValidationError
@@ -29,13 +29,15 @@ from neardup_stream.settings_errors import (
     unparsable,
 )
 from neardup_stream.settings_fields import given_flags
-from worker.cluster.replica import Replica
 from worker.loop import Worker
 from worker.metrics import MetricsServer, build_metrics
 from worker.reachability import announce_unreachable, throttle_kafka_connection_logs
 from worker.runtime.membership import InstanceConflict
 from worker.security_errors import EXIT_CONFIG, SecurityFailure
 from worker.settings import Settings
+
+if TYPE_CHECKING:
+    from worker.cluster.replica import Replica
 
 log = logging.getLogger("worker")
 
@@ -162,12 +164,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     log.info("effective settings: %s", json.dumps(settings.redacted(), sort_keys=True))
     registry = CollectorRegistry()
     metrics = build_metrics(registry)
-    worker: Worker | Replica = (
-        Replica(settings, metrics) if settings.cluster.enabled else Worker(settings, metrics)
-    )
+    worker: Worker | Replica
+    if settings.cluster.enabled:
+        from worker.cluster.replica import Replica  # imports numba: only a replica needs it
+
+        worker = Replica(settings, metrics)
+        is_ready = worker.healthy
+    else:
+        worker = Worker(settings, metrics)
+        is_ready = worker.ready.is_set
     server = None
     if settings.metrics.enabled:
-        is_ready = worker.healthy if isinstance(worker, Replica) else worker.ready.is_set
         server = MetricsServer(
             registry, is_ready, settings.metrics.host, settings.metrics.port
         ).start()

@@ -97,6 +97,17 @@ def test_a_dedup_with_home_shards_loads_the_sharded_engine(tmp_path: Path) -> No
     assert "neardup_stream.sharded.deduplicator" in modules
 
 
+def test_the_worker_entry_point_does_not_load_the_scale_out_runtime(tmp_path: Path) -> None:
+    """A plain worker imports no replica: the scale-out roles (and with them the merged
+    tables and numba) are imported only when `--cluster` asks for one."""
+    modules = _modules_after("import worker.main\nimport worker.loop", tmp_path)
+    assert "worker" in modules
+    assert not {"numba", "llvmlite"} & modules
+    assert "neardup_stream.sharded.replica" not in modules
+    replica = _modules_after("import worker.cluster.replica", tmp_path)
+    assert "neardup_stream.sharded.replica" in replica
+
+
 def test_the_build_s_warm_up_imports_with_the_build_requirements_only(tmp_path: Path) -> None:
     """`setup.py` runs the warm-up in pip's isolated build environment, which holds only
     `[build-system] requires`: a runtime dependency it imported (orjson, say) would make

@@ -16,6 +16,7 @@ import logging
 import threading
 from typing import Any, NamedTuple
 
+from neardup_stream.warmup import warm_replica
 from worker import claims, retry, security_errors, topics
 from worker.cluster import agreement as agreement_
 from worker.cluster import control
@@ -128,6 +129,7 @@ class Replica:
         warning = unbounded_domains(s)
         if warning is not None:
             log.warning("%s", warning)
+        warm_replica(s.dedup)  # the shards' kernels load before ready, not on the first vote
         rules = prepared.layout.decide_rules(s)
         m, stop = self.metrics, self._stop  # each role runs on the one role loop
         edge = RoleRunner(EdgeRole(s, m, stop, rules, prepared.handover), m, stop)
