@@ -21,6 +21,7 @@ import struct
 from dataclasses import dataclass
 
 import numpy as np
+import orjson
 
 from neardup_stream.models import Decision
 from neardup_stream.records import FingerprintRecord
@@ -92,6 +93,20 @@ class ShardChange:
         return cls(domain, int(watermark), positions, records, *mark)
 
 
+def _json(value: object) -> bytes:
+    """Compact JSON: orjson's, or the standard library's for what orjson refuses (a lone
+    surrogate in an id, which JSON escapes)."""
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _row(ts: int, d: Decision) -> bytes:
+    """One first decision as `FirstDecisions` writes it."""
+    return _json([ts, d.id, d.duplicate_of, d.representative, d.similarity, d.method, d.update])
+
+
 @dataclass(frozen=True)
 class FirstDecisions:
     """The first decisions one gather step made for one domain in one batch."""
@@ -103,15 +118,37 @@ class FirstDecisions:
     seen: int
     reset: bool
 
-    @staticmethod
-    def row(ts: int, d: Decision) -> list[object]:
-        """One entry as `pack` writes it (`join.split_first_decisions` sizes parts with it)."""
-        return [ts, d.id, d.duplicate_of, d.representative, d.similarity, d.method, d.update]
-
     def pack(self) -> bytes:
-        rows = [self.row(ts, d) for ts, d in self.entries]
-        head = [self.domain, self.watermark, rows, self.stream, self.seen, self.reset]
-        body = json.dumps(head, separators=(",", ":")).encode()
+        return self._pack_rows([_row(ts, d) for ts, d in self.entries], self.watermark, self.reset)
+
+    def pack_parts(self, limit: int) -> list[bytes]:
+        """The change as records of at most ~`limit` bytes each, applying to the same state
+        (one record, `pack`, when it fits); each entry is encoded once.
+
+        Every part but the last carries the highest event time of its own entries as watermark
+        (the state's watermark reaches that anyway while they apply); the last carries
+        `watermark`. Only the first part resets the domain; all carry its stream and `seen`.
+        One entry larger than `limit` still forms a part of its own.
+        """
+        rows = [_row(ts, d) for ts, d in self.entries]
+        parts: list[bytes] = []
+        base = 64 + len(_json(self.domain))
+        start, size = 0, base
+        for i, row in enumerate(rows):
+            need = len(row) + 1
+            if i > start and size + need > limit:
+                watermark = max(ts for ts, _ in self.entries[start:i])
+                parts.append(self._pack_rows(rows[start:i], watermark, self.reset and not parts))
+                start, size = i, base
+            size += need
+        parts.append(self._pack_rows(rows[start:], self.watermark, self.reset and not parts))
+        return parts
+
+    def _pack_rows(self, rows: list[bytes], watermark: int, reset: bool) -> bytes:
+        """Format "NG" v3: JSON [domain, watermark, rows, stream, seen, reset]."""
+        head = _json([self.domain, watermark])[:-1]
+        tail = _json([self.stream, self.seen, reset])[1:]
+        body = b"".join((head, b",[", b",".join(rows), b"],", tail))
         return _FIRST.pack(b"NG", 3, len(body)) + body
 
     @classmethod

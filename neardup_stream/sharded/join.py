@@ -4,18 +4,15 @@
 arrived for them, and says which record is next to decide: the oldest, once every shard voted
 on it. It tracks the bytes it holds (the role pauses its reader above a budget), the oldest
 record's append time, which shards the oldest record still waits for, and the first votes
-record still needed (the committed position). `split_first_decisions` cuts a gather change
-into records under the message limit. Pure: no Kafka.
+record still needed (the committed position). Pure: no Kafka.
 """
 
 from __future__ import annotations
 
-import json
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Generic, NamedTuple, TypeVar
 
-from neardup_stream.sharded.changes import FirstDecisions
 from neardup_stream.sharded.votes import Votes
 
 T = TypeVar("T")
@@ -134,32 +131,3 @@ class VoteJoin(Generic[T]):
     @property
     def held_bytes(self) -> int:
         return self.record_bytes + sum(self.vote_bytes.values())
-
-
-def split_first_decisions(change: FirstDecisions, limit: int) -> list[FirstDecisions]:
-    """`change` as records of at most ~`limit` bytes each, applying to the same state.
-
-    Every part but the last carries the highest event time of its own entries as watermark
-    (the state's watermark reaches that anyway while they apply); the last carries
-    `change.watermark`. Only the first part resets the domain; all carry its stream and
-    `seen`. One entry larger than `limit` still forms a part of its own.
-    """
-    parts: list[FirstDecisions] = []
-    entries = change.entries
-    start, size = 0, 64 + len(json.dumps(change.domain))
-    base = size
-    for i, (ts, d) in enumerate(entries):
-        row = json.dumps(FirstDecisions.row(ts, d), separators=(",", ":"))
-        need = len(row.encode()) + 1
-        if i > start and size + need > limit:
-            chunk = entries[start:i]
-            watermark = max(t for t, _ in chunk)
-            parts.append(
-                replace(
-                    change, watermark=watermark, entries=chunk, reset=change.reset and not parts
-                )
-            )
-            start, size = i, base
-        size += need
-    parts.append(replace(change, entries=entries[start:], reset=change.reset and not parts))
-    return parts

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 
 from neardup_stream.models import Decision, ErrorRecord
 from neardup_stream.sharded.changes import FirstDecisions
-from neardup_stream.sharded.join import split_first_decisions
 from worker import codec
 from worker.admission import MAX_DLQ_KEY_BYTES
 from worker.cluster.handover import Handover
@@ -72,8 +71,8 @@ class Outcomes:
         topic = self.settings.cluster.gather_changelog
         limit = self.settings.worker.output_max_message_bytes // 2
         for f in firsts:
-            for part in split_first_decisions(f, limit):
-                self._add(OutMessage(topic, key, part.pack(), partition=partition), None)
+            for part in f.pack_parts(limit):
+                self._add(OutMessage(topic, key, part, partition=partition), None)
 
     def _add(self, message: OutMessage, source: Source | None) -> None:
         self.messages.append(message)

@@ -1,8 +1,9 @@
-"""The gather's vote join: log order, every shard's vote, bytes held, and split changes."""
+"""The gather's vote join: log order, every shard's vote, bytes held; split first decisions."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -10,7 +11,7 @@ from neardup_stream.config import DedupConfig
 from neardup_stream.models import Decision
 from neardup_stream.sharded.changes import FirstDecisions
 from neardup_stream.sharded.gather import Gatherer
-from neardup_stream.sharded.join import Pending, VoteJoin, split_first_decisions
+from neardup_stream.sharded.join import Pending, VoteJoin
 from neardup_stream.sharded.votes import Votes
 
 
@@ -117,16 +118,18 @@ def test_split_first_decisions_stay_under_the_limit_and_replay_to_the_same_state
     n: int, id_len: int, limit: int
 ) -> None:
     change = decisions(n, id_len)
-    parts = split_first_decisions(change, limit)
+    packed = change.pack_parts(limit)
+    parts = [FirstDecisions.unpack(p) for p in packed]
     assert [e for p in parts for e in p.entries] == change.entries
     assert parts[-1].watermark == change.watermark
-    for p in parts:
-        assert len(p.pack()) <= limit or len(p.entries) == 1
+    assert [p.reset for p in parts] == [True] + [False] * (len(parts) - 1)
+    for p, data in zip(parts, packed, strict=True):
+        assert len(data) <= limit or len(p.entries) == 1
     config = DedupConfig(home_shards=2, max_age_seconds=3850)  # keeps ts >= 1150
     whole, split = Gatherer(config), Gatherer(config)
     whole.apply(FirstDecisions.unpack(change.pack()))
     for p in parts:
-        split.apply(FirstDecisions.unpack(p.pack()))
+        split.apply(p)
     assert len(whole) == len(split)
 
 
@@ -134,8 +137,8 @@ def test_five_hundred_duplicates_with_long_ids_exceed_one_message_and_are_split(
     change = decisions(500, 2000)  # ~6 MB as one record
     limit = 1_048_576
     assert len(change.pack()) > limit
-    parts = split_first_decisions(change, limit)
-    assert len(parts) > 1 and all(len(p.pack()) <= limit for p in parts)
+    parts = change.pack_parts(limit)
+    assert len(parts) > 1 and all(len(p) <= limit for p in parts)
 
 
 @settings(max_examples=200, deadline=None)
@@ -171,3 +174,18 @@ def test_votes_ahead_of_the_records_stay_within_their_budget_and_are_read_again(
         if again is not None:
             read_votes = again  # the role seeks the votes consumer back
     assert released == list(range(records))
+
+
+@pytest.mark.parametrize(
+    "doc_id", ["plain", "近似重复", 'quote " and \\ slash', "lone \udc80 surrogate"]
+)
+def test_first_decisions_round_trip_every_id_json_allows(doc_id: str) -> None:
+    """orjson writes the records; an id it refuses (a lone surrogate) is escaped by the
+    standard library's encoder instead, and every id reads back as it was."""
+    d = Decision(id=doc_id, decision="duplicate", duplicate_of=doc_id + "0", similarity=0.85)
+    change = FirstDecisions("dom\udc81", 7, [(5, d), (6, d)], None, 7, False)
+    assert FirstDecisions.unpack(change.pack()) == change
+    parts = [FirstDecisions.unpack(p) for p in change.pack_parts(100)]
+    assert [p.entries for p in parts] == [[(5, d)], [(6, d)]]
+    assert [p.watermark for p in parts] == [5, 7]
+    assert all(p.domain == change.domain for p in parts)
