@@ -21,7 +21,6 @@ import struct
 from dataclasses import dataclass
 
 import numpy as np
-import orjson
 
 from neardup_stream.models import Decision
 from neardup_stream.records import FingerprintRecord
@@ -94,12 +93,8 @@ class ShardChange:
 
 
 def _json(value: object) -> bytes:
-    """Compact JSON: orjson's, or the standard library's for what orjson refuses (a lone
-    surrogate in an id, which JSON escapes)."""
-    try:
-        return orjson.dumps(value)
-    except TypeError:
-        return json.dumps(value, separators=(",", ":")).encode()
+    """Compact JSON (ASCII: other characters, lone surrogates too, escaped)."""
+    return json.dumps(value, separators=(",", ":")).encode()
 
 
 def _row(ts: int, d: Decision) -> bytes:

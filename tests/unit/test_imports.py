@@ -125,3 +125,27 @@ def test_the_build_s_warm_up_imports_with_the_build_requirements_only(tmp_path: 
     block = "".join(f"sys.modules[{m!r}] = None\n" for m in blocked)  # import raises then
     modules = _modules_after(f"import sys\n{block}import neardup_stream.warmup", tmp_path)
     assert "neardup_stream.warmup" in modules
+
+
+def test_a_replica_s_warm_up_loads_the_kernels_its_first_vote_runs(tmp_path: Path) -> None:
+    """`warm_replica` (run before a replica says ready) leaves its first real vote nothing to
+    load: numba's dispatchers of the kernels that take its typed list of stores (the others
+    are built ahead of time) hold the vote's signatures."""
+    script = tmp_path / "warm.py"
+    script.write_text(
+        "import json\n"
+        "from neardup_stream.config import DedupConfig\n"
+        "from neardup_stream.sharded import merged_kernels as mk\n"
+        "kernels = (mk.new_store_list, mk.append_store, mk.vote_batch)\n"
+        "before = sum(len(k.dispatcher.signatures) for k in kernels)\n"
+        "from neardup_stream.warmup import warm_replica\n"
+        "warm_replica(DedupConfig(home_shards=4, max_age_seconds=60))\n"
+        "print(json.dumps([before] + [len(k.dispatcher.signatures) for k in kernels]))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
+    proc = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, env=env, check=True
+    )
+    before, *signatures = json.loads(proc.stdout.splitlines()[-1])
+    assert before == 0
+    assert all(n >= 1 for n in signatures)

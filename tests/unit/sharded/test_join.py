@@ -180,8 +180,8 @@ def test_votes_ahead_of_the_records_stay_within_their_budget_and_are_read_again(
     "doc_id", ["plain", "近似重复", 'quote " and \\ slash', "lone \udc80 surrogate"]
 )
 def test_first_decisions_round_trip_every_id_json_allows(doc_id: str) -> None:
-    """orjson writes the records; an id it refuses (a lone surrogate) is escaped by the
-    standard library's encoder instead, and every id reads back as it was."""
+    """Every id a document can have (JSON allows a lone surrogate) reads back as it was,
+    whole and split."""
     d = Decision(id=doc_id, decision="duplicate", duplicate_of=doc_id + "0", similarity=0.85)
     change = FirstDecisions("dom\udc81", 7, [(5, d), (6, d)], None, 7, False)
     assert FirstDecisions.unpack(change.pack()) == change
