@@ -86,6 +86,13 @@ def read_meta(path: str | os.PathLike[str]) -> dict[str, object]:
     return meta
 
 
+def other_format(meta: dict[str, object]) -> object | None:
+    """The fingerprint format a snapshot's `meta` names when it is not this release's (a
+    snapshot written before formats were named is format 1); None when it is."""
+    made = meta.get("fingerprint_format", 1)
+    return None if made == FINGERPRINT_FORMAT else made
+
+
 def load_snapshot(path: str | os.PathLike[str], config: DedupConfig | None = None) -> Deduplicator:
     """Restore a Deduplicator saved by `save_snapshot`.
 
@@ -95,8 +102,8 @@ def load_snapshot(path: str | os.PathLike[str], config: DedupConfig | None = Non
             must match the snapshot's (retention, shards and caps may differ).
     """
     meta = read_meta(path)
-    made = meta.get("fingerprint_format", 1)
-    if made != FINGERPRINT_FORMAT:
+    made = other_format(meta)
+    if made is not None:
         raise ValueError(
             f"snapshot holds fingerprints of format {made}, this release uses format "
             f"{FINGERPRINT_FORMAT}; rebuild the index from the input instead"

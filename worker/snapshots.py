@@ -23,7 +23,7 @@ from kafka import KafkaConsumer, TopicPartition
 
 from neardup_stream.config import FINGERPRINT_FORMAT, DedupConfig
 from neardup_stream.deduplicator import Deduplicator
-from neardup_stream.snapshot import load_snapshot, read_meta, save_snapshot
+from neardup_stream.snapshot import load_snapshot, other_format, read_meta, save_snapshot
 from worker import failpoints
 from worker.changelog import Pipeline
 
@@ -99,8 +99,8 @@ def load(
                 "other_pipeline",
                 f"{path} holds the index of pipeline {made_for!r}, not of {ours!r}",
             )
-        made = meta.get("fingerprint_format", 1)
-        if made != FINGERPRINT_FORMAT:
+        made = other_format(meta)
+        if made is not None:
             return Rejected(
                 "other_config",
                 f"{path} holds fingerprints of format {made}, this release makes format "

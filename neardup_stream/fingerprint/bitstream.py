@@ -1,4 +1,5 @@
-"""Bit streams in uint64 words, little-endian bit order: writing a few bits at a bit
+"""Bits of uint64 words: counting them (`popcount64`, also SimHash's distance), reversing
+them, and bit streams in words, little-endian bit order: writing a few bits at a bit
 position, reading a unary run or `r` bits back (what `compact_set` codes sets with).
 
 Every operation reads or writes whole words at a time, never a branch per bit.
@@ -9,15 +10,24 @@ from __future__ import annotations
 import numpy as np
 
 from neardup_stream.fingerprint.hash_kernels import ONE
-from neardup_stream.fingerprint.simhash_kernels import popcount64
 from neardup_stream.native import njit
 
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
-_R1 = np.uint64(0x5555555555555555)
-_R2 = np.uint64(0x3333333333333333)
-_R4 = np.uint64(0x0F0F0F0F0F0F0F0F)
-_R8 = np.uint64(0x00FF00FF00FF00FF)
-_R16 = np.uint64(0x0000FFFF0000FFFF)
+_M1 = np.uint64(0x5555555555555555)  # alternate bits, pairs, nibbles, bytes, half-words
+_M2 = np.uint64(0x3333333333333333)
+_M4 = np.uint64(0x0F0F0F0F0F0F0F0F)
+_M8 = np.uint64(0x00FF00FF00FF00FF)
+_M16 = np.uint64(0x0000FFFF0000FFFF)
+_BYTES = np.uint64(0x0101010101010101)
+
+
+@njit(inline="always", cache=True)
+def popcount64(x):
+    """Set bits of `x`."""
+    x = x - ((x >> ONE) & _M1)
+    x = (x & _M2) + ((x >> np.uint64(2)) & _M2)
+    x = (x + (x >> np.uint64(4))) & _M4
+    return (x * _BYTES) >> np.uint64(56)
 
 
 @njit(inline="always", cache=True)
@@ -33,11 +43,11 @@ def bit_length(x):
 @njit(inline="always", cache=True)
 def reverse(x):
     """The 64 bits of `x` in reverse order."""
-    x = ((x >> np.uint64(1)) & _R1) | ((x & _R1) << np.uint64(1))
-    x = ((x >> np.uint64(2)) & _R2) | ((x & _R2) << np.uint64(2))
-    x = ((x >> np.uint64(4)) & _R4) | ((x & _R4) << np.uint64(4))
-    x = ((x >> np.uint64(8)) & _R8) | ((x & _R8) << np.uint64(8))
-    x = ((x >> np.uint64(16)) & _R16) | ((x & _R16) << np.uint64(16))
+    x = ((x >> np.uint64(1)) & _M1) | ((x & _M1) << np.uint64(1))
+    x = ((x >> np.uint64(2)) & _M2) | ((x & _M2) << np.uint64(2))
+    x = ((x >> np.uint64(4)) & _M4) | ((x & _M4) << np.uint64(4))
+    x = ((x >> np.uint64(8)) & _M8) | ((x & _M8) << np.uint64(8))
+    x = ((x >> np.uint64(16)) & _M16) | ((x & _M16) << np.uint64(16))
     return (x >> np.uint64(32)) | (x << np.uint64(32))
 
 
@@ -68,7 +78,7 @@ def ones(words, pos):
 
 @njit(inline="always", cache=True)
 def take(words, pos, r):
-    """The `r` (< 64) bits `_put` wrote at bit `pos`, reversed back (most significant first)."""
+    """The `r` (< 64) bits `put` wrote at bit `pos`, reversed back (most significant first)."""
     if r == 0:
         return np.uint64(0)
     shift = np.uint64(pos & 63)

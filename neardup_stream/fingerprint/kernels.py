@@ -42,6 +42,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from neardup_stream.fingerprint.bitstream import popcount64
 from neardup_stream.fingerprint.compact_set import encode, encode_sample
 from neardup_stream.fingerprint.feature_set_kernels import (
     bucket_sort,
@@ -59,11 +60,7 @@ from neardup_stream.fingerprint.minhash_kernels import (
     sketch_scratch,
 )
 from neardup_stream.fingerprint.nfkc import NfkcTables, fold_full
-from neardup_stream.fingerprint.simhash_kernels import (
-    bit_counts,
-    popcount64,
-    simhash_block_keys,
-)
+from neardup_stream.fingerprint.simhash_kernels import bit_counts, simhash_block_keys
 from neardup_stream.fingerprint.text_kernels import (
     MODE_CHAR,
     MODE_WORD,

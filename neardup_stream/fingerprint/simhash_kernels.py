@@ -4,7 +4,7 @@
 (a Harley-Seal carry-save adder tree: a handful of word operations per hash, branch-free);
 the weighted SimHash keeps the bits set in more than half of them. `simhash_block_keys`
 cuts a SimHash into k+1 blocks (pigeonhole: within distance k two share a block) and hashes
-each to a 32-bit key. `popcount64` is the distance's bit count.
+each to a 32-bit key. The distance's bit count is `bitstream.popcount64`.
 """
 
 from __future__ import annotations
@@ -13,19 +13,6 @@ import numpy as np
 
 from neardup_stream.fingerprint.hash_kernels import EMPTY, GOLD, ONE, S32, fmix64
 from neardup_stream.native import njit
-
-_K1 = np.uint64(0x5555555555555555)
-_K2 = np.uint64(0x3333333333333333)
-_K4 = np.uint64(0x0F0F0F0F0F0F0F0F)
-_KF = np.uint64(0x0101010101010101)
-
-
-@njit(inline="always", cache=True)
-def popcount64(x):
-    x = x - ((x >> ONE) & _K1)
-    x = (x & _K2) + ((x >> np.uint64(2)) & _K2)
-    x = (x + (x >> np.uint64(4))) & _K4
-    return (x * _KF) >> np.uint64(56)
 
 
 @njit(inline="always", cache=True)
