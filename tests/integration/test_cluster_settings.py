@@ -18,6 +18,7 @@ from tests.integration.harness import Topics, WorkerProcess, decisions, produce,
 from tests.integration.test_scale_out import SHARDS, offline, produce_to, replicas, wait_assigned
 from tests.integration.test_worker import stream
 from tests.unit.conftest import mutate
+from worker.settings import CLUSTER_HOME_SHARDS
 
 pytestmark = pytest.mark.integration
 REFUSAL = "settings mismatch, this replica does not start its roles"
@@ -77,7 +78,7 @@ def test_a_replica_restarted_with_another_threshold_refuses_and_the_others_decid
             {**workers[2].env, "NEARDUP_DEDUP__THRESHOLD": "0.7"},
         ).start()
         assert_refused(odd, "dedup.threshold: cluster 0.8, this replica 0.7")
-        wait_assigned(workers[:2], ("edge", "shard"))
+        wait_assigned(workers[:2], {"edge": 6, "shard": SHARDS})
         produce_to(kafka_bootstrap, topics.input, [(0, d) for d in docs])
         got = decisions(kafka_bootstrap, topics, len(docs), timeout=240)
         assert gauge(odd, "neardup_settings_mismatch") == 1 and odd.alive()
@@ -143,7 +144,7 @@ def test_cluster_defaults_on_three_replicas_spread_the_index(
             w.start()
         for w in workers:
             w.wait_ready()
-        wait_assigned(workers, ("edge", "shard"))
+        wait_assigned(workers, {"edge": 3, "shard": CLUSTER_HOME_SHARDS})
         produce_to(kafka_bootstrap, topics.input, [(i % 3, d) for i, d in enumerate(docs)])
         got = decisions(kafka_bootstrap, topics, len(docs), timeout=240)
         assert sum(len(v) for v in got.values()) == len(docs)

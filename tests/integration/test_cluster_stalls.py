@@ -71,7 +71,7 @@ def test_a_stalled_shard_owner_shows_in_the_oldest_undecided_age_and_fires_the_a
     try:
         for w in workers:
             w.wait_ready()
-        wait_assigned(workers, ("edge", "shard", "gather"))
+        wait_assigned(workers, {"edge": 2, "shard": SHARDS, "gather": 2})
         produce_to(kafka_bootstrap, topics.input, [(i % 2, d) for i, d in enumerate(docs[:20])])
         assert sum(map(len, decisions(kafka_bootstrap, topics, 20).values())) == 20
         stalled = shard_series(frozen)

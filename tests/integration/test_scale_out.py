@@ -54,9 +54,12 @@ def replicas(
 
 
 def wait_assigned(
-    workers: list[WorkerProcess], roles: tuple[str, ...], timeout: float = 120
+    workers: list[WorkerProcess], roles: dict[str, int], timeout: float = 120
 ) -> None:
-    """Until every replica holds at least one partition of each of `roles` (groups settled)."""
+    """Until the groups of `roles` (role -> partitions of its topic) have settled: every
+    replica holds at least one partition of each role, and the replicas hold each partition
+    once between them. A replica still in a generation the others have left reports its old
+    assignment: counted with theirs, the partitions come out more than once."""
     deadline = time.monotonic() + timeout
     pattern = re.compile(r'^neardup_role_partitions\{role="(\w+)"\} (\S+)$', re.M)
     while time.monotonic() < deadline:
@@ -66,10 +69,13 @@ def wait_assigned(
                 held.append({r: float(v) for r, v in pattern.findall(w.http("/metrics")[1])})
             except OSError:
                 held.append({})
-        if all(all(h.get(r, 0) >= 1 for r in roles) for h in held):
+        if all(
+            all(h.get(r, 0) >= 1 for h in held) and sum(h.get(r, 0) for h in held) == n
+            for r, n in roles.items()
+        ):
             return
         time.sleep(0.5)
-    raise AssertionError(f"roles not assigned on every replica: {held}")
+    raise AssertionError(f"roles not settled on the replicas ({roles}): {held}")
 
 
 def offline(docs: list[dict[str, object]]) -> dict[str, tuple[str, str | None]]:
@@ -160,7 +166,7 @@ def test_a_replica_killed_inside_a_transaction_leaves_exactly_one_decision_per_d
     try:
         for w in workers:
             w.wait_ready()
-        wait_assigned(workers, ("edge", "shard"))
+        wait_assigned(workers, {"edge": 3, "shard": SHARDS})
         produce_to(kafka_bootstrap, topics.input, [(i % 3, d) for i, d in enumerate(docs)])
         got = decisions(kafka_bootstrap, topics, len(docs), timeout=300)
         assert workers[0].wait_exit(60) != 0, "the failpoint did not fire"
@@ -251,7 +257,7 @@ def test_domains_over_three_log_partitions_survive_a_gather_kill_and_match_offli
     try:
         for w in workers:
             w.wait_ready()
-        wait_assigned(workers, ("shard", "gather"))  # one input partition: one edge
+        wait_assigned(workers, {"shard": SHARDS, "gather": 3})  # one input partition
         produce_to(kafka_bootstrap, topics.input, [(0, d) for d in docs])
         got = decisions(kafka_bootstrap, topics, len(docs), timeout=300)
         assert workers[0].wait_exit(60) != 0, "the failpoint did not fire"
