@@ -78,6 +78,10 @@ WORKER_LOG_TAIL = 80  # lines of each worker log shown with a failed test
 # The test process's own clients on a loaded machine: "Task ... ran for 0.107s (>0.100s
 # threshold)", by the hundred, crowded the worker logs out of a failure report.
 logging.getLogger("kafka.net.selector").setLevel(logging.ERROR)
+# kafka-python's own lines, and the settings dump (one line of several kilobytes).
+_NOISE = re.compile(r" kafka\.| worker: effective settings: ")
+# The per-test part of topic names (`unique_topic`), some 75 characters, shown as `-T`.
+_TEST_TOPIC = re.compile(r"-test_[\w-]*?-[0-9a-f]{12}\b")
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -93,12 +97,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         lines = path.read_text(errors="replace").splitlines()
         kept = [_short(line) for line in lines if not _NOISE.search(line)][-WORKER_LOG_TAIL:]
         report.sections.append((f"worker log {path.relative_to(tmp)}", "\n".join(kept)))
-
-
-# kafka-python's own lines, and the settings dump (one line of several kilobytes).
-_NOISE = re.compile(r" kafka\.| worker: effective settings: ")
-# The per-test part of topic names (`unique_topic`), some 75 characters, shown as `-T`.
-_TEST_TOPIC = re.compile(r"-test_[\w-]*?-[0-9a-f]{12}\b")
 
 
 def _short(line: str) -> str:

@@ -16,6 +16,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,18 +29,21 @@ _REPORT = (
 
 def _modules_after(code: str, tmp_path: Path) -> set[str]:
     """The modules a fresh interpreter holds after running `code` (stdout is free for it)."""
-    script = tmp_path / "probe.py"
-    script.write_text(
-        "import contextlib, io\n"
-        "with contextlib.redirect_stdout(io.StringIO()):\n"
-        + "".join(f"    {line}\n" for line in code.splitlines())
-        + _REPORT
-    )
+    quiet = "import contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()):\n"
+    quiet += "".join(f"    {line}\n" for line in code.splitlines())
+    return set(_run_fresh(quiet + _REPORT, tmp_path))
+
+
+def _run_fresh(script: str, tmp_path: Path) -> Any:
+    """What `script`, run by a fresh interpreter (without NEARDUP_ settings), printed as
+    JSON on its last line."""
+    path = tmp_path / "probe.py"
+    path.write_text(script)
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
     proc = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env, check=True
+        [sys.executable, str(path)], capture_output=True, text=True, env=env, check=True
     )
-    return set(json.loads(proc.stdout.splitlines()[-1]))
+    return json.loads(proc.stdout.splitlines()[-1])
 
 
 def _cli(*args: str) -> str:
@@ -131,8 +135,7 @@ def test_a_replica_s_warm_up_loads_the_kernels_its_first_vote_runs(tmp_path: Pat
     """`warm_replica` (run before a replica says ready) leaves its first real vote nothing to
     load: numba's dispatchers of the kernels that take its typed list of stores (the others
     are built ahead of time) hold the vote's signatures."""
-    script = tmp_path / "warm.py"
-    script.write_text(
+    script = (
         "import json\n"
         "from neardup_stream.config import DedupConfig\n"
         "from neardup_stream.sharded import merged_kernels as mk\n"
@@ -142,10 +145,6 @@ def test_a_replica_s_warm_up_loads_the_kernels_its_first_vote_runs(tmp_path: Pat
         "warm_replica(DedupConfig(home_shards=4, max_age_seconds=60))\n"
         "print(json.dumps([before] + [len(k.dispatcher.signatures) for k in kernels]))\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
-    proc = subprocess.run(
-        [sys.executable, str(script)], capture_output=True, text=True, env=env, check=True
-    )
-    before, *signatures = json.loads(proc.stdout.splitlines()[-1])
+    before, *signatures = _run_fresh(script, tmp_path)
     assert before == 0
     assert all(n >= 1 for n in signatures)
