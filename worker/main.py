@@ -182,6 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def on_signal(signum: int, _frame: object) -> None:
         if not worker.consuming:  # still connecting: nothing to finish
+            log.info("%s while starting: nothing to finish, exiting", signal.Signals(signum).name)
             raise SystemExit(128 + signum)
         worker.request_stop()
 

@@ -12,7 +12,9 @@ restore takes several fetches and a stop requested after the first one lands mid
 
 from __future__ import annotations
 
+import random
 import signal
+import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -123,6 +125,32 @@ def _run_with_failpoints(
         if signum is not None:
             assert code == -signum, f"{spec}: exit {code}, not by signal {signum}\n{worker.log()}"
         progress.append((spec, code, committed(ref.bootstrap, group, ref.input)))
+    assert progress[-1][2] < DOCS, f"the input was finished before the last failpoint: {progress}"
+    return _finish(ref, topics, group, log, extra)
+
+
+def _run_with_kills(ref: Reference, name: str, delays: list[float]) -> dict:
+    """Start a worker (with snapshots) per delay and SIGKILL it that many seconds after it
+    started: at moments no failpoint names (start-up, restore, decide, produce, commit, a
+    snapshot being written); then one clean worker finishes the input."""
+    topics, group = _topics(ref.input), f"g-{name}-{uuid.uuid4().hex[:8]}"
+    log = ref.logs / f"{name}.log"
+    extra = ["--max-batch", "200", "--snapshot-dir", str(ref.logs / f"{name}-snapshots")]
+    often = {**ENGINE, "NEARDUP_WORKER__SNAPSHOT_EVERY_S": "2"}  # kills land in snapshots too
+    progress = []
+    for delay in delays:
+        worker = WorkerProcess(ref.bootstrap, topics, group, log, extra=extra, env=often)
+        worker.start()
+        time.sleep(delay)  # the moment of the fault, not a wait for a condition
+        assert worker.alive(), worker.log()
+        worker.kill()
+        progress.append((round(delay, 2), committed(ref.bootstrap, group, ref.input)))
+    assert progress[0][1] < DOCS, f"the input was finished before the first kill: {progress}"
+    return _finish(ref, topics, group, log, extra)
+
+
+def _finish(ref: Reference, topics: Topics, group: str, log: Path, extra: list[str]) -> dict:
+    """A clean worker decides the rest of the input; what the output topics hold then."""
     worker = WorkerProcess(ref.bootstrap, topics, group, log, extra=extra, env=ENGINE).start()
     try:
         worker.wait_ready(timeout=180)
@@ -131,7 +159,6 @@ def _run_with_failpoints(
         assert worker.alive(), worker.log()
     finally:
         assert worker.stop() == 0, worker.log()
-    assert progress[-1][2] < DOCS, f"the input was finished before the last failpoint: {progress}"
     return got
 
 
@@ -167,6 +194,14 @@ def test_sigkill_after_produce_during_commit_and_during_restore(reference: Refer
         ("batch_produced=kill@1", kill),
     ]
     got = _run_with_failpoints(reference, "sigkill", steps)
+    _assert_same_as_reference(got, reference)
+
+
+def test_sigkill_at_moments_no_failpoint_names_with_snapshots(reference: Reference) -> None:
+    """Kills after a drawn delay land on lines nobody chose: in start-up, in a restore from a
+    snapshot and the changelog, mid-batch, mid-commit, while a snapshot is written."""
+    draw = random.Random(17)
+    got = _run_with_kills(reference, "random-kills", [draw.uniform(0.5, 3.5) for _ in range(8)])
     _assert_same_as_reference(got, reference)
 
 
