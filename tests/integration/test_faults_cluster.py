@@ -5,7 +5,8 @@ input order is the order of the fingerprint log).
 
 Here: a replica paused (SIGSTOP) past its session timeout and resumed; a rolling restart;
 SIGKILL at `gather_committed`, at `edge_committed` and in the middle of a changelog replay.
-Elsewhere: the outage longer than the internal retention (test_faults_cluster_retention.py),
+Elsewhere: seeded random schedules of these faults (test_faults_cluster_chaos.py), the outage
+longer than the internal retention (test_faults_cluster_retention.py),
 the poison storm with a domain field (test_faults_cluster_storm.py). Covered before, not
 repeated: SIGKILL at `edge_produced`, `shard_produced`, `shard_committed`, `gather_produced`
 and a replica killed mid-stream (test_scale_out.py); a stalled shard owner's metrics and
