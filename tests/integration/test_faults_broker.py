@@ -1,5 +1,6 @@
 """Fault injection: the broker paused (SIGSTOP) for longer than the worker's session timeout,
-and then restarted, mid-stream. No decision is lost or repeated.
+and then restarted, mid-stream, under the single worker and under three `--cluster` replicas.
+No decision is lost or repeated.
 
 This test runs a broker of its own (deploy/local/kafka.sh on the first free port pair from
 $KAFKA_FAULT_PORT, default 29092, with a data dir under the test's tmp dir), so the shared
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.cluster_faults import Cluster, decided_like_offline
 from tests.integration.faults import (
     Broker,
     Feeder,
@@ -24,6 +26,7 @@ from tests.integration.faults import (
     free_port_pair,
     long_range_stream,
     wait_committed,
+    wait_for,
 )
 from tests.integration.harness import (
     Topics,
@@ -49,11 +52,12 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Broker]:
         own.stop()
 
 
-def _hold(seconds: float, worker: WorkerProcess) -> None:
-    """Keep a fault in place for `seconds` (its length is the point), the worker staying up."""
+def _hold(seconds: float, *workers: WorkerProcess) -> None:
+    """Keep a fault in place for `seconds` (its length is the point), the workers staying up."""
     until = time.monotonic() + seconds
     while time.monotonic() < until:
-        assert worker.alive(), f"worker exited during a broker fault:\n{worker.log()}"
+        for worker in workers:
+            assert worker.alive(), f"worker exited during a broker fault:\n{worker.log()}"
         time.sleep(0.5)
 
 
@@ -95,3 +99,34 @@ def test_broker_paused_then_restarted_mid_stream(
     assert_exactly_once(got, [str(d["id"]) for d in docs])
     want = expected(docs)
     assert {i: v[0] for i, v in got.items()} == want
+
+
+def test_three_replicas_through_a_broker_paused_then_restarted_decide_like_offline(
+    broker: Broker, unique_topic: Callable[[str], str], tmp_path: Path
+) -> None:
+    """The broker paused past the replicas' session timeout and their transaction timeout
+    (open edge, shard and gather transactions are aborted under them), then restarted, while
+    input flows to three `--cluster` replicas: every input decided once, as offline."""
+    docs = long_range_stream(800, seed=53)
+    topics = Topics.fresh(unique_topic)
+    create_topic(broker.address, topics.input)
+    cluster = Cluster(broker.address, topics, tmp_path)
+    feeder = Feeder(broker.address, topics.input, doc_records(docs), chunks=40, every=0.5)
+    try:
+        workers = cluster.start_all()
+        feeder.start()
+        wait_for("a first part fed", lambda: feeder.sent >= 200, 120)
+        broker.pause()
+        try:
+            _hold(PAUSE_S, *workers)
+        finally:
+            broker.resume()
+        wait_for("more fed after the pause", lambda: feeder.sent >= 500, 180)
+        broker.stop()
+        broker.start()
+        feeder.join(timeout=300)
+        assert feeder.error is None, f"the test's producer failed: {feeder.error!r}"
+        decided_like_offline(broker.address, topics, docs, timeout=400)
+        assert all(w.alive() and w.http("/healthz")[0] == 200 for w in workers), cluster.logs()
+    finally:
+        cluster.stop_all()
