@@ -1,9 +1,11 @@
 """A wrong bootstrap address: the worker says once, first, which address it cannot reach, and
-keeps retrying without kafka-python repeating every connection error."""
+keeps retrying without kafka-python repeating every connection error; a SIGTERM then ends it at
+once, saying so."""
 
 from __future__ import annotations
 
 import re
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +35,9 @@ def test_a_wrong_bootstrap_address_is_named_once_then_retried_quietly(
             time.sleep(0.2)
         assert worker.alive()  # it keeps retrying: a broker may come up later
     finally:
-        worker.stop()
+        code = worker.stop()
+    assert code == 128 + signal.SIGTERM, worker.log()  # still starting: nothing to finish
+    assert "SIGTERM while starting: nothing to finish, exiting" in worker.log()
     lines = (tmp_path / "worker.log").read_text().splitlines()
     said = [i for i, line in enumerate(lines) if "cannot reach the Kafka bootstrap" in line]
     assert len(said) == 1 and address in lines[said[0]] and "keeps retrying" in lines[said[0]]
