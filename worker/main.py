@@ -8,6 +8,7 @@ with secrets masked.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -182,7 +183,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     def on_signal(signum: int, _frame: object) -> None:
         if not worker.consuming:  # still connecting: nothing to finish
-            log.info("%s while starting: nothing to finish, exiting", signal.Signals(signum).name)
+            with contextlib.suppress(Exception):  # a write it interrupted may refuse another
+                log.info(
+                    "%s while starting: nothing to finish, exiting", signal.Signals(signum).name
+                )
             raise SystemExit(128 + signum)
         worker.request_stop()
 

@@ -84,10 +84,17 @@ class Cluster:
         return [w for w in self.workers.values() if w.alive()]
 
     def stop_all(self) -> None:
+        """Stop every replica still running, each even if stopping another one failed."""
+        errors: list[AssertionError] = []
         for w in self.workers.values():
             if w.proc is not None and w.proc.poll() is None:
                 resume(w)  # a stopped process cannot handle SIGTERM
-                w.stop()
+                try:
+                    w.stop()
+                except AssertionError as exc:
+                    errors.append(exc)
+        if errors:
+            raise errors[0]
 
     def held(self, worker: WorkerProcess) -> dict[str, float]:
         """Partitions `worker` holds per role (empty while it does not answer)."""

@@ -4,12 +4,14 @@ input flows, and still every input decided once, as offline `dedup --home-shards
 
 The other fault tests each stop a replica at one chosen moment. Here faults come at moments
 nobody chose, and one after another before the cluster has settled from the last: SIGKILL with
-and without a restart, a restart armed with a failpoint (so the next kill lands inside a
-transaction, a commit or a restore), SIGTERM and a restart, SIGSTOP past the session timeout,
-and a replica paused while another one is replaced (it misses a generation of every group
-and comes back to an assignment it no longer holds). The schedule is a function of the seed,
-printed with any failure; where a fault lands in the replicas' work depends on timing, so
-each run tries other moments.
+and without a restart; a restart armed with a failpoint (it kills the replica again at its
+first or second pass through a transaction, a commit or a restore, if it gets there);
+SIGTERM and a restart; SIGSTOP for 1-12 s (the session timeout is 6 s); a replica paused
+while another one is replaced (a long enough pause misses a generation of every group and
+comes back to an assignment it no longer holds). A replica found dead must have been killed
+by the test or by its failpoint. The schedule is a function of the seed; a failure prints
+the faults applied and how much input had been fed at each. Where a fault lands in the
+replicas' work depends on timing, so each run tries other moments.
 """
 
 from __future__ import annotations
@@ -60,40 +62,84 @@ def schedule(seed: int, docs: int, faults: int, replicas: int) -> list[Fault]:
     ]
 
 
-def inflict(cluster: Cluster, fault: Fault, armed: set[int]) -> None:
-    """Apply `fault`; a replica found dead (a failpoint fired) is started again instead.
-    `armed` holds the replicas last started with a failpoint."""
-    i, worker = fault.replica, cluster.workers[fault.replica]
-    was_armed = i in armed  # its failpoint may fire on the way out
-    armed.discard(i)
+class Replicas:
+    """What the test did to each replica: last started with a failpoint (`armed`), or killed
+    and left down (`down`). Any other replica found dead died on its own: a failure."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.armed: set[int] = set()
+        self.down: set[int] = set()
+
+    def start(self, i: int, failpoint: str | None = None) -> None:
+        self.armed.discard(i)
+        self.down.discard(i)
+        self.cluster.start(i, failpoint)
+        if failpoint is not None:
+            self.armed.add(i)
+
+    def kill(self, i: int) -> None:
+        worker = self.cluster.workers[i]
+        if worker.alive():
+            worker.kill()
+        else:
+            self.check_dead(i)
+        self.armed.discard(i)
+
+    def check_dead(self, i: int) -> None:
+        """A dead replica was killed by the test or by its failpoint (SIGKILL), nothing else."""
+        worker = self.cluster.workers[i]
+        assert worker.proc is not None
+        code = worker.proc.poll()
+        if code is None or i in self.down:
+            return
+        assert i in self.armed and code == -signal.SIGKILL, (
+            f"r{i} died on its own (exit {code}):\n{worker.log()}"
+        )
+
+    def up_and_unarmed(self) -> None:
+        """Every replica running again, none with a failpoint left to fire."""
+        for i, worker in list(self.cluster.workers.items()):
+            resume(worker)
+            self.check_dead(i)
+            if i in self.armed or not worker.alive():
+                self.kill(i)
+                self.start(i)
+
+
+def inflict(replicas: Replicas, fault: Fault) -> None:
+    """Apply `fault`; a replica found dead (killed and left down, or its failpoint fired) is
+    started again instead."""
+    i, cluster = fault.replica, replicas.cluster
+    worker = cluster.workers[i]
     if not worker.alive():
-        cluster.start(i)
+        replicas.check_dead(i)
+        replicas.start(i)
         return
     if fault.kind == "kill":  # it stays down until the next fault on it, or the end
-        worker.kill()
+        replicas.kill(i)
+        replicas.down.add(i)
     elif fault.kind == "kill_restart":
-        worker.kill()
+        replicas.kill(i)
         time.sleep(fault.seconds)
-        cluster.start(i)
+        replicas.start(i)
     elif fault.kind == "armed_restart":
-        worker.kill()
-        cluster.start(i, fault.failpoint)
-        armed.add(i)
+        replicas.kill(i)
+        replicas.start(i, fault.failpoint)
     elif fault.kind == "term_restart":
         code = cluster.stop(i, timeout=90)  # a start-up not over yet ends at once (143, -15)
-        assert code in STOPPED or was_armed, f"r{i} exited {code} on SIGTERM:\n{worker.log()}"
-        cluster.start(i)
-    elif fault.kind == "pause":
+        fired = i in replicas.armed and code == -signal.SIGKILL  # its failpoint, on the way out
+        assert code in STOPPED or fired, f"r{i} exited {code} on SIGTERM:\n{worker.log()}"
+        replicas.start(i)
+    elif fault.kind == "pause":  # an armed replica stays armed
         pause(worker)
         time.sleep(fault.seconds)
         resume(worker)
     else:  # pause_while_replaced: paused while the next replica restarts and every group moves
         other = (i + 1) % cluster.size
         pause(worker)
-        if cluster.workers[other].alive():
-            cluster.workers[other].kill()
-        armed.discard(other)
-        cluster.start(other)
+        replicas.kill(other)
+        replicas.start(other)
         time.sleep(fault.seconds)
         resume(worker)
 
@@ -110,23 +156,25 @@ def test_a_random_schedule_of_kills_pauses_and_restarts_decides_like_offline(
         tmp_path,
         env={"NEARDUP_WORKER__SESSION_TIMEOUT_MS": str(SESSION_MS)},
     )
-    armed: set[int] = set()
+    replicas = Replicas(cluster)
+    applied: list[tuple[int, Fault]] = []  # (inputs fed when it was applied, fault)
     try:
         cluster.start_all()
-        feeder = Feeder(kafka_bootstrap, topics.input, doc_records(docs), chunks=40, every=0.5)
+        # ~75 s of input: the faults (1-12 s each) land while it flows
+        feeder = Feeder(kafka_bootstrap, topics.input, doc_records(docs), chunks=100, every=0.75)
         feeder.start()
         for fault in faults:
             wait_for(f"{fault.after} inputs fed", lambda f=fault: feeder.sent >= f.after, 300)
-            inflict(cluster, fault, armed)
+            applied.append((feeder.sent, fault))
+            inflict(replicas, fault)
         feeder.join(300)
         assert not feeder.is_alive() and feeder.error is None, feeder.error
-        for i, worker in list(cluster.workers.items()):  # every replica up again, none armed
-            if i in armed and worker.alive():
-                worker.kill()
-            if not worker.alive():
-                cluster.start(i)
+        replicas.up_and_unarmed()
         decided_like_offline(kafka_bootstrap, topics, docs, timeout=400)
-    except AssertionError as exc:
-        raise AssertionError(f"schedule {faults}: {exc}") from exc
+        for i in cluster.workers:
+            replicas.check_dead(i)
+        assert all(w.alive() for w in cluster.workers.values()), cluster.logs()[-6000:]
+    except Exception as exc:
+        raise AssertionError(f"faults applied (inputs fed, fault): {applied}: {exc}") from exc
     finally:
         cluster.stop_all()

@@ -129,23 +129,27 @@ def _run_with_failpoints(
     return _finish(ref, topics, group, log, extra)
 
 
-def _run_with_kills(ref: Reference, name: str, delays: list[float]) -> dict:
-    """Start a worker (with snapshots) per delay and SIGKILL it that many seconds after it
-    started: at moments no failpoint names (start-up, restore, decide, produce, commit, a
-    snapshot being written); then one clean worker finishes the input."""
+def _run_with_kills(ref: Reference, name: str, kills: list[tuple[bool, float]]) -> dict:
+    """Start a worker (with snapshots) per kill and SIGKILL it after a delay: from its start
+    (`after_ready` False: start-up, restore) or from the moment it is ready (True: decide,
+    produce, commit, a snapshot), at moments no failpoint names; then one clean worker
+    finishes the input."""
     topics, group = _topics(ref.input), f"g-{name}-{uuid.uuid4().hex[:8]}"
     log = ref.logs / f"{name}.log"
     extra = ["--max-batch", "200", "--snapshot-dir", str(ref.logs / f"{name}-snapshots")]
-    often = {**ENGINE, "NEARDUP_WORKER__SNAPSHOT_EVERY_S": "2"}  # kills land in snapshots too
+    often = {**ENGINE, "NEARDUP_WORKER__SNAPSHOT_EVERY_S": "2"}  # kills may land in snapshots
     progress = []
-    for delay in delays:
+    for after_ready, delay in kills:
         worker = WorkerProcess(ref.bootstrap, topics, group, log, extra=extra, env=often)
         worker.start()
+        if after_ready:
+            worker.wait_ready(timeout=180)
         time.sleep(delay)  # the moment of the fault, not a wait for a condition
         assert worker.alive(), worker.log()
         worker.kill()
-        progress.append((round(delay, 2), committed(ref.bootstrap, group, ref.input)))
-    assert progress[0][1] < DOCS, f"the input was finished before the first kill: {progress}"
+        progress.append((after_ready, round(delay, 2), committed(ref.bootstrap, group, ref.input)))
+    assert progress[0][2] < DOCS, f"the input was finished before the first kill: {progress}"
+    assert progress[-1][2] > 0, f"nothing was decided between the kills: {progress}"
     return _finish(ref, topics, group, log, extra)
 
 
@@ -198,10 +202,12 @@ def test_sigkill_after_produce_during_commit_and_during_restore(reference: Refer
 
 
 def test_sigkill_at_moments_no_failpoint_names_with_snapshots(reference: Reference) -> None:
-    """Kills after a drawn delay land on lines nobody chose: in start-up, in a restore from a
-    snapshot and the changelog, mid-batch, mid-commit, while a snapshot is written."""
+    """Kills after a drawn delay land on lines nobody chose: in start-up or a restore (from the
+    changelog, and from a snapshot once one was saved), mid-batch, mid-commit, or while a
+    snapshot is written."""
     draw = random.Random(17)
-    got = _run_with_kills(reference, "random-kills", [draw.uniform(0.5, 3.5) for _ in range(8)])
+    kills = [(k % 2 == 1, draw.uniform(0.2, 4.0)) for k in range(8)]  # from start, from ready
+    got = _run_with_kills(reference, "random-kills", kills)
     _assert_same_as_reference(got, reference)
 
 
