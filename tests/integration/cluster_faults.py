@@ -5,7 +5,6 @@ their role metrics, and the check that a run decided like offline `dedup --home-
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 from dataclasses import dataclass, field
@@ -14,8 +13,6 @@ from pathlib import Path
 from tests.integration.faults import assert_exactly_once, wait_for
 from tests.integration.harness import Topics, WorkerProcess, decisions
 from tests.integration.test_scale_out import SHARDS, offline
-
-ROLE_PARTITIONS = re.compile(r'^neardup_role_partitions\{role="(\w+)"\} (\S+)$', re.M)
 
 
 def cluster_env(topics: Topics) -> dict[str, str]:
@@ -96,20 +93,13 @@ class Cluster:
         if errors:
             raise errors[0]
 
-    def held(self, worker: WorkerProcess) -> dict[str, float]:
-        """Partitions `worker` holds per role (empty while it does not answer)."""
-        try:
-            return {r: float(v) for r, v in ROLE_PARTITIONS.findall(worker.http("/metrics")[1])}
-        except OSError:
-            return {}
-
     def wait_held(
         self, workers: list[WorkerProcess], role: str, total: int, timeout: float
     ) -> None:
         """Until `workers` together hold `total` partitions of `role` (their groups settled)."""
         wait_for(
             f"{[w.instance for w in workers]} to hold {total} {role} partitions",
-            lambda: sum(self.held(w).get(role, 0) for w in workers) == total,
+            lambda: sum(w.held().get(role, 0) for w in workers) == total,
             timeout,
             every=0.5,
         )

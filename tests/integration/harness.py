@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -17,6 +18,7 @@ from pathlib import Path
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+_ROLE_PARTITIONS = re.compile(r'^neardup_role_partitions\{role="(\w+)"\} (\S+)$', re.M)
 
 
 def free_port() -> int:
@@ -117,13 +119,24 @@ class WorkerProcess:
             assert self.proc is not None
             if self.proc.poll() is not None:
                 raise AssertionError(f"worker exited {self.proc.returncode}:\n{self.log()}")
-            try:
-                if self.http("/healthz")[0] == 200:
-                    return
-            except OSError:
-                pass
+            if self.healthy():
+                return
             time.sleep(0.2)
         raise AssertionError(f"worker not ready after {timeout}s:\n{self.log()}")
+
+    def healthy(self) -> bool:
+        """Whether /healthz answers 200 (False while it does not answer)."""
+        try:
+            return self.http("/healthz")[0] == 200
+        except OSError:  # not listening yet, or gone
+            return False
+
+    def held(self) -> dict[str, float]:
+        """Partitions it holds per cluster role (empty while it does not answer)."""
+        try:
+            return {r: float(v) for r, v in _ROLE_PARTITIONS.findall(self.http("/metrics")[1])}
+        except OSError:
+            return {}
 
     def kill(self) -> None:
         assert self.proc is not None

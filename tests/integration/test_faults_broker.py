@@ -61,13 +61,6 @@ def _hold(seconds: float, *workers: WorkerProcess) -> None:
         time.sleep(0.5)
 
 
-def _healthy(worker: WorkerProcess) -> bool:
-    try:
-        return worker.http("/healthz")[0] == 200
-    except OSError:
-        return False
-
-
 def test_broker_paused_then_restarted_mid_stream(
     broker: Broker, unique_topic: Callable[[str], str], tmp_path: Path
 ) -> None:
@@ -136,6 +129,6 @@ def test_three_replicas_through_a_broker_paused_then_restarted_decide_like_offli
         assert feeder.error is None, f"the test's producer failed: {feeder.error!r}"
         decided_like_offline(broker.address, topics, docs, timeout=400)
         for w in workers:
-            wait_for(f"{w.instance} healthy", lambda w=w: w.alive() and _healthy(w), 60)
+            wait_for(f"{w.instance} healthy", lambda w=w: w.alive() and w.healthy(), 60)
     finally:
         cluster.stop_all()

@@ -59,7 +59,7 @@ def test_a_replica_paused_past_its_session_timeout_then_resumed(
         cluster.wait_held(workers, "shard", SHARDS, 120)
         cluster.wait_held(workers, "edge", 1, 120)
         # Pause the replica holding the one input partition: its edge, shards and gather.
-        [edge] = [w for w in workers if cluster.held(w).get("edge", 0) >= 1]
+        [edge] = [w for w in workers if w.held().get("edge", 0) >= 1]
         others = [w for w in workers if w is not edge]
         feeder = feed(kafka_bootstrap, topics, docs, chunks=30)
         wait_for("a first part fed", lambda: feeder.sent >= 100, 120)

@@ -241,13 +241,6 @@ def test_records_written_before_pipelines_were_named_restore_as_the_pipelines_ow
         assert worker.stop() == 0, worker.log()
 
 
-def healthy(worker: WorkerProcess) -> bool:
-    try:
-        return worker.http("/healthz")[0] == 200
-    except OSError:  # not listening yet
-        return False
-
-
 def test_two_pipelines_started_at_once_on_one_new_changelog_one_is_refused_by_the_claims(
     kafka_bootstrap: str, unique_topic: Callable[[str], str], tmp_path: Path
 ) -> None:
@@ -266,7 +259,7 @@ def test_two_pipelines_started_at_once_on_one_new_changelog_one_is_refused_by_th
             for name, w in workers.items():
                 assert w.alive(), w.log()
                 refused = "refusing the changelog" in w.log_path.read_text(errors="replace")
-                out[name] = "refused" if refused else "ready" if healthy(w) else ""
+                out[name] = "refused" if refused else "ready" if w.healthy() else ""
             return out
 
         wait_for("both workers to settle", lambda: all(settled().values()), 120)

@@ -61,14 +61,8 @@ def wait_assigned(
     once between them. A replica still in a generation the others have left reports its old
     assignment: counted with theirs, the partitions come out more than once."""
     deadline = time.monotonic() + timeout
-    pattern = re.compile(r'^neardup_role_partitions\{role="(\w+)"\} (\S+)$', re.M)
     while time.monotonic() < deadline:
-        held = []
-        for w in workers:
-            try:
-                held.append({r: float(v) for r, v in pattern.findall(w.http("/metrics")[1])})
-            except OSError:
-                held.append({})
+        held = [w.held() for w in workers]
         if all(
             all(h.get(r, 0) >= 1 for h in held) and sum(h.get(r, 0) for h in held) == n
             for r, n in roles.items()
