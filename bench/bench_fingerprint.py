@@ -1,8 +1,10 @@
 """Fingerprinting throughput on one core: SimHash + 128-value MinHash (+ sketch) per document.
 
 Reports million characters per second over the evaluation corpus for the compiled kernel
-alone (UTF-8 already in one buffer; it folds every text itself) and for `Fingerprinter.batch`
-end to end (encoding, bucket keys), best of three, after a warm-up.
+alone (texts already in its buffers, `text_batch`; it folds every text itself) and for
+`Fingerprinter.batch` end to end (encoding, bucket keys; in batches of `dedup`'s size), best
+of three, after a warm-up. Like the commands, it keeps freed memory for the next batch
+(`allocator`).
 
     python -m bench.bench_fingerprint [--docs 20000]
 """
@@ -14,12 +16,12 @@ import json
 import time
 from pathlib import Path
 
-import numpy as np
-
 from bench.corpus import DATA_DIR, ensure_corpus, read_jsonl
 from neardup_stream import DedupConfig
+from neardup_stream.allocator import keep_freed_memory
+from neardup_stream.cli import BATCH
 from neardup_stream.fingerprint import kernels as _kernels
-from neardup_stream.fingerprint.fingerprinter import Fingerprinter, fold_tables
+from neardup_stream.fingerprint.fingerprinter import Fingerprinter, fold_tables, text_batch
 
 
 def _best(fn: object, repeat: int = 3) -> float:
@@ -37,25 +39,26 @@ def main() -> None:
     parser.add_argument("--json", help="write the figures to this file")
     parser.add_argument("--corpus", type=Path, help="another JSONL corpus (e.g. the hard one)")
     args = parser.parse_args()
+    keep_freed_memory()  # as the commands do
     corpus = args.corpus or ensure_corpus(DATA_DIR / f"corpus-{args.docs}-s7.jsonl", args.docs)
     texts = [d["text"] for d in read_jsonl(corpus)]
     chars = sum(len(t) for t in texts)
     cfg = DedupConfig()
     fp = Fingerprinter(cfg)
     fp.batch(texts[:50])
-    parts = [t.encode("utf-8", "surrogatepass") for t in texts]
-    offsets = np.zeros(len(parts) + 1, dtype=np.int64)
-    np.cumsum([len(p) for p in parts], out=offsets[1:])
-    data = np.frombuffer(b"".join(parts), dtype=np.uint8)
-    batch = _kernels.TextBatch(data, offsets)
+    batch = text_batch(texts)
     table = fold_tables()
+
+    def end_to_end() -> None:  # in batches of `dedup`'s size, as the engine runs it
+        for start in range(0, len(texts), BATCH):
+            fp.batch(texts[start : start + BATCH])
 
     def kernel() -> None:
         _kernels.fingerprint_batch(batch, table, fp.shingling)
 
     rows = {
         "compiled kernel": chars / _best(kernel) / 1e6,
-        "Fingerprinter.batch (end to end)": chars / _best(lambda: fp.batch(texts)) / 1e6,
+        "Fingerprinter.batch (end to end)": chars / _best(end_to_end) / 1e6,
     }
     print(f"{len(texts)} documents, {chars / 1e6:.1f} M characters, one core")
     for name, rate in rows.items():

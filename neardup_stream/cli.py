@@ -259,6 +259,9 @@ def _read_text(arg: str, literal: bool) -> str:
 
 
 def _cmd_dedup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from neardup_stream.allocator import keep_freed_memory
+
+    keep_freed_memory()
     settings = engine_settings(args)
     if settings.input.id_source == "key":
         parser.error("offline input has no message keys: give ids with --id-field")

@@ -22,6 +22,7 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
 from neardup_stream import __version__
+from neardup_stream.allocator import keep_freed_memory
 from neardup_stream.options import add_engine_flags, add_input_flags, engine_overrides
 from neardup_stream.settings_errors import (
     format_problems,
@@ -163,6 +164,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("kafka.net.selector").setLevel(logging.ERROR)
     throttle_kafka_connection_logs()
     log.info("effective settings: %s", json.dumps(settings.redacted(), sort_keys=True))
+    keep_freed_memory()
     registry = CollectorRegistry()
     metrics = build_metrics(registry)
     worker: Worker | Replica

@@ -9,6 +9,7 @@ same text always yields the same fingerprint (see `hashing` and `kernels`).
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -58,13 +59,33 @@ def fold_tables() -> _kernels.FoldTable:
     return _kernels.FoldTable(direct_table(index, pool), index, pool, nfkc_tables())
 
 
-def _utf8(text: str) -> bytes:
-    """UTF-8 of `text`, a lone surrogate (JSON allows one) written as its three bytes as the
-    kernel reads them; the strict codec first, a third faster than naming an error handler."""
+_WIDE = "utf-32-le" if sys.byteorder == "little" else "utf-32-be"  # uint32 as numpy reads it
+
+
+def _code_points(text: str) -> bytes:
+    """The code points of `text` as native uint32, a lone surrogate (JSON allows one) kept as
+    it is; the strict codec first, faster than naming an error handler."""
     try:
-        return text.encode()
+        return text.encode(_WIDE)
     except UnicodeEncodeError:
-        return text.encode("utf-8", "surrogatepass")
+        return text.encode(_WIDE, "surrogatepass")
+
+
+def text_batch(texts: Sequence[str]) -> _kernels.TextBatch:
+    """`texts` as the kernel reads them: an ASCII text as its bytes, any other as its code
+    points. Encoding CJK or Cyrillic text to UTF-32 takes a third of the time UTF-8 does, and
+    the kernel then has nothing to decode (end to end on s31: CJK +30%, Cyrillic +25%)."""
+    narrow = [t.isascii() for t in texts]
+    ascii_parts = [t.encode() if a else b"" for t, a in zip(texts, narrow, strict=True)]
+    wide_parts = [b"" if a else _code_points(t) for t, a in zip(texts, narrow, strict=True)]
+    offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in ascii_parts], out=offsets[1:])
+    wide_offsets = np.zeros(len(texts) + 1, dtype=np.int64)
+    np.cumsum([len(p) for p in wide_parts], out=wide_offsets[1:])
+    wide_offsets //= 4
+    data = np.frombuffer(b"".join(ascii_parts), dtype=np.uint8)
+    wide = np.frombuffer(b"".join(wide_parts), dtype=np.uint32)
+    return _kernels.TextBatch(data, offsets, wide, wide_offsets)
 
 
 class Fingerprinter:
@@ -119,15 +140,10 @@ class Fingerprinter:
         )
 
     def _run(self, texts: Sequence[str]) -> _kernels.RawFingerprints:
-        parts = [_utf8(t) for t in texts]
-        offsets = np.zeros(len(parts) + 1, dtype=np.int64)
-        np.cumsum([len(p) for p in parts], out=offsets[1:])
-        data = np.frombuffer(b"".join(parts), dtype=np.uint8)
-        # freed before the kernel runs: its output arrays then reuse this memory instead of
-        # faulting in fresh pages (2 us a document on CJK text, `bench_fingerprint`)
-        del parts
+        # the pieces of `text_batch` are freed before the kernel runs: its output arrays then
+        # reuse that memory instead of faulting in fresh pages (2 us a document on CJK text)
         fingerprints: _kernels.RawFingerprints = _kernels.fingerprint_batch(
-            _kernels.TextBatch(data, offsets), fold_tables(), self.shingling
+            text_batch(texts), fold_tables(), self.shingling
         )
         return fingerprints
 

@@ -4,10 +4,10 @@ Everything here is pure integer arithmetic on numpy arrays with fixed 64-bit con
 results are identical on every machine, process and release (no salted hashing anywhere).
 Kernels release the GIL, so the Kafka clients' threads keep working while a batch is hashed.
 
-Input is raw UTF-8. The kernel decodes it and folds every code point through the
-per-character fold table (`normalize.fold_table`); a text holding a code point that table
-cannot fold on its own is folded by the full compiled NFKC + case folding (`nfkc.fold_full`)
-instead, so no text goes back to Python. It then collapses whitespace runs (the `str.isspace`
+Input is raw UTF-8 (ASCII texts) or code points (UTF-32, the others: no decoding). The kernel
+folds every code point through the per-character fold table (`normalize.fold_table`); a text
+holding a code point that table cannot fold on its own is folded by the full compiled NFKC +
+case folding (`nfkc.fold_full`) instead, so no text goes back to Python. It then collapses whitespace runs (the `str.isspace`
 set) to one space and strips the ends, so it sees exactly `normalize.normalize(text)`, and
 hashes that text with MurmurHash3_x64_128 over its UTF-32LE form (equal to
 `mmh3.hash128(normalized.encode("utf-32-le"), seed)`).
@@ -59,14 +59,14 @@ from neardup_stream.fingerprint.minhash_kernels import (
     oph_sketch,
     sketch_scratch,
 )
-from neardup_stream.fingerprint.nfkc import NfkcTables, fold_full
+from neardup_stream.fingerprint.nfkc import NfkcTables, fold_code_points, fold_full
 from neardup_stream.fingerprint.simhash_kernels import bit_counts, simhash_block_keys
 from neardup_stream.fingerprint.text_kernels import (
     MODE_CHAR,
     MODE_WORD,
     collapse_spaces,
     feature_hashes,
-    normalize_utf8,
+    normalize_text,
 )
 from neardup_stream.native import njit
 
@@ -87,7 +87,7 @@ __all__ = [
     "fingerprint_batch",
     "fmix64",
     "murmur3_128",
-    "normalize_utf8",
+    "normalize_text",
     "oph_sketch",
     "popcount64",
     "simhash_block_keys",
@@ -95,10 +95,15 @@ __all__ = [
 
 
 class TextBatch(NamedTuple):
-    """The texts of a batch as `fingerprint_batch` reads them."""
+    """The texts of a batch as `fingerprint_batch` reads them: text d is the UTF-8
+    data[offsets[d]:offsets[d + 1]] followed by the code points wide[wide_offsets[d]:
+    wide_offsets[d + 1]], one of the two empty (`Fingerprinter` puts ASCII texts in `data`
+    and the others in `wide`, which needs no decoding)."""
 
-    data: np.ndarray  # uint8[...]: the concatenated UTF-8 of the texts
+    data: np.ndarray  # uint8[...]: the concatenated UTF-8 of the narrow texts
     offsets: np.ndarray  # int64[n + 1]: byte boundaries of each text in `data`
+    wide: np.ndarray  # uint32[...]: the concatenated code points (UTF-32) of the wide texts
+    wide_offsets: np.ndarray  # int64[n + 1]: boundaries of each text in `wide`
 
 
 class FoldTable(NamedTuple):
@@ -151,7 +156,7 @@ def fingerprint_batch(texts, fold, spec):
     Returns:
         `RawFingerprints` of every text.
     """
-    data, offsets = texts.data, texts.offsets
+    data, offsets, wide, wide_offsets = texts
     mode, k, seed = spec.mode, spec.k, spec.seed
     sketch_bits, num_perm = spec.sketch_bits, spec.num_perm
     compact_max, sample_max, keep_max = spec.compact_max, spec.sample_max, spec.keep_max
@@ -164,25 +169,27 @@ def fingerprint_batch(texts, fold, spec):
     nfeat = np.zeros(n, dtype=np.int64)
     group = sketch_bits // num_perm
     longest = 0
+    room = 0  # (the length of a text bounds its features, except where folding expands it)
     for d in range(n):
-        longest = max(longest, offsets[d + 1] - offsets[d])
+        length = offsets[d + 1] - offsets[d] + wide_offsets[d + 1] - wide_offsets[d]
+        longest = max(longest, length)
+        room += min(length, keep_max)
     buf = np.empty(2 * longest + 64, dtype=np.uint32)
     bins = np.empty(sketch_bits, dtype=np.uint64)
     work = sketch_scratch(sketch_bits)
     seen = np.zeros(64, dtype=np.uint64)  # distinct_count's set, reused: a mark per document
     scratch = np.empty(2 * keep_max + 2, dtype=np.int64)
-    room = 0
-    for d in range(n):
-        room += min(offsets[d + 1] - offsets[d], keep_max)
     feat_values = np.empty(room, dtype=np.uint64)
     feat_offsets = np.zeros(n + 1, dtype=np.int64)
     used = 0
     for d in range(n):
-        m = normalize_utf8(
-            data, offsets[d], offsets[d + 1], buf, fold.direct, fold.lookup, fold.pool
-        )
+        m = normalize_text(texts, d, buf, fold)
         if m < 0:
-            folded = fold_full(data, offsets[d], offsets[d + 1], fold.full)
+            w0, w1 = wide_offsets[d], wide_offsets[d + 1]
+            if w1 > w0:
+                folded = fold_code_points(wide[w0:w1], fold.full)
+            else:
+                folded = fold_full(data, offsets[d], offsets[d + 1], fold.full)
             if folded.size > buf.size:
                 buf = np.empty(folded.size + 64, dtype=np.uint32)
             m = collapse_spaces(folded, buf)

@@ -1,6 +1,6 @@
 """Full NFKC + case folding in compiled code, for texts the per-character fold table cannot fold.
 
-The kernel's fast path (`kernels.normalize_utf8`) maps each code point on its own through
+The kernel's fast path (`text_kernels.normalize_text`) maps each code point on its own through
 `normalize.fold_table()`, which is exact only for code points that cannot interact with their
 neighbours under NFKC. A text holding any other code point (a combining mark, a Hangul
 syllable or jamo, a starter that composes backwards, a code point past the table) is folded
@@ -224,7 +224,13 @@ def _recompose(cps, tables):
 @njit(cache=True, nogil=True)
 def fold_full(data, begin, end, tables):
     """casefold(NFKC(text)) of the UTF-8 data[begin:end], as code points (spaces untouched)."""
-    cps = _expand(_decode(data, begin, end), tables.decomp, tables.pool)
+    return fold_code_points(_decode(data, begin, end), tables)
+
+
+@njit(cache=True, nogil=True)
+def fold_code_points(text, tables):
+    """casefold(NFKC(text)) of a text given as code points (`text` is left as it is)."""
+    cps = _expand(text, tables.decomp, tables.pool)
     _reorder(cps, tables.ccc)
     n = _recompose(cps, tables)
     return _expand(cps[:n], tables.casefold, tables.pool)

@@ -1,9 +1,10 @@
 """Compiled text kernels: UTF-8 folded and normalised, then hashed into features.
 
-`normalize_utf8` decodes raw UTF-8 and folds every code point through the per-character
-fold table (`normalize.fold_table`, read through `normalize.direct_table`), collapsing
-whitespace runs (the `str.isspace` set) to one space and stripping the ends; a text the
-table cannot fold alone is folded by `nfkc.fold_full` and then `collapse_spaces`.
+`normalize_text` decodes raw UTF-8 (or reads code points) and folds every code point
+through the per-character fold table (`normalize.fold_table`, read through
+`normalize.direct_table`), collapsing whitespace runs (the `str.isspace` set) to one space
+and stripping the ends; a text the table cannot fold alone is folded by `nfkc.fold_full`
+(`nfkc.fold_code_points`) and then `collapse_spaces`.
 `feature_hashes` gives the features (shingles) of the normalised text: character k-grams as
 a rolling polynomial over code points (mod 2**64), or word n-grams combining FNV-1a word
 hashes; both finished with `fmix64`, seeded.
@@ -28,37 +29,49 @@ MODE_WORD = 1
 
 
 @njit(cache=True, nogil=True)
-def normalize_utf8(data, begin, end, out, direct, fold_index, fold_pool):
-    """Decode UTF-8 data[begin:end] into `out`, folded, whitespace collapsed and stripped.
+def normalize_text(texts, d, out, fold):
+    """Fold text `d` of the `kernels.TextBatch` `texts` into `out`, whitespace collapsed and
+    stripped: its UTF-8 or, for a wide text, its code points (UTF-32: nothing to decode, a
+    third of the time on CJK and Cyrillic text).
 
-    Every code point is replaced by casefold(NFKC(c)): its `direct` entry when that is one
-    code point, else from the fold table (`fold_index`, `fold_pool`). Returns the number of
-    code points written, or -1 when a code point has no table entry or the output would not
-    fit: the caller folds that text with `nfkc.fold_full` instead.
+    Every code point is replaced by casefold(NFKC(c)): its `direct` entry of the
+    `kernels.FoldTable` `fold` when that is one code point, else from the fold table
+    (`lookup`, `pool`). Returns the number of code points written, or -1 when a code point
+    has no table entry or the output would not fit: the caller folds that text with
+    `nfkc.fold_full` instead.
 
     Whitespace is collapsed without a branch per character (whether a character is a space
     is a coin flip the CPU cannot predict): every character is written, a space only counts
-    after a non-space, and a trailing space is dropped at the end.
+    after a non-space, and a trailing space is dropped at the end. (The choice of input is
+    made once per text: the compiler makes one loop of each.)
     """
+    data, wide = texts.data, texts.wide
+    direct, fold_index, fold_pool = fold.direct, fold.lookup, fold.pool
+    is_wide = texts.wide_offsets[d + 1] > texts.wide_offsets[d]
+    i = texts.wide_offsets[d] if is_wide else texts.offsets[d]
+    stop = texts.wide_offsets[d + 1] if is_wide else texts.offsets[d + 1]
     n = 0
     after_space = 1  # a leading space never counts
-    i = begin
-    while i < end:
-        b = np.uint32(data[i])
-        if b < 0x80:
-            c = b
+    while i < stop:
+        if is_wide:
+            c = wide[i]
             i += 1
-        elif b < 0xE0:
-            c = ((b & 0x1F) << 6) | (np.uint32(data[i + 1]) & 0x3F)
-            i += 2
-        elif b < 0xF0:
-            c = ((b & 0x0F) << 12) | ((np.uint32(data[i + 1]) & 0x3F) << 6)
-            c |= np.uint32(data[i + 2]) & 0x3F
-            i += 3
         else:
-            c = ((b & 0x07) << 18) | ((np.uint32(data[i + 1]) & 0x3F) << 12)
-            c |= ((np.uint32(data[i + 2]) & 0x3F) << 6) | (np.uint32(data[i + 3]) & 0x3F)
-            i += 4
+            b = np.uint32(data[i])
+            if b < 0x80:
+                c = b
+                i += 1
+            elif b < 0xE0:
+                c = ((b & 0x1F) << 6) | (np.uint32(data[i + 1]) & 0x3F)
+                i += 2
+            elif b < 0xF0:
+                c = ((b & 0x0F) << 12) | ((np.uint32(data[i + 1]) & 0x3F) << 6)
+                c |= np.uint32(data[i + 2]) & 0x3F
+                i += 3
+            else:
+                c = ((b & 0x07) << 18) | ((np.uint32(data[i + 1]) & 0x3F) << 12)
+                c |= ((np.uint32(data[i + 2]) & 0x3F) << 6) | (np.uint32(data[i + 3]) & 0x3F)
+                i += 4
         if c >= direct.size:
             return -1
         entry = direct[c]
@@ -84,7 +97,7 @@ def normalize_utf8(data, begin, end, out, direct, fold_index, fold_pool):
 
 @njit(inline="always", cache=True)
 def _append(out, n, after_space, cps):
-    """Append `cps` to out[:n] the way `normalize_utf8` does (room for all of them)."""
+    """Append `cps` to out[:n] the way `normalize_text` does (room for all of them)."""
     for x in cps:
         space = np.int64(x < SPACE_TABLE.size and SPACE_TABLE[x])
         out[n] = _SPACE if space else x
@@ -96,7 +109,7 @@ def _append(out, n, after_space, cps):
 @njit(cache=True, nogil=True)
 def collapse_spaces(cps, out):
     """Copy folded code points to `out` (room for all of them), whitespace runs collapsed to
-    one space and the ends stripped, as `normalize_utf8` does; returns the length."""
+    one space and the ends stripped, as `normalize_text` does; returns the length."""
     n, after_space = _append(out, 0, 1, cps)
     if after_space and n > 0:
         n -= 1
