@@ -38,13 +38,14 @@ def _probe(x, k):
 def densify(v):
     """Rotation densification: an empty bin takes the next non-empty bin's value, re-hashed."""
     size = v.size
-    first = -1
-    for i in range(size):
-        if v[i] != EMPTY:
-            first = i
-            break
-    if first < 0:
+    empty = 0
+    for i in range(size):  # (vectorised: most signatures have no empty bin, and end here)
+        empty += np.int64(v[i] == EMPTY)
+    if empty == 0 or empty == size:
         return
+    first = 0
+    while v[first] == EMPTY:
+        first += 1
     nxt = first + size  # the next non-empty bin after i, counted past the end
     src = first  # the same bin, wrapped: nxt % size
     for i in range(size - 1, -1, -1):  # branch-free: which bins are empty is unpredictable
