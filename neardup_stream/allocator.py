@@ -8,30 +8,35 @@ in and zeroes the same amount again. On 930 CJK documents that was ~1,000 page f
 2.5 µs a document, a fifth of fingerprinting them (`bench_fingerprint`).
 
 `keep_freed_memory` raises both thresholds (`mallopt`), so blocks up to `MMAP_THRESHOLD`
-come from the heap and up to `TRIM_THRESHOLD` of freed memory stays mapped for reuse. The
-commands (`neardup-stream dedup`, the worker) call it at start-up; importing the package
+come from the heap and freed memory at a heap's top stays mapped for reuse up to
+`TRIM_THRESHOLD` (per arena; fragmentation can keep more). The commands (`neardup-stream
+dedup`, the worker) call it at start-up, before they start threads; importing the package
 never does (a library does not retune its host's allocator). It does nothing on a C library
-without `mallopt` (e.g. musl), or when the user tuned glibc through its own environment
-variables (`MALLOC_MMAP_THRESHOLD_`, `MALLOC_TRIM_THRESHOLD_`): theirs win.
+without `mallopt` (e.g. musl), or when the user tuned glibc's thresholds through its
+environment (`MALLOC_MMAP_THRESHOLD_`, `MALLOC_TRIM_THRESHOLD_`, or those tunables in
+`GLIBC_TUNABLES`): theirs win.
 """
 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 from collections.abc import Mapping
 
 M_TRIM_THRESHOLD = -1  # glibc's <malloc.h>
 M_MMAP_THRESHOLD = -3
-MMAP_THRESHOLD = 32 << 20  # glibc's largest dynamic threshold on 64-bit (4 * 1 MiB * 8)
+# glibc's largest mmap threshold (4 MiB * sizeof(long): 32 MiB on 64-bit, 16 MiB on 32-bit)
+MMAP_THRESHOLD = 4 * 1024 * 1024 * ctypes.sizeof(ctypes.c_long)
 TRIM_THRESHOLD = 2 * MMAP_THRESHOLD  # what glibc pairs with a raised mmap threshold
 USER_VARIABLES = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")
+USER_TUNABLES = ("glibc.malloc.mmap_threshold", "glibc.malloc.trim_threshold")
 
 
 def keep_freed_memory(environ: Mapping[str, str] = os.environ) -> bool:
     """Raise glibc's mmap and trim thresholds for this process; True if they were set."""
     if any(name in environ for name in USER_VARIABLES):
+        return False
+    if any(name in environ.get("GLIBC_TUNABLES", "") for name in USER_TUNABLES):
         return False
     mallopt = _mallopt()
     if mallopt is None:
@@ -44,10 +49,8 @@ def keep_freed_memory(environ: Mapping[str, str] = os.environ) -> bool:
 
 def _mallopt() -> ctypes._NamedFuncPointer | None:
     """The C library's `mallopt(int, int) -> int`, or None where there is none."""
-    name = ctypes.util.find_library("c")
     try:
-        libc = ctypes.CDLL(name) if name else ctypes.CDLL(None)
-        mallopt = libc.mallopt
+        mallopt = ctypes.CDLL(None).mallopt  # the process's own symbols: its C library's
     except (OSError, AttributeError):
         return None
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)

@@ -7,10 +7,10 @@ Kernels release the GIL, so the Kafka clients' threads keep working while a batc
 Input is raw UTF-8 (ASCII texts) or code points (UTF-32, the others: no decoding). The kernel
 folds every code point through the per-character fold table (`normalize.fold_table`); a text
 holding a code point that table cannot fold on its own is folded by the full compiled NFKC +
-case folding (`nfkc.fold_full`) instead, so no text goes back to Python. It then collapses whitespace runs (the `str.isspace`
-set) to one space and strips the ends, so it sees exactly `normalize.normalize(text)`, and
-hashes that text with MurmurHash3_x64_128 over its UTF-32LE form (equal to
-`mmh3.hash128(normalized.encode("utf-32-le"), seed)`).
+case folding (`nfkc.fold_full`) instead, so no text goes back to Python. It then collapses
+whitespace runs (the `str.isspace` set) to one space and strips the ends, so it sees exactly
+`normalize.normalize(text)`, and hashes that text with MurmurHash3_x64_128 over its UTF-32LE
+form (equal to `mmh3.hash128(normalized.encode("utf-32-le"), seed)`).
 
 Feature hashing: a character k-gram is a rolling polynomial over code points (mod 2**64),
 a word n-gram combines FNV-1a word hashes; both are finished with the MurmurHash3 64-bit
@@ -95,10 +95,10 @@ __all__ = [
 
 
 class TextBatch(NamedTuple):
-    """The texts of a batch as `fingerprint_batch` reads them: text d is the UTF-8
-    data[offsets[d]:offsets[d + 1]] followed by the code points wide[wide_offsets[d]:
-    wide_offsets[d + 1]], one of the two empty (`Fingerprinter` puts ASCII texts in `data`
-    and the others in `wide`, which needs no decoding)."""
+    """The texts of a batch as `fingerprint_batch` reads them: text d is either the code
+    points wide[wide_offsets[d]:wide_offsets[d + 1]], when there are any, or the UTF-8
+    data[offsets[d]:offsets[d + 1]]; the other range is empty (`text_batch` puts ASCII texts
+    in `data` and the others in `wide`, which needs no decoding)."""
 
     data: np.ndarray  # uint8[...]: the concatenated UTF-8 of the narrow texts
     offsets: np.ndarray  # int64[n + 1]: byte boundaries of each text in `data`
@@ -161,6 +161,8 @@ def fingerprint_batch(texts, fold, spec):
     sketch_bits, num_perm = spec.sketch_bits, spec.num_perm
     compact_max, sample_max, keep_max = spec.compact_max, spec.sample_max, spec.keep_max
     n = offsets.size - 1
+    if wide_offsets.size != offsets.size:
+        raise ValueError("TextBatch: offsets and wide_offsets must both have one per text + 1")
     words = sketch_bits // 64
     exact = np.empty((n, 2), dtype=np.uint64)
     simhash = np.zeros(n, dtype=np.uint64)
@@ -168,13 +170,13 @@ def fingerprint_batch(texts, fold, spec):
     signature = np.empty((n, num_perm), dtype=np.uint64)
     nfeat = np.zeros(n, dtype=np.int64)
     group = sketch_bits // num_perm
-    longest = 0
+    longest = 0  # in UTF-8 bytes, a code point counted as 3 (a BMP one's most)
     room = 0  # (the length of a text bounds its features, except where folding expands it)
     for d in range(n):
-        length = offsets[d + 1] - offsets[d] + wide_offsets[d + 1] - wide_offsets[d]
-        longest = max(longest, length)
-        room += min(length, keep_max)
-    buf = np.empty(2 * longest + 64, dtype=np.uint32)
+        code_points = wide_offsets[d + 1] - wide_offsets[d]
+        longest = max(longest, offsets[d + 1] - offsets[d] + 3 * code_points)
+        room += min(offsets[d + 1] - offsets[d] + code_points, keep_max)
+    buf = np.empty(2 * longest + 64, dtype=np.uint32)  # else `fold_full` (rarely: a fold x6)
     bins = np.empty(sketch_bits, dtype=np.uint64)
     work = sketch_scratch(sketch_bits)
     seen = np.zeros(64, dtype=np.uint64)  # distinct_count's set, reused: a mark per document

@@ -2,6 +2,7 @@
 points) give the fingerprints the UTF-8 way gives every text."""
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -45,3 +46,11 @@ def test_text_batch_puts_ascii_in_bytes_and_the_rest_in_code_points() -> None:
     assert batch.offsets.tolist() == [0, 2, 2, 2, 2, 2]
     assert batch.wide.tolist() == [ord(c) for c in "déjà\ud800x北京"]
     assert batch.wide_offsets.tolist() == [0, 0, 4, 4, 6, 8]
+
+
+def test_offsets_of_another_length_are_refused() -> None:
+    good = text_batch(["a", "é"])
+    bad = good._replace(wide_offsets=good.wide_offsets[:2])
+    spec = Fingerprinter(DedupConfig()).shingling
+    with pytest.raises(ValueError, match="one per text"):
+        kernels.fingerprint_batch(bad, fold_tables(), spec)
