@@ -156,7 +156,8 @@ def fingerprint_batch(texts, fold, spec):
     Returns:
         `RawFingerprints` of every text.
     """
-    data, offsets, wide, wide_offsets = texts
+    data, offsets = texts.data, texts.offsets
+    wide, wide_offsets = texts.wide, texts.wide_offsets
     mode, k, seed = spec.mode, spec.k, spec.seed
     sketch_bits, num_perm = spec.sketch_bits, spec.num_perm
     compact_max, sample_max, keep_max = spec.compact_max, spec.sample_max, spec.keep_max

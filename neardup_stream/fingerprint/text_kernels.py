@@ -1,4 +1,4 @@
-"""Compiled text kernels: UTF-8 folded and normalised, then hashed into features.
+"""Compiled text kernels: texts (UTF-8 or code points) folded and normalised, then hashed.
 
 `normalize_text` decodes raw UTF-8 (or reads code points) and folds every code point
 through the per-character fold table (`normalize.fold_table`, read through
@@ -38,7 +38,7 @@ def normalize_text(texts, d, out, fold):
     `kernels.FoldTable` `fold` when that is one code point, else from the fold table
     (`lookup`, `pool`). Returns the number of code points written, or -1 when a code point
     has no table entry or the output would not fit: the caller folds that text with
-    `nfkc.fold_full` instead.
+    `nfkc.fold_full` (`nfkc.fold_code_points` for a wide one) instead.
 
     Whitespace is collapsed without a branch per character (whether a character is a space
     is a coin flip the CPU cannot predict): every character is written, a space only counts
