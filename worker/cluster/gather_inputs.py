@@ -17,7 +17,7 @@ from __future__ import annotations
 from kafka import KafkaConsumer, TopicPartition
 
 from neardup_stream.sharded.join import Pending
-from neardup_stream.sharded.votes import Votes
+from neardup_stream.sharded.votes import unpack_record
 from worker import clients
 from worker.cluster.envelope import Envelope
 from worker.cluster.gather_state import Blocked, LogPartition
@@ -68,11 +68,13 @@ class GatherInputs:
         if self.is_stopped(partition):
             return
         try:
-            offset, votes = int(key or b""), Votes.unpack(value)
+            offset, found = int(key or b""), unpack_record(value)
         except ValueError as exc:
             self.halt(Stop(self.settings.cluster.votes, partition, at, f"unreadable votes: {exc}"))
             return
-        self.parts[partition].join.add_votes(offset, votes, at, len(value) + len(key or b""))
+        size = (len(value) + len(key or b"")) // len(found)  # shared by the shards it holds
+        for votes in found:
+            self.parts[partition].join.add_votes(offset, votes, at, size)
 
     def read_log(self, wait_ms: int = 0) -> None:
         """Read the fingerprint log and payloads of the owned partitions not paused, waiting

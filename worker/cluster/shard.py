@@ -6,7 +6,9 @@ home documents, all of them through one merged probe table (`ShardState`). In on
 stored, and its watermark) and its position in the fingerprint log (the metadata of its
 committed offset on the shards topic). A shard it gains is rebuilt from its changelog (its
 retention follows the dedup window), on a restore thread while the other shards go on
-voting (`runtime.follower`; the role is its `Holder`), and resumes at that position. A `runtime.role.Role`: the runner publishes and
+voting (`runtime.follower`; the role is its `Holder`), and resumes at that position. The
+votes of all owned shards on one log record go in one votes record (`votes.pack_records`),
+so a replica sends one per log record whatever the number of shards it holds. A `runtime.role.Role`: the runner publishes and
 applies the failure policy; when a transaction fails,
 every owned shard is rebuilt that way, since their state ran ahead of what committed, and
 the next transactions are smaller (halved per consecutive failure).
@@ -27,6 +29,7 @@ from kafka import OffsetAndMetadata, TopicPartition
 
 from neardup_stream.sharded.changes import ShardChange
 from neardup_stream.sharded.voter import ShardVoter
+from neardup_stream.sharded.votes import pack_records
 from worker import clients
 from worker.cluster import checkpoint
 from worker.cluster.envelope import Envelope
@@ -61,6 +64,7 @@ class ShardRole:
         self.rejections: Rejections | None = None  # votes answer for no input
         self.owned = ShardState(settings.dedup)  # one merged probe table for all owned shards
         self.by_age = settings.dedup.max_age_seconds is not None  # watermarks matter
+        self.votes_limit = settings.worker.output_max_message_bytes // 2
         c = settings.cluster
         self.max_records = c.max_records
         self.log_partitions = [TopicPartition(c.fingerprints, p) for p in range(c.log_partitions)]
@@ -205,15 +209,16 @@ class ShardRole:
                     self.health.stop(Stop(tp.topic, tp.partition, rec.offset, str(exc)))
                     break
                 key = str(rec.offset).encode()
-                for s, votes, changes in self.owned.vote(
-                    tp.partition, rec.offset, env.fingerprints
-                ):
-                    messages.append(OutMessage(c.votes, key, votes.pack(), partition=tp.partition))
+                voted = self.owned.vote(tp.partition, rec.offset, env.fingerprints)
+                for s, _, changes in voted:
                     messages += [
                         OutMessage(c.shard_changelog, key, ch.pack(), partition=s)
                         for ch in changes
                         if ch.records or self.by_age  # else an empty change changes nothing
                     ]
+                # the votes of every held shard in one record (more only past the limit)
+                for value in pack_records([v.votes for v in voted], self.votes_limit):
+                    messages.append(OutMessage(c.votes, key, value, partition=tp.partition))
         return messages
 
     def _export_lag(self) -> None:
