@@ -19,9 +19,10 @@ unready.
 
 from __future__ import annotations
 
+import collections
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING
@@ -240,14 +241,26 @@ def build_metrics(registry: CollectorRegistry) -> Metrics:
     )
 
 
-def account(metrics: Metrics, output: BatchOutput, committed_at: float) -> None:
-    """Count a batch, called right after its transaction committed (never before). Latencies
-    go first: a scrape that sees a document counted sees its latency too."""
-    for ts in output.timestamps_ms:
+def count_decisions(
+    metrics: Metrics,
+    timestamps_ms: Sequence[int],
+    decided: Iterable[tuple[str, str]],
+    committed_at: float,
+) -> None:
+    """Count a batch's decisions, right after its transaction committed (never before): the
+    latency of each from its input record's time (`timestamps_ms`, -1 when unknown), then
+    `neardup_documents_total` once per (decision, method) seen. Latencies go first: a scrape
+    that sees a document counted sees its latency too."""
+    for ts in timestamps_ms:
         if ts >= 0:
             metrics.decision_latency.observe(max(0.0, committed_at - ts / 1000))
-    for decision, method in output.decided:
-        metrics.documents.labels(decision, method).inc()
+    for (decision, method), n in collections.Counter(decided).items():
+        metrics.documents.labels(decision, method).inc(n)
+
+
+def account(metrics: Metrics, output: BatchOutput, committed_at: float) -> None:
+    """Count a batch, called right after its transaction committed (never before)."""
+    count_decisions(metrics, output.timestamps_ms, output.decided, committed_at)
     for reason in output.dead:
         metrics.dlq.labels(reason).inc()
     if output.started:

@@ -97,9 +97,14 @@ def _json(value: object) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
-def _row(ts: int, d: Decision) -> bytes:
-    """One first decision as `FirstDecisions` writes it."""
-    return _json([ts, d.id, d.duplicate_of, d.representative, d.similarity, d.method, d.update])
+def _list(encoded: list[bytes]) -> bytes:
+    """The JSON array of values already encoded."""
+    return b"[" + b",".join(encoded) + b"]"
+
+
+def _row(ts: int, d: Decision) -> list[object]:
+    """One first decision as `FirstDecisions` writes it (a JSON array)."""
+    return [ts, d.id, d.duplicate_of, d.representative, d.similarity, d.method, d.update]
 
 
 @dataclass(frozen=True)
@@ -114,36 +119,45 @@ class FirstDecisions:
     reset: bool
 
     def pack(self) -> bytes:
-        return self._pack_rows([_row(ts, d) for ts, d in self.entries], self.watermark, self.reset)
+        rows = _json([_row(ts, d) for ts, d in self.entries])
+        return self._pack(rows, self.watermark, self.reset)
 
     def pack_parts(self, limit: int) -> list[bytes]:
         """The change as records of at most ~`limit` bytes each, applying to the same state
-        (one record, `pack`, when it fits); each entry is encoded once.
+        (one record, `pack`, when it fits); the entries are encoded at once when they fit,
+        else each once.
 
         Every part but the last carries the highest event time of its own entries as watermark
         (the state's watermark reaches that anyway while they apply); the last carries
         `watermark`. Only the first part resets the domain; all carry its stream and `seen`.
         One entry larger than `limit` still forms a part of its own.
         """
-        rows = [_row(ts, d) for ts, d in self.entries]
-        parts: list[bytes] = []
         base = 64 + len(_json(self.domain))
+        rows = [_row(ts, d) for ts, d in self.entries]
+        whole = _json(rows)  # = "[" + the rows joined by "," + "]"
+        if base + len(whole) - 1 <= limit or len(rows) < 2:
+            return [self._pack(whole, self.watermark, self.reset)]
+        encoded = [_json(row) for row in rows]
+        parts: list[bytes] = []
         start, size = 0, base
-        for i, row in enumerate(rows):
+        for i, row in enumerate(encoded):
             need = len(row) + 1
             if i > start and size + need > limit:
                 watermark = max(ts for ts, _ in self.entries[start:i])
-                parts.append(self._pack_rows(rows[start:i], watermark, self.reset and not parts))
+                parts.append(
+                    self._pack(_list(encoded[start:i]), watermark, not parts and self.reset)
+                )
                 start, size = i, base
             size += need
-        parts.append(self._pack_rows(rows[start:], self.watermark, self.reset and not parts))
+        parts.append(self._pack(_list(encoded[start:]), self.watermark, self.reset and not parts))
         return parts
 
-    def _pack_rows(self, rows: list[bytes], watermark: int, reset: bool) -> bytes:
-        """Format "NG" v3: JSON [domain, watermark, rows, stream, seen, reset]."""
+    def _pack(self, rows: bytes, watermark: int, reset: bool) -> bytes:
+        """Format "NG" v3: JSON [domain, watermark, rows, stream, seen, reset], `rows` being
+        the JSON array of the entries."""
         head = _json([self.domain, watermark])[:-1]
         tail = _json([self.stream, self.seen, reset])[1:]
-        body = b"".join((head, b",[", b",".join(rows), b"],", tail))
+        body = b"".join((head, b",", rows, b",", tail))
         return _FIRST.pack(b"NG", 3, len(body)) + body
 
     @classmethod

@@ -184,7 +184,7 @@ class _Reader:
         lengths = self.array("<u4", count)
         blob = self._take(int(lengths.sum()))
         out, at = [], 0
-        for length in lengths:
-            out.append(blob[at : at + int(length)].decode("utf-8", "surrogatepass"))
-            at += int(length)
+        for length in lengths.tolist():
+            out.append(blob[at : at + length].decode("utf-8", "surrogatepass"))
+            at += length
         return out

@@ -89,10 +89,7 @@ class Envelope:
         if len(data) != at + n * _SOURCES.itemsize:
             raise ValueError("fingerprint-log record is truncated")
         coords = np.frombuffer(data, dtype=_SOURCES, count=n, offset=at)
-        sources = [
-            Source(input_topic, int(p), int(o))
-            for p, o in zip(coords["partition"], coords["offset"], strict=True)
-        ]
+        sources = [Source(input_topic, p, o) for p, o in coords.tolist()]
         positions = (np.int64(offset) << POSITION_BITS) + np.arange(n, dtype=np.int64)
         fb = replace(fb, positions=positions, stream=partition)
         return cls(fb, sources)

@@ -20,7 +20,7 @@ from worker.admission import MAX_DLQ_KEY_BYTES
 from worker.cluster.handover import Handover
 from worker.cluster.payloads import Passage
 from worker.codec import OutMessage
-from worker.metrics import Metrics
+from worker.metrics import Metrics, count_decisions
 from worker.records import Rejection, Source
 from worker.rejections import Rejections
 from worker.settings import Settings
@@ -81,12 +81,7 @@ class Outcomes:
 
     def account(self, metrics: Metrics) -> None:
         """Count the committed transaction; its dead-lettered inputs are settled."""
-        committed_at = time.time()
-        for ts in self.timestamps_ms:  # first: a document counted has its latency observed
-            if ts >= 0:
-                metrics.decision_latency.observe(max(0.0, committed_at - ts / 1000))
-        for decision, method in self.counts:
-            metrics.documents.labels(decision, method).inc()
+        count_decisions(metrics, self.timestamps_ms, self.counts, time.time())
         metrics.batch_seconds.observe(time.perf_counter() - self.started)
         for source in self.dead:
             metrics.dlq.labels("unpublishable").inc()

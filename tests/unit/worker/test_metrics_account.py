@@ -31,7 +31,7 @@ def test_every_document_counted_has_its_latency_observed_already() -> None:
     now_ms = int(time.time() * 1000)
     output = BatchOutput(decided=[("unique", "none")] * 3, timestamps_ms=[now_ms] * 3)
     account(metrics, output, time.time())
-    assert seen == [3.0, 3.0, 3.0]
+    assert seen and all(count == 3.0 for count in seen)  # every increment came after all three
     assert (
         registry.get_sample_value(
             "neardup_documents_total", {"decision": "unique", "method": "none"}
