@@ -20,9 +20,9 @@ class Source(NamedTuple):
     offset: int
 
 
-@dataclass(frozen=True)
-class InputRecord:
-    """One polled input message, free of any Kafka client type."""
+class InputRecord(NamedTuple):
+    """One polled input message, free of any Kafka client type (a NamedTuple: one is made
+    per message, a frozen dataclass took three times as long)."""
 
     source: Source
     key: bytes | None

@@ -33,9 +33,9 @@ _DOC = struct.Struct("<iqqii")  # input partition, offset, timestamp ms, key len
 DOC_OVERHEAD = _DOC.size
 
 
-@dataclass(frozen=True)
-class Passage:
-    """One document's way back out: where it came from and its original bytes."""
+class Passage(NamedTuple):
+    """One document's way back out: where it came from and its original bytes (a NamedTuple:
+    one is made per document, on the edge and again on the gather)."""
 
     source: Source
     timestamp_ms: int
