@@ -144,9 +144,8 @@ class FirstDecisions:
             need = len(row) + 1
             if i > start and size + need > limit:
                 watermark = max(ts for ts, _ in self.entries[start:i])
-                parts.append(
-                    self._pack(_list(encoded[start:i]), watermark, not parts and self.reset)
-                )
+                reset = self.reset and not parts
+                parts.append(self._pack(_list(encoded[start:i]), watermark, reset))
                 start, size = i, base
             size += need
         parts.append(self._pack(_list(encoded[start:]), self.watermark, self.reset and not parts))
