@@ -5,7 +5,9 @@
 Runs the edge step (`worker.cluster.ingest.ingest`, as the edge role does) over a real-text
 corpus (`bench.corpus`) into one log partition, and the S home shards' votes on every log
 record (`ShardVoter`, as the shard role does), and adds up the bytes of the records each role
-reads (record keys and values; Kafka's batch framing and any compression are left out):
+reads (record keys and values; Kafka's batch framing and any compression are left out). The
+votes are counted as one replica holding every shard writes them (one record per log record;
+W replicas write W, a few bytes more in all):
 
 - shard role, on every replica: every fingerprint-log record;
 - gather role, on the replica owning the log partition: its fingerprint-log records, its
@@ -29,6 +31,7 @@ from neardup_stream.config import DedupConfig
 from neardup_stream.mapping import InputMapping
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.voter import ShardVoter
+from neardup_stream.sharded.votes import pack_record
 from worker.cluster.envelope import Envelope
 from worker.cluster.ingest import LogTopics, ingest
 from worker.cluster.payloads import PayloadRecord
@@ -61,9 +64,8 @@ def measure(docs: list[dict], shards: int, batch: int) -> dict[str, float]:
             env = Envelope.unpack(fp, config.fingerprint_id, "in", offset, 0)
             passages = PayloadRecord.unpack(pl, "in").passages
             key = str(offset).encode()  # the votes' key, as the shard role writes it
-            sizes["votes"] += sum(
-                len(v.vote_and_record(env.fingerprints)[0].pack()) + len(key) for v in voters
-            )
+            votes = [v.vote_and_record(env.fingerprints)[0] for v in voters]
+            sizes["votes"] += len(pack_record(votes)) + len(key)  # one replica holding all
             sizes["fingerprints"] += len(fp)
             sizes["payloads"] += len(pl)
             packed_fb = len(env.fingerprints.pack())

@@ -28,6 +28,7 @@ _SHARD = struct.Struct("<II")  # v3, per shard: shard, entries
 _ENTRY = 4 + 8 + 8 + 1 + 1  # v3 entry columns: document, position, similarity, method, flags
 _SEEN, _UPDATE = 1, 2  # v3 flag bits
 NO_MATCH = -1
+MAX_DOCUMENTS = 1 << 16  # a fingerprint-log record numbers its documents in 16 bits
 
 
 class Votes(NamedTuple):
@@ -53,6 +54,13 @@ class Votes(NamedTuple):
             [None] * n,
             np.zeros(n, dtype=np.bool_),
         )
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes these votes hold in memory (a record's are sparse: far fewer on the wire)."""
+        arrays = (self.match_position, self.similarity, self.method, self.seen, self.update)
+        ids = sum(len(m) for m in self.match_ids if m is not None)
+        return sum(a.nbytes for a in arrays) + 8 * len(self.match_ids) + ids
 
     def pack(self) -> bytes:
         """A votes record of this shard alone."""
@@ -107,7 +115,7 @@ def _record(n: int, parts: list[bytes]) -> bytes:
 
 def _part(v: Votes) -> bytes:
     """One shard's votes in a v3 record: the documents whose vote is not the default."""
-    flags = v.seen.astype(np.uint8) | (v.update.astype(np.uint8) << 1)
+    flags = (v.seen != 0).astype(np.uint8) | ((v.update != 0).astype(np.uint8) << 1)
     matched = v.match_position != NO_MATCH
     kept = np.flatnonzero(matched | (flags != 0) | (v.method != 0) | (v.similarity != 0))
     named = kept[matched[kept]]
@@ -139,6 +147,8 @@ def unpack_record(data: bytes) -> list[Votes]:
     n, shards = a, b
     if shards == 0:
         raise ValueError("votes record holds no shard")
+    if n > MAX_DOCUMENTS:
+        raise ValueError(f"votes record on a batch of {n} documents, at most {MAX_DOCUMENTS}")
     at, out = _HEADER.size, []
     for _ in range(shards):
         if len(data) < at + _SHARD.size:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 
+from neardup_stream.sharded.home import domain_partition
 from tests.integration.harness import Topics, WorkerProcess, decisions
 from tests.integration.test_scale_out import produce_to, replicas
 from tests.integration.test_worker import stream
@@ -91,6 +92,57 @@ def test_a_corrupt_fingerprint_record_stops_its_partition_visibly_and_nothing_pa
         assert worker.http("/healthz")[0] == 503
         got = decisions(kafka_bootstrap, topics, len(docs), timeout=5)
         assert set(got) == {str(d["id"]) for d in first}
+        assert all(len(v) == 1 for v in got.values())
+    finally:
+        if worker.alive():
+            worker.stop()
+
+
+def test_an_unreadable_votes_record_stops_its_partition_and_its_commits_stay_before_it(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+) -> None:
+    """A votes record the gather cannot read (a newer build's, mid-upgrade) stops its log
+    partition; decisions on another log partition go on and commit, and the stopped
+    partition's committed votes offset stays at the record (the consumer had read past it):
+    a restart meets it again, so none of the votes after it is lost."""
+    sites = {domain_partition(f"site-{i}", 2): f"site-{i}" for i in range(20)}
+    stopped_site, live_site = sites[0], sites[1]  # log partitions 0 and 1
+    docs = stream(160, seed=83)
+    for i, d in enumerate(docs):
+        d["site"] = stopped_site if i % 2 else live_site
+    first, second = docs[:80], docs[80:]
+    votes = f"{topics.input}.votes"
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    flags = ["--log-partitions", "2", "--domain-field", "site"]
+    [worker] = replicas(kafka_bootstrap, topics, tmp_path / "a", 1, extra=flags)
+    try:
+        worker.wait_ready()
+        produce_to(kafka_bootstrap, topics.input, [(0, d) for d in first])
+        assert sum(map(len, decisions(kafka_bootstrap, topics, len(first)).values())) == 80
+        producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all")
+        record = producer.send(
+            votes, b"NV\x09 a format this build does not read", key=b"1", partition=0
+        )
+        corrupt_at = record.get(30).offset
+        producer.close()
+        produce_to(kafka_bootstrap, topics.input, [(0, d) for d in second])
+        wait_metric(worker, "neardup_partitions_stopped", 'role="gather"', lambda v: v == 1)
+        live = {str(d["id"]) for d in docs if d["site"] == live_site}
+        got = decisions(kafka_bootstrap, topics, 80 + len(live) - 40)
+        assert live <= set(got), "the other log partition went on deciding (and committing)"
+        worker.stop()
+        stops = re.findall(r"STOPPED partition (\S+) at offset (\d+)", worker.log())
+        assert stops == [(f"{votes}-0", str(corrupt_at))], stops
+        # Restarted, the gather reads votes partition 0 from its committed offset: the record
+        # again, not past it (the votes after it were read and dropped the first time).
+        [worker] = replicas(kafka_bootstrap, topics, tmp_path / "b", 1, extra=flags)
+        wait_metric(worker, "neardup_partitions_stopped", 'role="gather"', lambda v: v == 1)
+        again = re.findall(r"STOPPED partition (\S+) at offset (\d+)", worker.log())
+        assert again == [(f"{votes}-0", str(corrupt_at))], worker.log()
+        got = decisions(kafka_bootstrap, topics, len(docs), timeout=5)
+        held_back = {str(d["id"]) for d in second if d["site"] == stopped_site}
+        assert not held_back & set(got), "nothing of log partition 0 passed the record"
         assert all(len(v) == 1 for v in got.values())
     finally:
         if worker.alive():

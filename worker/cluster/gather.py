@@ -117,9 +117,9 @@ class GatherRole:
         self._export_progress()
         if not batch.messages:
             return None
-        votes, consumer = self.settings.cluster.votes, self.consumer
+        votes = self.settings.cluster.votes
         joins = {p: part.join for p, part in self.parts.items()}
-        positions = {p: consumer.position(TopicPartition(votes, p)) for p in self.parts}
+        positions = {p: self.inputs.votes_position(p) for p in self.parts}
         resume = {p: self.inputs.payload_checkpoint(p) for p in self.parts}
         offsets = {
             TopicPartition(votes, p): OffsetAndMetadata(commit.offset, commit.metadata, -1)

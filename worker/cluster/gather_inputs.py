@@ -72,9 +72,17 @@ class GatherInputs:
         except ValueError as exc:
             self.halt(Stop(self.settings.cluster.votes, partition, at, f"unreadable votes: {exc}"))
             return
-        size = (len(value) + len(key or b"")) // len(found)  # shared by the shards it holds
-        for votes in found:
-            self.parts[partition].join.add_votes(offset, votes, at, size)
+        for votes in found:  # held unpacked: their size in memory counts, not the record's
+            self.parts[partition].join.add_votes(offset, votes, at, votes.nbytes)
+
+    def votes_position(self, p: int) -> int:
+        """Where votes partition `p` stands for a commit: the votes consumer's position, or,
+        stopped at an unreadable votes record, that record (the consumer read past it, and
+        the rest of that poll was dropped): a restart meets the record again."""
+        votes = self.settings.cluster.votes
+        position = int(self.consumer.position(TopicPartition(votes, p)))
+        stopped = self.health.stopped_at(votes, p)
+        return position if stopped is None else min(position, stopped)
 
     def read_log(self, wait_ms: int = 0) -> None:
         """Read the fingerprint log and payloads of the owned partitions not paused, waiting

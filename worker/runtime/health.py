@@ -70,6 +70,12 @@ class RoleHealth:
         with self._lock:
             return sorted(self._stopped.values())
 
+    def stopped_at(self, topic: str, partition: int) -> int | None:
+        """The offset `partition` of `topic` stopped at (None: not stopped)."""
+        with self._lock:
+            stop = self._stopped.get((topic, partition))
+        return None if stop is None else stop.offset
+
     def stopped_in(self, topic: str) -> set[int]:
         """The partitions of `topic` stopped here."""
         with self._lock:

@@ -176,6 +176,50 @@ def test_votes_ahead_of_the_records_stay_within_their_budget_and_are_read_again(
     assert released == list(range(records))
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    shards=st.integers(1, 6),
+    records=st.integers(1, 6),
+    budget=st.integers(5, 40),
+    data=st.data(),
+)
+def test_records_of_several_shards_votes_are_kept_in_part_and_read_again(
+    shards: int, records: int, budget: int, data: st.DataObject
+) -> None:
+    """A votes record carries the votes of every shard a replica holds (`pack_records`): the
+    gather adds each shard's with the record's offset, so over the budget a record can be
+    kept in part; read again, the shards already held are ignored."""
+    owner = data.draw(st.lists(st.integers(0, 2), min_size=shards, max_size=shards))
+    groups = [[s for s in range(shards) if owner[s] == r] for r in range(3)]
+    log = data.draw(st.permutations([(o, g) for o in range(records) for g in groups if g]))
+    join: VoteJoin[int] = VoteJoin(shards, 0, ahead_budget=budget)
+    read_records = read_votes = 0
+    released: list[int] = []
+    choices = iter(data.draw(st.lists(st.booleans(), max_size=200)))
+    for _ in range(10_000):
+        if len(released) == records:
+            break
+        take_record = next(choices, read_records <= read_votes)
+        if take_record and read_records < records:
+            join.add_record(Pending(read_records, read_records, 0, 1))
+            read_records += 1
+        elif read_votes < len(log):
+            offset, group = log[read_votes]
+            for shard in group:
+                join.add_votes(offset, votes(shard), read_votes, 5)
+            read_votes += 1
+        assert join.ahead_bytes() <= budget
+        while (ready := join.ready()) is not None:
+            assert [v.shard for v in ready.votes] == list(range(shards))
+            released.append(ready.offset)
+            join.pop()
+        assert join.first_needed(read_votes) <= read_votes
+        again = join.rewind()
+        if again is not None:
+            read_votes = again
+    assert released == list(range(records))
+
+
 @pytest.mark.parametrize(
     "doc_id", ["plain", "近似重复", 'quote " and \\ slash', "lone \udc80 surrogate"]
 )

@@ -13,7 +13,14 @@ import struct
 import numpy as np
 import pytest
 
-from neardup_stream.sharded.votes import NO_MATCH, Votes, pack_record, pack_records, unpack_record
+from neardup_stream.sharded.votes import (
+    MAX_DOCUMENTS,
+    NO_MATCH,
+    Votes,
+    pack_record,
+    pack_records,
+    unpack_record,
+)
 
 
 def _votes(shard: int, n: int, seed: int, rate: float = 0.2) -> Votes:
@@ -119,3 +126,24 @@ def test_damaged_or_unknown_records_are_refused() -> None:
 def test_an_empty_vote_is_no_match() -> None:
     (back,) = unpack_record(pack_record([Votes.none(2, 10)]))
     assert back.match_position.tolist() == [NO_MATCH] * 10 and back.match_ids == [None] * 10
+
+
+def test_a_record_claiming_more_documents_than_a_log_record_holds_is_refused() -> None:
+    data = pack_record([Votes.none(0, 3)])
+    claims = data[:3] + struct.pack("<I", MAX_DOCUMENTS + 1) + data[7:]
+    with pytest.raises(ValueError, match="at most"):  # refused before anything is allocated
+        unpack_record(claims)
+
+
+def test_flags_are_read_as_truth_values() -> None:
+    v = Votes.none(0, 3)
+    seen = np.array([0, 2, 1], dtype=np.uint8)  # a truth value that is not 1
+    (back,) = unpack_record(pack_record([v._replace(seen=seen)]))
+    assert back.seen.tolist() == [False, True, True] and not back.update.any()
+
+
+def test_votes_count_their_size_in_memory_not_on_the_wire() -> None:
+    v = Votes.none(5, 450)
+    v.match_position[7], v.match_ids[7] = 3, "abc"
+    assert v.nbytes == 450 * (8 + 8 + 1 + 1 + 1 + 8) + 3
+    assert len(pack_record([v])) < v.nbytes // 100  # why the join charges the former
