@@ -4,7 +4,8 @@ One class for the single worker and the cluster roles. `publish` opens a transac
 the messages of a `Transaction` and adds its offsets through `send_offsets_to_transaction`
 with the consumer's group metadata, so a member that lost its partitions in a rebalance is
 fenced (KIP-447) and its transaction aborts. Offsets carry metadata: the shard's and the
-gather's checkpoints ride in them.
+gather's checkpoints ride in them. A keyed message without a partition goes where the
+default partitioner puts it, found for all of a batch's keys at once (`worker.partitioning`).
 
 Two modes. Synchronous (`in_flight=False`, the roles): `publish` returns once the commit
 ended. In flight (the single worker): `publish` returns once the offsets are added, the
@@ -35,6 +36,7 @@ from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartitio
 
 from worker import clients, failpoints
 from worker.codec import OutMessage
+from worker.partitioning import placed
 from worker.records import Source
 from worker.runtime.policy import Blame, blame
 from worker.settings import Settings
@@ -127,10 +129,12 @@ class Publisher(Generic[T]):
         try:
             if exactly_once:
                 p.begin_transaction()
-            for m in txn.messages:
+            for m, partition in zip(
+                txn.messages, placed(txn.messages, p.partitions_for), strict=True
+            ):
                 sent.futures.append(
                     p.send(
-                        m.topic, value=m.value, key=m.key, partition=m.partition, headers=m.headers
+                        m.topic, value=m.value, key=m.key, partition=partition, headers=m.headers
                     )
                 )
             if not exactly_once:
