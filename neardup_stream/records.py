@@ -12,7 +12,7 @@ after the ids; a record without one is still written as format 4).
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -27,9 +27,9 @@ _NONE = 0xFFFF
 _NO_FEATURES = 0xFFFFFFFF
 
 
-@dataclass(frozen=True)
-class FingerprintRecord:
-    """What the index stores for one document."""
+class FingerprintRecord(NamedTuple):
+    """What the index stores for one document (a NamedTuple: one is made per document the
+    index stores, where a frozen dataclass of these fields took ~3.6 µs)."""
 
     config_id: int
     doc_id: str
@@ -67,14 +67,14 @@ class FingerprintRecord:
             self.sketch.size,
             _NO_FEATURES if self.features is None else self.features.size,
         )
-        parts = [
+        parts = [  # (no copy of an array already of the type written)
             head,
-            self.lsh_keys.astype("<u4").tobytes(),
-            self.simhash_keys.astype("<u4").tobytes(),
-            self.sketch.astype("<u8").tobytes(),
+            np.asarray(self.lsh_keys, dtype="<u4").tobytes(),
+            np.asarray(self.simhash_keys, dtype="<u4").tobytes(),
+            np.asarray(self.sketch, dtype="<u8").tobytes(),
         ]
         if self.features is not None:
-            parts.append(self.features.astype("<u8").tobytes())
+            parts.append(np.asarray(self.features, dtype="<u8").tobytes())
         for s in (self.doc_id, self.duplicate_of, self.representative):
             if s is None:
                 parts.append(struct.pack("<H", _NONE))
