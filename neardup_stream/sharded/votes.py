@@ -59,7 +59,8 @@ class Votes(NamedTuple):
     def nbytes(self) -> int:
         """Bytes these votes hold in memory (a record's are sparse: far fewer on the wire)."""
         arrays = (self.match_position, self.similarity, self.method, self.seen, self.update)
-        ids = sum(len(m) for m in self.match_ids if m is not None)
+        named = np.flatnonzero(self.match_position != NO_MATCH).tolist()  # (only they have ids)
+        ids = sum(len(self.match_ids[i] or "") for i in named)
         return sum(a.nbytes for a in arrays) + 8 * len(self.match_ids) + ids
 
     def pack(self) -> bytes:

@@ -1,17 +1,18 @@
 """The shard role: owning partition s of the shards topic means owning shard s.
 
 It reads the fingerprint log in order; each owned shard votes on every record and stores its
-home documents, all of them through one merged probe table (`ShardState`). In one transaction per batch it publishes the votes (votes topic, partition
-= log partition, key = log offset), its changes (shard changelog, partition s: what it
-stored, and its watermark) and its position in the fingerprint log (the metadata of its
-committed offset on the shards topic). A shard it gains is rebuilt from its changelog (its
-retention follows the dedup window), on a restore thread while the other shards go on
-voting (`runtime.follower`; the role is its `Holder`), and resumes at that position. The
-votes of all owned shards on one log record go in one votes record (`votes.pack_records`),
-so a replica sends one per log record whatever the number of shards it holds. A `runtime.role.Role`: the runner publishes and
-applies the failure policy; when a transaction fails,
-every owned shard is rebuilt that way, since their state ran ahead of what committed, and
-the next transactions are smaller (halved per consecutive failure).
+home documents, all of them through one merged probe table (`ShardState`). In one
+transaction per batch it publishes the votes (votes topic, partition = log partition, key =
+log offset), its changes (shard changelog, partition s: what it stored, and its watermark)
+and its position in the fingerprint log (the metadata of its committed offset on the shards
+topic). The votes of all owned shards on one log record go in one votes record
+(`votes.pack_records`), so a replica sends one per log record whatever the number of shards
+it holds. A shard it gains is rebuilt from its changelog (its retention follows the dedup
+window), on a restore thread while the other shards go on voting (`runtime.follower`; the
+role is its `Holder`), and resumes at that position. A `runtime.role.Role`: the runner
+publishes and applies the failure policy; when a transaction fails, every owned shard is
+rebuilt that way, since their state ran ahead of what committed, and the next transactions
+are smaller (halved per consecutive failure).
 
 Nothing is skipped: a fingerprint record no shard can read stops its log partition there
 (paused, no position moved past it), an unreadable changelog record stops its shard (it

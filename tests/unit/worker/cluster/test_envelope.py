@@ -9,7 +9,9 @@ import pytest
 
 from neardup_stream import Document
 from neardup_stream.config import DedupConfig
+from neardup_stream.sharded import votes
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
+from worker.cluster import ingest
 from worker.cluster.envelope import POSITION_BITS, Envelope, JoinKey, sources_of
 from worker.records import Source
 
@@ -57,3 +59,9 @@ def test_the_inline_format_of_the_previous_release_is_refused_but_its_inputs_are
     assert sources_of(old, "docs") == [src(0, 3), src(1, 4)]  # a handover from it works
     with pytest.raises(ValueError, match="truncated"):
         sources_of(old[:-1], "docs")
+
+
+def test_a_log_record_holds_as_many_documents_as_a_votes_record_may_name() -> None:
+    """The edge cuts log records at the documents positions can number; the votes reader
+    refuses a record claiming more: one bound, stated in the worker and in the core."""
+    assert ingest.MAX_DOCUMENTS == 1 << POSITION_BITS == votes.MAX_DOCUMENTS
