@@ -20,7 +20,7 @@ import numpy as np
 from neardup_stream import DedupConfig
 from neardup_stream.fingerprint import compact_set, set_estimate
 from neardup_stream.fingerprint.kernels import oph_sketch
-from neardup_stream.index.kernels import estimate_jaccard
+from neardup_stream.index.similarity import estimate_jaccard
 
 SIZES = (520, 700, 1000, 1300, 1536, 2000)
 

@@ -67,6 +67,7 @@ class Batch:
             ts=np.asarray(ts, dtype=np.int64),
             feats=fps.feats,
             feat_offsets=fps.feat_offsets,
+            other=fps.other,
             prior=no_prior(len(ids)),
             prior_row=no_prior(len(ids)),
         )
@@ -91,6 +92,7 @@ class Batch:
             ts=np.array([r.ts for r in recs], dtype=np.int64),
             feats=np.empty(0, dtype=np.uint64),  # replay stores and indexes, never verifies
             feat_offsets=np.zeros(len(recs) + 1, dtype=np.int64),
+            other=np.zeros((len(recs), recs[0].sketch.size), dtype=np.uint64),
             prior=no_prior(len(recs)),
             prior_row=no_prior(len(recs)),
         )

@@ -8,7 +8,8 @@ from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.fingerprint.fingerprinter import Fingerprinter, Fingerprints
 from neardup_stream.fingerprint.shingles import jaccard, shingles
-from neardup_stream.index import kernels as index_kernels
+from neardup_stream.index.columns import Rules
+from neardup_stream.index.similarity import pair_similarity
 from neardup_stream.models import Document
 from neardup_stream.tfidf import tfidf_cosine
 
@@ -31,14 +32,19 @@ class PairReport:
         return asdict(self)
 
 
-def _estimate(fp: Fingerprinter, prints: Fingerprints) -> float:
+def _estimate(rules: Rules, prints: Fingerprints) -> float:
     """The engine's estimate for B checked against A stored (what verification computes, from
-    the sorted hashes the batch keeps of B: all, its smallest, or none)."""
+    what the batch keeps of B: its sorted hashes, all, its smallest or none, and its sketches)."""
     feats = prints.feats[prints.feat_offsets[1] : prints.feat_offsets[2]]
-    oph = index_kernels.one_bit_query(prints.nfeat[1], prints.sketch[1], feats, fp.sample_max)
     return float(
-        index_kernels.similarity(
-            feats, int(prints.nfeat[1]), oph, prints.sketch[0], int(prints.nfeat[0]), fp.sample_max
+        pair_similarity(
+            prints.nfeat[1],
+            prints.sketch[1],
+            prints.other[1],
+            feats,
+            prints.sketch[0],
+            prints.nfeat[0],
+            rules,
         )
     )
 
@@ -55,7 +61,7 @@ def compare(a: str, b: str, config: DedupConfig | None = None) -> PairReport:
     verdict = dedup.check_batch([Document(id="A", text=a), Document(id="B", text=b)])[1]
     return PairReport(
         exact_jaccard=round(jaccard(sa, sb), 6),
-        estimated_jaccard=round(_estimate(fp, prints), 6),
+        estimated_jaccard=round(_estimate(dedup.rules, prints), 6),
         simhash_hamming=int(bin(int(prints.simhash[0]) ^ int(prints.simhash[1])).count("1")),
         tfidf_cosine=round(tfidf_cosine(sa, sb), 6),
         exact_duplicate=bool((prints.exact[0] == prints.exact[1]).all()),

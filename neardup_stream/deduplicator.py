@@ -69,10 +69,16 @@ class Deduplicator:
             cfg.simhash_k,
             cfg.index_duplicates,
             self.fingerprinter.sample_max,
+            self.fingerprinter.odd_max,
         )
 
     def __len__(self) -> int:
         return self.store.count
+
+    @property
+    def rules(self) -> Rules:
+        """What makes a duplicate, and which sketch form a stored set size has."""
+        return self._rules
 
     @property
     def watermark(self) -> int:

@@ -22,6 +22,7 @@ from neardup_stream.batch import Batch
 from neardup_stream.engine import driver
 from neardup_stream.index import kernels
 from neardup_stream.index.columns import EXACT, MINHASH, SENTENCES, SIMHASH, UNIQUE
+from neardup_stream.index.similarity import pair_similarity
 from neardup_stream.sentences import signature
 
 if TYPE_CHECKING:
@@ -43,7 +44,7 @@ def decide_precise(engine: Deduplicator, batch: Batch, texts: list[str]) -> dict
             st.arrays(),
             st.window,
             cfg.threshold - cfg.precise_margin,
-            engine._rules.set_max,
+            engine._rules,
         )
         chosen = engine.features.choose(feats[i], cands)
         if chosen is not None:
@@ -70,7 +71,7 @@ def decide_sentences(engine: Deduplicator, batch: Batch, texts: list[str]) -> di
             st.arrays(),
             st.window,
             cfg.threshold,
-            engine._rules.set_max,
+            engine._rules,
         )
         match, sim, method = -1, 0.0, UNIQUE
         for c in range(cands.refs.size):  # the kernel's rule: exact first, else the best
@@ -98,11 +99,11 @@ def decide_sentences(engine: Deduplicator, batch: Batch, texts: list[str]) -> di
 
 def _estimate(engine: Deduplicator, batch: Batch, i: int, ref: int) -> float:
     """The Jaccard estimate of row i and stored document `ref`, as verification makes it."""
-    docs, st, set_max = batch.docs, engine.store, engine._rules.set_max
+    docs, st, rules = batch.docs, engine.store, engine._rules
     p = st.slot(ref)
-    feats = docs.feats[docs.feat_offsets[i] : docs.feat_offsets[i + 1]]
-    oph = kernels.one_bit_query(docs.nfeat[i], docs.sketch[i], feats, set_max)
     arrays = st.arrays()
+    feats = docs.feats[docs.feat_offsets[i] : docs.feat_offsets[i + 1]]
+    nfeat, row, other = docs.nfeat[i], docs.sketch[i], docs.other[i]
     return float(
-        kernels.similarity(feats, docs.nfeat[i], oph, arrays.sketch[p], arrays.nfeat[p], set_max)
+        pair_similarity(nfeat, row, other, feats, arrays.sketch[p], arrays.nfeat[p], rules)
     )

@@ -11,7 +11,11 @@ from __future__ import annotations
 import numpy as np
 
 from neardup_stream.fingerprint.hash_kernels import S32
+from neardup_stream.fingerprint.odd_sketch import odd_bit
 from neardup_stream.native import njit
+
+_S6 = np.uint64(6)
+_M63 = np.uint64(63)
 
 
 @njit(inline="always", cache=True)
@@ -23,8 +27,10 @@ def set_size(n):
 
 
 @njit(cache=True, nogil=True)
-def distinct_count(feats, seen, mark):
-    """Number of distinct hashes in `feats`, using `seen` as an open-addressing hash set.
+def distinct_count(feats, seen, mark, odd):
+    """Number of distinct hashes in `feats`, using `seen` as an open-addressing hash set;
+    each distinct hash also flips its bit of the odd sketch `odd` (zeroed words; none when
+    empty: `odd_sketch`), in the same pass.
 
     `seen` (zeroed when made, at least `set_size(feats.size)` slots) is reused from call to
     call without clearing it: a slot holds `mark << 32 | tag` and is taken only for the call
@@ -36,6 +42,7 @@ def distinct_count(feats, seen, mark):
     counted exactly, by its sort."""
     mask = np.uint64(set_size(feats.size) - 1)
     mark = np.uint64(mark)
+    bits = odd.size * 64
     n = 0
     for f in range(feats.size):
         h = feats[f]
@@ -47,7 +54,11 @@ def distinct_count(feats, seen, mark):
             slot = seen[j]
         # branch-free: whether a hash is new is a coin flip the CPU cannot predict
         seen[j] = tag
-        n += np.int64(slot >> S32 != mark)
+        new = slot >> S32 != mark
+        n += np.int64(new)
+        if bits:
+            b = odd_bit(h, bits)
+            odd[b >> _S6] ^= np.uint64(new) << (b & _M63)
     return n
 
 

@@ -21,6 +21,7 @@ from neardup_stream.fingerprint import kernels as _kernels
 from neardup_stream.fingerprint.compact_set import compact_limit, sample_limit
 from neardup_stream.fingerprint.nfkc import nfkc_tables
 from neardup_stream.fingerprint.normalize import direct_table, fold_table, normalize, strip_html
+from neardup_stream.fingerprint.odd_sketch import odd_limit
 from neardup_stream.fingerprint.shingles import codepoints
 
 
@@ -37,6 +38,8 @@ class Fingerprints:
     simhash_keys: np.ndarray  # uint32[n, simhash_k + 1]
     feats: np.ndarray  # uint64[...]: sorted distinct feature hashes of the small documents
     feat_offsets: np.ndarray  # int64[n + 1]: document d's are feats[off[d]:off[d + 1]]
+    other: np.ndarray  # uint64[n, sketch_bits // 64]: the sketch of the other form near
+    # `odd_limit` (`kernels.RawFingerprints.other`), zeros elsewhere
 
     def __len__(self) -> int:
         return int(self.simhash.size)
@@ -50,6 +53,15 @@ def kept_features(config: DedupConfig) -> int:
     lowest = config.threshold - (config.precise_margin if config.precise else 0.0)
     limit = sample_limit(config.sketch_bits)
     return limit if lowest >= 1 else min(65535, math.ceil(limit / max(lowest, 1e-3)))
+
+
+def other_range(config: DedupConfig) -> tuple[int, int]:
+    """Set sizes (lowest, highest) whose documents also get the other form of sketch: those
+    that can reach the lowest similarity verified with a document across `odd_limit`
+    (J <= min/max of the set sizes)."""
+    lowest = max(config.threshold - (config.precise_margin if config.precise else 0.0), 1e-3)
+    odd_max = odd_limit(config.sketch_bits)
+    return math.ceil(lowest * odd_max), math.floor(odd_max / lowest)
 
 
 @lru_cache(maxsize=1)
@@ -93,8 +105,9 @@ class Fingerprinter:
 
     The verification sketch of a document with at most `compact_limit(sketch_bits)` distinct
     features is its whole feature set, Rice-coded (`compact_set`), and up to
-    `sample_limit(sketch_bits)` a sample of it (its smallest hashes); larger documents get the
-    1-bit one-permutation MinHash sketch. The batch also returns the sorted feature hashes of
+    `sample_limit(sketch_bits)` a sample of it (its smallest hashes); up to
+    `odd_limit(sketch_bits)` an odd sketch (`odd_sketch`), larger documents the 1-bit
+    one-permutation MinHash sketch. The batch also returns the sorted feature hashes of
     every document small enough to be compared with a compact set (`kept_features`), all of
     them up to `sample_limit`, else its smallest.
     """
@@ -105,6 +118,8 @@ class Fingerprinter:
         self.compact_max = compact_limit(config.sketch_bits)
         self.sample_max = sample_limit(config.sketch_bits)
         self.keep_max = kept_features(config)
+        self.odd_max = odd_limit(config.sketch_bits)
+        other_min, other_max = other_range(config)
         self._mode = _kernels.MODE_CHAR if config.shingle == "char" else _kernels.MODE_WORD
         self.shingling = _kernels.Shingling(
             self._mode,
@@ -115,6 +130,9 @@ class Fingerprinter:
             self.compact_max,
             self.sample_max,
             self.keep_max,
+            self.odd_max,
+            other_min,
+            other_max,
         )
 
     def normalize(self, text: str) -> str:
@@ -137,6 +155,7 @@ class Fingerprinter:
             simhash_keys=_kernels.simhash_block_keys(raw.simhash, cfg.simhash_k, cfg.seed),
             feats=raw.feats,
             feat_offsets=raw.feat_offsets,
+            other=raw.other,
         )
 
     def _run(self, texts: Sequence[str]) -> _kernels.RawFingerprints:

@@ -60,6 +60,7 @@ from neardup_stream.fingerprint.minhash_kernels import (
     sketch_scratch,
 )
 from neardup_stream.fingerprint.nfkc import NfkcTables, fold_code_points, fold_full
+from neardup_stream.fingerprint.odd_sketch import odd_sketch
 from neardup_stream.fingerprint.simhash_kernels import bit_counts, simhash_block_keys
 from neardup_stream.fingerprint.text_kernels import (
     MODE_CHAR,
@@ -126,6 +127,9 @@ class Shingling(NamedTuple):
     compact_max: int  # at most this many distinct features: the set is coded in the sketch
     sample_max: int  # at most this many: a sample of its smallest hashes is coded instead
     keep_max: int  # at most this many distinct features: their sorted hashes are returned
+    odd_max: int  # at most this many (beyond sample_max): an odd sketch (`odd_sketch`)
+    other_min: int  # documents of other_min..other_max distinct features that can meet one
+    other_max: int  # ... of the other form at odd_max also get that form (`RawFingerprints.other`)
 
 
 class RawFingerprints(NamedTuple):
@@ -138,6 +142,9 @@ class RawFingerprints(NamedTuple):
     nfeat: np.ndarray  # int64[n]: distinct features (the set size)
     feats: np.ndarray  # uint64[...]: kept sorted distinct feature hashes (CSR values)
     feat_offsets: np.ndarray  # int64[n + 1]: text d's are feats[off[d]:off[d + 1]]
+    other: np.ndarray  # uint64[n, sketch_bits // 64]: near odd_max, the sketch of the other
+    # form (the 1-bit sketch of an odd-sketched document, the odd sketch of a 1-bit one), to
+    # compare with stored documents across that boundary; zeros elsewhere
 
 
 @njit(cache=True, nogil=True)
@@ -151,7 +158,9 @@ def fingerprint_batch(texts, fold, spec):
             get their set coded into the sketch (`compact_set`), those with at most
             `spec.sample_max` their smallest hashes, instead of the 1-bit OPH sketch; those
             with at most `spec.keep_max` return them sorted (beyond `sample_max`, their
-            `compact_max` smallest).
+            `compact_max` smallest). Up to `spec.odd_max` the sketch is an odd sketch, beyond
+            it the 1-bit sketch; documents in `spec.other_min..other_max` also get the other
+            form (`RawFingerprints.other`).
 
     Returns:
         `RawFingerprints` of every text.
@@ -161,6 +170,7 @@ def fingerprint_batch(texts, fold, spec):
     mode, k, seed = spec.mode, spec.k, spec.seed
     sketch_bits, num_perm = spec.sketch_bits, spec.num_perm
     compact_max, sample_max, keep_max = spec.compact_max, spec.sample_max, spec.keep_max
+    odd_max, other_min, other_max = spec.odd_max, spec.other_min, spec.other_max
     n = offsets.size - 1
     if wide_offsets.size != offsets.size:
         raise ValueError("TextBatch: offsets and wide_offsets must both have one per text + 1")
@@ -170,6 +180,10 @@ def fingerprint_batch(texts, fold, spec):
     sketch = np.zeros((n, words), dtype=np.uint64)
     signature = np.empty((n, num_perm), dtype=np.uint64)
     nfeat = np.zeros(n, dtype=np.int64)
+    other = np.zeros((n, words), dtype=np.uint64)
+    odd = np.zeros(words, dtype=np.uint64)  # a document's odd sketch, when it may need one
+    no_odd = np.zeros(0, dtype=np.uint64)
+    mark = 0  # distinct_count's mark: a new one per call
     group = sketch_bits // num_perm
     longest = 0  # in UTF-8 bytes, a code point counted as 3 (a BMP one's most)
     room = 0  # (the length of a text bounds its features, except where folding expands it)
@@ -180,7 +194,7 @@ def fingerprint_batch(texts, fold, spec):
     buf = np.empty(2 * longest + 64, dtype=np.uint32)  # else `fold_full` (rarely: a fold x6)
     bins = np.empty(sketch_bits, dtype=np.uint64)
     work = sketch_scratch(sketch_bits)
-    seen = np.zeros(64, dtype=np.uint64)  # distinct_count's set, reused: a mark per document
+    seen = np.zeros(64, dtype=np.uint64)  # distinct_count's set, reused: a mark per call
     scratch = np.empty(2 * keep_max + 2, dtype=np.int64)
     feat_values = np.empty(room, dtype=np.uint64)
     feat_offsets = np.zeros(n + 1, dtype=np.int64)
@@ -200,10 +214,18 @@ def fingerprint_batch(texts, fold, spec):
         feats = feature_hashes(buf[:m], mode, k, seed)
         counts = bit_counts(feats)
         total = feats.size
+        odd[:] = 0
+        has_odd = False
         if total > keep_max:  # (at most keep_max are counted exactly by their sort, below)
             if set_size(total) > seen.size:
                 seen = np.zeros(set_size(total), dtype=np.uint64)
-            nfeat[d] = distinct_count(feats, seen, d + 1)
+            has_odd = total <= 2 * other_max  # (else most likely past other_max: no odd)
+            mark += 1
+            nfeat[d] = distinct_count(feats, seen, mark, odd if has_odd else no_odd)
+            if not has_odd and nfeat[d] <= other_max:  # a text repeating itself a lot
+                has_odd = True
+                mark += 1
+                distinct_count(feats, seen, mark, odd)
         if total <= keep_max or nfeat[d] <= keep_max:
             if 2 * feats.size + 2 > scratch.size:
                 scratch = np.empty(2 * feats.size + 2, dtype=np.int64)
@@ -213,7 +235,10 @@ def fingerprint_batch(texts, fold, spec):
                 feat_values = grown
             used = sorted_distinct(feats, feat_values, used, scratch)
             nfeat[d] = used - feat_offsets[d]
-            if nfeat[d] > sample_max:  # a 1-bit sketch's document keeps its smallest only
+            if nfeat[d] > sample_max and not has_odd:
+                has_odd = True
+                odd_sketch(feat_values[feat_offsets[d] : used], odd)
+            if nfeat[d] > sample_max:  # a sketched document keeps its smallest only
                 used = feat_offsets[d] + compact_max
         feat_offsets[d + 1] = used
         kept = feat_values[feat_offsets[d] : used]
@@ -246,8 +271,14 @@ def fingerprint_batch(texts, fold, spec):
             encode(kept, sketch[d])
         elif 0 < nfeat[d] <= sample_max:  # (kept: sample_max <= keep_max)
             encode_sample(kept, sketch[d], compact_max)
-        elif total:  # more than sample_max features, so the bins are filled
+        elif nfeat[d] <= odd_max:  # (the bins are filled: more than sample_max features)
+            sketch[d, :] = odd
+            if nfeat[d] >= other_min:
+                one_bit_sketch(bins, total, other[d], work)
+        elif total:
             one_bit_sketch(bins, total, sketch[d], work)
+            if nfeat[d] <= other_max:
+                other[d, :] = odd
     return RawFingerprints(
-        exact, simhash, sketch, signature, nfeat, feat_values[:used], feat_offsets
+        exact, simhash, sketch, signature, nfeat, feat_values[:used], feat_offsets, other
     )

@@ -60,6 +60,7 @@ class BatchColumns(NamedTuple):
     ts: np.ndarray  # int64[n]: document time (seconds), already clamped
     feats: np.ndarray  # uint64[...]: sorted feature hashes of the small documents (CSR values)
     feat_offsets: np.ndarray  # int64[n + 1]: document i's are feats[off[i]:off[i + 1]]
+    other: np.ndarray  # uint64[n, words]: the other form of sketch near odd_max, else zeros
     prior: np.ndarray  # int64[n]: stored ref of the id's earlier version (an update), or -1
     prior_row: np.ndarray  # int64[n]: row of the id's earlier version in this batch, or -1
 
@@ -114,6 +115,7 @@ class Rules(NamedTuple):
     simhash_k: int
     index_duplicates: bool
     set_max: int  # stored sketches of documents with at most this many features are compact sets
+    odd_max: int  # ... of those with more, up to this many, odd sketches; beyond, 1-bit sketches
 
 
 class Candidates(NamedTuple):

@@ -13,8 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from neardup_stream.fingerprint.kernels import oph_sketch, popcount64
-from neardup_stream.fingerprint.set_estimate import estimate
+from neardup_stream.fingerprint.kernels import popcount64
 from neardup_stream.index.columns import (
     EXACT,
     MINHASH,
@@ -22,6 +21,7 @@ from neardup_stream.index.columns import (
     UNIQUE,
     Candidates,
 )
+from neardup_stream.index.similarity import no_sketches, similarity, sketches_for
 from neardup_stream.native import njit
 
 _U32 = np.uint64(0xFFFFFFFF)
@@ -177,16 +177,6 @@ def tables_compact(t, base, count):
 
 
 @njit(cache=True, nogil=True)
-def estimate_jaccard(a, b):
-    """Jaccard estimate from two 1-bit OPH sketches: P(bit equal) = (1 + J) / 2."""
-    diff = 0
-    for i in range(a.size):
-        diff += popcount64(a[i] ^ b[i])
-    j = 1.0 - 2.0 * diff / (a.size * 64)
-    return j if j > 0.0 else 0.0
-
-
-@njit(cache=True, nogil=True)
 def advance(window, store, ts, limits, room):
     """Move the watermark to `ts` (never back), then evict what retention excludes.
 
@@ -287,37 +277,10 @@ def append_batch(begin, end, docs, out, t, store, window, limits):
 
 
 @njit(cache=True, nogil=True)
-def similarity(query_feats, query_nfeat, query_oph, stored, stored_nfeat, set_max):
-    """Estimated Jaccard of a query document and a stored one (sketch row and set size).
-
-    A stored compact set, whole or sampled (at most `set_max` features), is compared with the
-    query's sorted feature hashes, all or its smallest (none kept, so empty, only beyond any
-    size ratio that is verified); a stored 1-bit sketch with the query's one-permutation
-    sketch `query_oph`."""
-    if stored_nfeat <= set_max:
-        if query_feats.size == 0:
-            return 0.0
-        return estimate(query_feats, query_nfeat, stored, stored_nfeat)
-    return estimate_jaccard(query_oph, stored)
-
-
-@njit(cache=True, nogil=True)
-def one_bit_query(nfeat, row, query_feats, set_max):
-    """A query's 1-bit sketch, to compare with a stored one: its sketch `row` (of a set of
-    `nfeat`), or, when the row holds its compact set, made from its sorted feature hashes
-    `query_feats`."""
-    if nfeat > set_max:
-        return row
-    oph = np.zeros(row.size, dtype=np.uint64)
-    oph_sketch(query_feats, row.size * 64, oph)
-    return oph
-
-
-@njit(cache=True, nogil=True)
-def probe_verify(i, docs, t, store, window, min_sim, set_max):
+def probe_verify(i, docs, t, store, window, min_sim, rules):
     """Live candidates of document i whose estimate reaches `min_sim`, as `Candidates`."""
     query_feats = docs.feats[docs.feat_offsets[i] : docs.feat_offsets[i + 1]]
-    query_oph = np.empty(0, dtype=np.uint64)
+    q = no_sketches()
     width = docs.nkeys[i]
     buf = np.empty(width * 64 + 64, dtype=np.uint32)
     n = tables_probe(t, docs.keys[i, :width], window[0].base, window[0].count, buf)
@@ -349,11 +312,10 @@ def probe_verify(i, docs, t, store, window, min_sim, set_max):
         ):
             continue
         else:
-            if query_oph.size == 0 and store.nfeat[p] > set_max:
-                query_oph = one_bit_query(docs.nfeat[i], docs.sketch[i], query_feats, set_max)
-            sim = similarity(
-                query_feats, docs.nfeat[i], query_oph, store.sketch[p], store.nfeat[p], set_max
-            )
+            nfeat = docs.nfeat[i]
+            row, other = docs.sketch[i], docs.other[i]
+            q = sketches_for(q, nfeat, row, other, query_feats, store.nfeat[p], rules)
+            sim = similarity(query_feats, nfeat, q, store.sketch[p], store.nfeat[p], rules)
         if sim < min_sim:
             continue
         refs[m] = ref
@@ -376,7 +338,7 @@ def decide_batch(begin, end, docs, out, t, store, window, limits, rules):
             return i
         advance(window, store, docs.ts[i], limits, False)  # count makes room only to store
         update = supersede(i, docs, out, store, window)
-        cands = probe_verify(i, docs, t, store, window, rules.threshold, rules.set_max)
+        cands = probe_verify(i, docs, t, store, window, rules.threshold, rules)
         match, sim, method = -1, 0.0, UNIQUE
         for c in range(cands.refs.size):
             if cands.exact[c]:

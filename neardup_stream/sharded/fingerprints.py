@@ -4,8 +4,10 @@
 document's id, domain and *position* (its place in the decision order: strictly increasing
 along the log), the *stream* it was read from (a log partition: not packed, the reader
 knows it), and the fingerprint config id. `pack`/`unpack` give the bytes of one
-fingerprint-log record (format "NF", version 1); a batch made under another fingerprint
-config, or another format, is refused with a clear message, never misread.
+fingerprint-log record (format "NF", version 2: version 1 had no `other` sketches, and was
+made under fingerprint format 3); a batch made under another fingerprint config, or another
+format, is refused with a clear message, never misread. The `other` sketches (documents
+near `odd_limit` only) travel as the rows that have one, with their row numbers.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from neardup_stream.index.columns import BatchColumns, no_prior
 from neardup_stream.sharded.home import home_shard
 
 MAGIC = b"NF"
-VERSION = 1
+VERSION = 2
 _HEADER = struct.Struct("<2sBIIiii")  # magic, version, config_id, n, blocks, width, words
 
 
@@ -95,6 +97,7 @@ class FingerprintBatch:
             ts=d.ts[rows],
             feats=feats.astype(np.uint64, copy=False),
             feat_offsets=offsets,
+            other=d.other[rows],
             prior=no_prior(rows.size),
             prior_row=no_prior(rows.size),
         )
@@ -103,6 +106,7 @@ class FingerprintBatch:
     def pack(self) -> bytes:
         d, n = self.docs, len(self)
         base = d.feat_offsets[0]
+        with_other = np.flatnonzero(d.other.any(axis=1)) if n else np.empty(0, np.int64)
         parts = [
             _HEADER.pack(
                 MAGIC, VERSION, self.config_id, n, self.blocks, d.keys.shape[1], d.sketch.shape[1]
@@ -117,6 +121,9 @@ class FingerprintBatch:
             d.keys.astype("<u4").tobytes(),
             (d.feat_offsets - base).astype("<i8").tobytes(),
             d.feats[base : d.feat_offsets[-1]].astype("<u8").tobytes(),
+            np.array([with_other.size], dtype="<i8").tobytes(),
+            with_other.astype("<i8").tobytes(),
+            d.other[with_other].astype("<u8").tobytes(),
             _pack_strings(self.ids),
             _pack_strings(self.domains),
         ]
@@ -148,10 +155,15 @@ class FingerprintBatch:
         keys = reader.array("<u4", n * width).reshape(n, width)
         offsets = reader.array("<i8", n + 1)
         feats = reader.array("<u8", int(offsets[-1]) if n else 0)
+        with_other = reader.array("<i8", int(reader.array("<i8", 1)[0]))
+        if with_other.size and (with_other.min() < 0 or with_other.max() >= n):
+            raise ValueError("fingerprint batch: an `other` sketch of a row it does not have")
+        other = np.zeros((n, words), dtype=np.uint64)
+        other[with_other] = reader.array("<u8", with_other.size * words).reshape(-1, words)
         ids, domains = reader.strings(n), reader.strings(n)
         docs = BatchColumns(
             np.zeros(n, np.bool_), np.zeros(n, np.bool_), keys, nkeys, exact, simhash, sketch,
-            nfeat, ts, feats, offsets, no_prior(n), no_prior(n),
+            nfeat, ts, feats, offsets, other, no_prior(n), no_prior(n),
         )  # fmt: skip
         return cls(cid, ids, domains, positions, docs, blocks)
 

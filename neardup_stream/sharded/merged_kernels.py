@@ -21,6 +21,7 @@ from numba.typed import List
 from neardup_stream.fingerprint.kernels import popcount64
 from neardup_stream.index import kernels as _k
 from neardup_stream.index.columns import EXACT, MINHASH, SIMHASH, UNIQUE, Limits, Rules
+from neardup_stream.index.similarity import no_sketches, similarity, sketches_for
 from neardup_stream.native import njit
 from neardup_stream.native.kernel import jit_all
 
@@ -211,7 +212,7 @@ def vote_batch(begin, end, docs, known, home, out, votes, t, stores, wins, slot_
         best_method[:] = UNIQUE
         done[:] = False
         query_feats = docs.feats[docs.feat_offsets[i] : docs.feat_offsets[i + 1]]
-        query_oph = np.empty(0, dtype=np.uint64)
+        q = no_sketches()
         last = np.int64(-1)
         for c in range(n):
             v = cands[c]
@@ -237,18 +238,10 @@ def vote_batch(begin, end, docs, known, home, out, votes, t, stores, wins, slot_
                 or _k._sizes_exclude(docs.nfeat[i], store.nfeat[p], rules.threshold)
             ):
                 continue
-            if query_oph.size == 0 and store.nfeat[p] > rules.set_max:
-                query_oph = _k.one_bit_query(
-                    docs.nfeat[i], docs.sketch[i], query_feats, rules.set_max
-                )
-            sim = _k.similarity(
-                query_feats,
-                docs.nfeat[i],
-                query_oph,
-                store.sketch[p],
-                store.nfeat[p],
-                rules.set_max,
-            )
+            nfeat = docs.nfeat[i]
+            row, other = docs.sketch[i], docs.other[i]
+            q = sketches_for(q, nfeat, row, other, query_feats, store.nfeat[p], rules)
+            sim = similarity(query_feats, nfeat, q, store.sketch[p], store.nfeat[p], rules)
             if sim >= rules.threshold and sim > best_sim[s]:
                 ham = popcount64(docs.simhash[i] ^ store.simhash[p])
                 best[s], best_sim[s] = ref, sim

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from neardup_stream import DedupConfig, Deduplicator, Document, FingerprintRecord
+from neardup_stream.config import FINGERPRINT_FORMAT
 from neardup_stream.snapshot import load_snapshot, save_snapshot
 from tests.unit.conftest import mutate, random_text
 
@@ -73,15 +74,17 @@ def test_snapshots_of_the_previous_format_are_refused_clearly(tmp_path: Path) ->
         load_snapshot(path)
 
 
-def test_snapshots_made_before_sampled_sketches_are_refused_clearly(tmp_path: Path) -> None:
-    # format 2 stored 1-bit sketches where format 3 stores samples (documents of 513-1,024
-    # shingles at the default size): read as samples they would be garbage
-    dedup = Deduplicator(DedupConfig())
-    dedup.check_batch([Document(id="m", text=random_text(9, 110))])
+def test_snapshots_made_before_odd_sketches_are_refused_clearly(tmp_path: Path) -> None:
+    # format 3 stored 1-bit sketches where format 4 stores odd sketches (documents of 1,025 to
+    # 6,144 shingles at the default size): read as odd sketches they would be garbage
+    dedup, text = Deduplicator(DedupConfig()), random_text(9, 400)
+    fp = dedup.fingerprinter
+    assert fp.sample_max < fp.batch([text]).nfeat[0] <= fp.odd_max and FINGERPRINT_FORMAT == 4
+    dedup.check_batch([Document(id="m", text=text)])
     path = save_snapshot(dedup, tmp_path / "snap")
     meta_file = Path(path) / "meta.json"
     meta = json.loads(meta_file.read_text())
-    meta["fingerprint_format"] = 2
+    meta["fingerprint_format"] = 3
     meta_file.write_text(json.dumps(meta))
-    with pytest.raises(ValueError, match="fingerprints of format 2, this release uses format 3"):
+    with pytest.raises(ValueError, match="fingerprints of format 3, this release uses format 4"):
         load_snapshot(path)

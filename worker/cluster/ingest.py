@@ -97,12 +97,14 @@ def ingest(
 
 def fingerprint_bytes(config: DedupConfig) -> int:
     """Most room one document's fingerprints take in a log record besides its value and key:
-    the sketch, the LSH and SimHash keys, and the sorted shingle hashes a small document
+    the sketch, the LSH and SimHash keys, the sorted shingle hashes a small document
     carries for compact-set comparisons (all of them up to `sample_limit` shingles, else the
-    smallest: at most 8,192 bytes by default)."""
+    smallest: at most 8,192 bytes by default), and the other sketch of one near `odd_limit`
+    (with its row number)."""
     bands, _ = config.banding
     keys = bands + config.simhash_k + 1
-    return config.sketch_bits // 8 + 8 * keys + 8 * sample_limit(config.sketch_bits) + FIXED_BYTES
+    sketches = 2 * (config.sketch_bits // 8) + 8
+    return sketches + 8 * keys + 8 * sample_limit(config.sketch_bits) + FIXED_BYTES
 
 
 def _chunks(records: list[InputRecord], limit: int, room: int) -> list[tuple[int, int]]:

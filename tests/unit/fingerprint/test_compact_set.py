@@ -12,7 +12,9 @@ from neardup_stream.compare import compare
 from neardup_stream.fingerprint import compact_set, set_estimate
 from neardup_stream.fingerprint.fingerprinter import Fingerprinter
 from neardup_stream.fingerprint.kernels import oph_sketch
+from neardup_stream.fingerprint.odd_sketch import odd_sketch
 from neardup_stream.fingerprint.shingles import jaccard, shingles
+from tests.unit.conftest import random_text
 
 SKETCH_BITS = DedupConfig().sketch_bits
 LIMIT = compact_set.compact_limit(SKETCH_BITS)
@@ -109,16 +111,19 @@ def test_near_threshold_short_pairs_are_decided_by_exact_jaccard() -> None:
         assert compare(base, text, config).decision == want
 
 
-def test_a_small_query_against_a_large_stored_document_uses_its_own_sketch() -> None:
-    # under 64-bit sketches only documents of at most 20 shingles hold compact sets
+def test_a_sketch_made_from_a_query_s_hashes_is_the_one_the_kernel_stores() -> None:
+    # under 64-bit sketches: compact sets up to 10 shingles, odd sketches up to 128
     config = DedupConfig(sketch_bits=64, num_perm=64)
     fp = Fingerprinter(config)
-    text = "a short text with some forty characters."
-    prints = fp.batch([text])
-    assert prints.nfeat[0] > fp.sample_max
-    mine = np.zeros(1, dtype=np.uint64)
-    oph_sketch(fp.features(text), 64, mine)
-    assert mine[0] == prints.sketch[0, 0]
+    mid, long = "a short text with some forty characters.", random_text(3, words=60)
+    prints = fp.batch([mid, long])
+    assert fp.sample_max < prints.nfeat[0] <= fp.odd_max < prints.nfeat[1]
+    odd = np.zeros(1, dtype=np.uint64)
+    odd_sketch(fp.features(mid), odd)
+    assert odd[0] == prints.sketch[0, 0]
+    one_bit = np.zeros(1, dtype=np.uint64)
+    oph_sketch(fp.features(long), 64, one_bit)
+    assert one_bit[0] == prints.sketch[1, 0]
 
 
 def _rice_words(b: int, r: int, values: list[int]) -> np.ndarray:

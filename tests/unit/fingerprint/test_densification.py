@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from neardup_stream.fingerprint.kernels import oph_sketch
-from neardup_stream.index.kernels import estimate_jaccard
+from neardup_stream.index.similarity import estimate_jaccard
 
 BITS = 2048
 

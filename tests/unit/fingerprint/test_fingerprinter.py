@@ -10,9 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from neardup_stream.config import DedupConfig
+from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.fingerprint.fingerprinter import Fingerprinter
 from neardup_stream.fingerprint.shingles import char_shingles, jaccard
-from neardup_stream.index import kernels as index_kernels
+from neardup_stream.index.similarity import pair_similarity
 from tests.unit.conftest import mutate, random_text
 
 SCRIPT = """
@@ -94,7 +95,10 @@ def test_jaccard_estimate_within_error_bound(seed: int, rate: float) -> None:
     other = mutate(base, rate, seed + 1)
     cfg = DedupConfig()
     fp = Fingerprinter(cfg).batch([base, other])
-    est = index_kernels.estimate_jaccard(fp.sketch[0], fp.sketch[1])
+    est = pair_similarity(
+        fp.nfeat[1], fp.sketch[1], fp.other[1], fp.feats[fp.feat_offsets[1] :], fp.sketch[0],
+        fp.nfeat[0], Deduplicator(cfg).rules,
+    )  # fmt: skip
     true = jaccard(char_shingles(base, 5), char_shingles(other, 5))
     p = (1 + true) / 2
     sigma = 2 * math.sqrt(p * (1 - p) / cfg.sketch_bits)

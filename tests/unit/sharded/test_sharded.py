@@ -105,6 +105,28 @@ def test_one_replica_and_three_replicas_decide_identically_through_packed_record
     assert one == three == offline
 
 
+def test_documents_near_the_odd_sketch_limit_decide_the_same_through_the_log() -> None:
+    # sizes around `odd_limit` (6,144 shingles): odd and 1-bit sketches compared both ways,
+    # the `other` sketches carried by the packed records
+    rng = random.Random(5)
+    words = ["".join(rng.choice("abcdefghijklmnop") for _ in range(5)) for _ in range(3000)]
+    docs: list[Document] = []
+    for i in range(160):
+        if docs and rng.random() < 0.6:
+            tokens = rng.choice(docs).text.split()[: rng.randint(820, 1150)]
+            for _ in range(rng.randint(0, 40)):
+                tokens[rng.randrange(len(tokens))] = rng.choice(words)
+        else:
+            tokens = [rng.choice(words) for _ in range(rng.randint(820, 1150))]
+        docs.append(Document(id=f"d{i}", text=" ".join(tokens)))
+    config = DedupConfig(home_shards=4)
+    one = through_the_log(config, docs, [list(range(4))])
+    three = through_the_log(config, docs, [[0, 3], [1], [2]])
+    plain = Deduplicator(DedupConfig()).check_batch(docs, now=1_800_000_000)
+    assert one == three == plain
+    assert sum(d.is_duplicate and d.method == "minhash" for d in plain) > 40
+
+
 def test_out_of_order_times_decide_the_same_whatever_the_replicas_hold() -> None:
     config = DedupConfig(home_shards=6, max_age_seconds=3000)
     docs = corpus(1500, seed=17, timed=True, jitter=400)
@@ -163,9 +185,24 @@ def test_packed_records_from_another_config_or_cut_short_are_refused() -> None:
         FingerprintBatch.unpack(data[:-3], config.fingerprint_id)
     with pytest.raises(ValueError, match="not a fingerprint batch"):
         FingerprintBatch.unpack(b"ND" + data[2:], config.fingerprint_id)
+    with pytest.raises(ValueError, match="fingerprint batch format 1, this build reads 2"):
+        FingerprintBatch.unpack(data[:2] + b"\x01" + data[3:], config.fingerprint_id)
     votes = ShardVoter(config, 0).vote(fb).pack()
     with pytest.raises(ValueError, match="truncated"):
         Votes.unpack(votes[:-1])
+
+
+def test_packed_records_carry_the_other_sketches_of_documents_near_the_odd_limit() -> None:
+    config = DedupConfig()
+    rng = random.Random(2)
+    texts = [" ".join(f"w{rng.randrange(10**6)}" for _ in range(n)) for n in (50, 800, 900, 3000)]
+    docs = [Document(id=f"x{i}", text=t) for i, t in enumerate(texts)]
+    fb = DocumentFingerprinter(config).batch(docs, [""] * 4, np.arange(4), now=1e9)
+    assert fb.docs.other.any(axis=1).tolist() == [False, True, True, False]
+    back = FingerprintBatch.unpack(fb.pack(), config.fingerprint_id)
+    for name in ("sketch", "other", "nfeat", "feats", "feat_offsets", "keys"):
+        assert (getattr(back.docs, name) == getattr(fb.docs, name)).all(), name
+    assert (back.rows(np.array([2, 1]), np.ones(2, bool)).docs.other == fb.docs.other[[2, 1]]).all()
 
 
 def test_settings_that_cannot_shard_are_refused() -> None:

@@ -1,0 +1,76 @@
+"""Odd sketches: the verification sketch of mid-sized documents (Mitzenmacher, Pagh & Pham,
+"Efficient estimation for high similarities using odd sketches", WWW 2014).
+
+Every distinct feature hash flips one of the sketch's `sketch_bits` bits (its low 32 bits
+scaled to the bit count: independent of the top bits the one-permutation bins and the
+compact sets use), so the XOR of two documents' sketches is the odd sketch of their
+symmetric difference: with `H` bits set among `m`, the difference holds about
+d = -(m / 2) ln(1 - 2H / m) features, and with the two set sizes known exactly, Jaccard is
+(|A| + |B| - d) / (|A| + |B| + d).
+
+Why: a 1-bit one-permutation sketch spends a bit on every bin, most of them the same in
+two near-duplicates, and its standard deviation is ~0.011 at J = 0.8 and 3,072 bits
+whatever the document's size. An odd sketch spends its bits on the difference only: for
+documents of up to twice as many features as bits, measured at 3,072 bits
+(`bench.bench_odd_sketch`), standard deviations 0.005-0.007 at J = 0.8, 0.003 at J = 0.9
+and 0.007-0.012 at J = 0.7. Beyond `odd_limit` the difference fills the sketch and the
+1-bit sketch is the better one.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from neardup_stream.fingerprint.bitstream import popcount64
+from neardup_stream.fingerprint.hash_kernels import ONE, S32
+from neardup_stream.native import njit
+
+_LOW32 = np.uint64(0xFFFFFFFF)
+_S6 = np.uint64(6)
+_M63 = np.uint64(63)
+
+
+def odd_limit(sketch_bits: int) -> int:
+    """Largest distinct-feature count whose verification sketch is an odd sketch: twice the
+    bits (where its standard deviation at J = 0.7 meets the 1-bit sketch's), at most the
+    store's set-size cap (65,535)."""
+    return min(2 * sketch_bits, 65534)
+
+
+@njit(inline="always", cache=True)
+def odd_bit(h, bits):
+    """The bit feature hash `h` flips among `bits`: its low 32 bits scaled (multiply-shift)."""
+    return ((h & _LOW32) * np.uint64(bits)) >> S32
+
+
+@njit(inline="always", cache=True)
+def flip(h, out, bits):
+    """Flip `h`'s bit in the odd sketch `out` (uint64[bits // 64])."""
+    b = odd_bit(h, bits)
+    out[b >> _S6] ^= ONE << (b & _M63)
+
+
+@njit(cache=True, nogil=True)
+def odd_sketch(distinct, out):
+    """Fill `out` (uint64 words, zeroed) with the odd sketch of the distinct hashes given."""
+    bits = out.size * 64
+    for i in range(distinct.size):
+        flip(distinct[i], out, bits)
+
+
+@njit(cache=True, nogil=True)
+def odd_estimate(a, b, n_a, n_b):
+    """Jaccard of two sets of `n_a` and `n_b` distinct features from their odd sketches."""
+    total = n_a + n_b
+    if total == 0:
+        return 0.0
+    m = a.size * 64
+    h = 0
+    for w in range(a.size):
+        h += popcount64(a[w] ^ b[w])
+    if 2 * h >= m:  # the difference filled the sketch: no information left
+        return 0.0
+    d = -0.5 * m * math.log1p(-2.0 * h / m)
+    return min(max((total - d) / (total + d), 0.0), 1.0)

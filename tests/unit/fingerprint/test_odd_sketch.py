@@ -1,0 +1,110 @@
+"""Odd sketches: the estimator, the kernel's rows, and comparisons across `odd_limit`."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from neardup_stream import DedupConfig, Deduplicator, Document
+from neardup_stream.compare import compare
+from neardup_stream.fingerprint.feature_set_kernels import distinct_count, set_size
+from neardup_stream.fingerprint.fingerprinter import Fingerprinter, other_range
+from neardup_stream.fingerprint.odd_sketch import odd_estimate, odd_limit, odd_sketch
+from neardup_stream.fingerprint.shingles import char_shingles, jaccard
+from tests.unit.conftest import random_text
+
+WORDS = 48  # 3,072 bits
+
+
+def _pair(rng: np.random.Generator, n: int, j: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """Two sets of n distinct random hashes with Jaccard about j, and their true Jaccard."""
+    inter = round(2 * n * j / (1 + j))
+    union = np.unique(rng.integers(0, 2**64, size=2 * n, dtype=np.uint64))[: 2 * n - inter]
+    rng.shuffle(union)
+    return union[:n], union[n - inter :], inter / (2 * n - inter)
+
+
+def _sketch(values: np.ndarray) -> np.ndarray:
+    out = np.zeros(WORDS, dtype=np.uint64)
+    odd_sketch(values, out)
+    return out
+
+
+@pytest.mark.parametrize(("n", "j", "sd_max"), [(1100, 0.8, 0.006), (4000, 0.8, 0.008),
+                                                 (6000, 0.7, 0.015), (3000, 0.9, 0.004)])  # fmt: skip
+def test_the_estimate_is_unbiased_and_tighter_than_a_1_bit_sketch(
+    n: int, j: float, sd_max: float
+) -> None:
+    # the 1-bit sketch of 3,072 bits: sqrt((1 - J^2) / 3,072) = 0.0108 at J = 0.8 at best
+    rng = np.random.default_rng(n)
+    errors = []
+    for _ in range(200):
+        a, b, truth = _pair(rng, n, j)
+        errors.append(odd_estimate(_sketch(a), _sketch(b), a.size, b.size) - truth)
+    assert abs(np.mean(errors)) < 0.003
+    assert np.std(errors) < sd_max
+
+
+def test_a_set_scores_one_against_itself_and_zero_against_a_set_it_does_not_share() -> None:
+    rng = np.random.default_rng(1)
+    a, b, _ = _pair(rng, 3000, 0.0)
+    assert odd_estimate(_sketch(a), _sketch(a), a.size, a.size) == 1.0
+    assert odd_estimate(_sketch(a), _sketch(b), a.size, b.size) < 0.05
+    assert odd_estimate(_sketch(a[:0]), _sketch(a[:0]), 0, 0) == 0.0
+
+
+def test_the_distinct_count_s_sketch_is_that_of_the_distinct_values() -> None:
+    rng = np.random.default_rng(2)
+    values = rng.integers(0, 2**64, size=3000, dtype=np.uint64)
+    repeated = np.concatenate([values, values[::3], values[:10]])
+    odd = np.zeros(WORDS, dtype=np.uint64)
+    seen = np.zeros(set_size(repeated.size), dtype=np.uint64)
+    assert distinct_count(repeated, seen, 1, odd) == 3000
+    assert (odd == _sketch(values)).all()
+
+
+def test_documents_get_the_form_of_their_size_and_the_other_one_near_the_limit() -> None:
+    config = DedupConfig()
+    fp = Fingerprinter(config)
+    low, high = other_range(config)
+    assert fp.odd_max == odd_limit(config.sketch_bits) == 6144 and (low, high) == (4916, 7680)
+    texts = [random_text(5, w) for w in (300, 700, 900, 1000, 1100, 2000)]
+    prints = fp.batch(texts)
+    for d, text in enumerate(texts):
+        nfeat, other = int(prints.nfeat[d]), prints.other[d]
+        if fp.sample_max < nfeat <= fp.odd_max:
+            assert (prints.sketch[d] == _sketch(fp.features(text))).all()
+        assert other.any() == (low <= nfeat <= high), nfeat
+        if fp.odd_max < nfeat <= high:
+            assert (other == _sketch(fp.features(text))).all()
+    assert sorted(np.searchsorted([low, fp.odd_max, high], prints.nfeat, side="right")) == [
+        0, 0, 1, 2, 2, 3,
+    ]  # fmt: skip
+
+
+def _near_copy(text: str, seed: int, rate: float) -> str:
+    rng = np.random.default_rng(seed)
+    words = text.split()
+    for i in rng.choice(len(words), size=int(rate * len(words)), replace=False):
+        words[i] = "x" + words[i][::-1]
+    return " ".join(words)
+
+
+@pytest.mark.parametrize(("stored_words", "query_words"), [(880, 1000), (1000, 880)])
+def test_documents_across_the_limit_compare_in_the_stored_form(
+    stored_words: int, query_words: int
+) -> None:
+    # one side odd-sketched (~5,700 shingles), the other 1-bit (~6,500): the query's `other`
+    base = random_text(8, max(stored_words, query_words))
+    stored = " ".join(base.split()[:stored_words])
+    query = _near_copy(" ".join(base.split()[:query_words]), 3, 0.01)
+    fp = Fingerprinter(DedupConfig())
+    nfeat = fp.batch([stored, query]).nfeat
+    assert min(nfeat) <= fp.odd_max < max(nfeat)
+    report = compare(stored, query)
+    truth = jaccard(char_shingles(fp.normalize(stored), 5), char_shingles(fp.normalize(query), 5))
+    assert 0.8 < truth < 0.9
+    assert abs(report.estimated_jaccard - truth) < 0.04
+    decisions = Deduplicator().check_batch([Document(id="s", text=stored),
+                                             Document(id="q", text=query)])  # fmt: skip
+    assert decisions[1].duplicate_of == "s"
