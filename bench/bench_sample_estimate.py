@@ -1,12 +1,12 @@
-"""The Jaccard estimate's noise by set size: a sample of the smallest hashes against the 1-bit
-one-permutation sketch, on random pairs of known Jaccard (no corpus, no timing).
+"""The Jaccard estimate's noise by set size: a sample of the smallest hashes, the odd sketch
+and the 1-bit one-permutation sketch, on random pairs of known Jaccard (no corpus, no timing).
 
 For each size n and similarity J, pairs of random 64-bit hash sets of n elements with exact
-Jaccard J are estimated both ways at the default sketch size: the stored set coded as a
-sample (`compact_set.encode_sample`, compared from the query's side: `set_estimate`) and
-both sets' 1-bit sketches (what documents above `sample_limit` shingles keep). Prints the
-mean error and the standard deviation of each; the sample should be at least as good up to
-`sample_limit`.
+Jaccard J are estimated three ways at the default sketch size: the stored set coded as a
+sample (`compact_set.encode_sample`, compared from the query's side: `set_estimate`), both
+sets' odd sketches (`odd_sketch`: what documents above `sample_limit` shingles keep up to
+`odd_limit`) and both sets' 1-bit sketches (what larger documents keep). Prints the mean
+error and the standard deviation of each.
 
     python -m bench.bench_sample_estimate [--pairs 600]
 """
@@ -20,9 +20,10 @@ import numpy as np
 from neardup_stream import DedupConfig
 from neardup_stream.fingerprint import compact_set, set_estimate
 from neardup_stream.fingerprint.kernels import oph_sketch
+from neardup_stream.fingerprint.odd_sketch import odd_estimate, odd_limit, odd_sketch
 from neardup_stream.index.similarity import estimate_jaccard
 
-SIZES = (520, 700, 1000, 1300, 1536, 2000)
+SIZES = (520, 700, 1000, 1300, 2000, 4000, 6000, 8000)
 
 
 def _pair(
@@ -43,23 +44,33 @@ def main() -> None:
     args = ap.parse_args()
     bits = DedupConfig().sketch_bits
     k = compact_set.compact_limit(bits)
-    print(f"{bits}-bit sketches; samples up to {compact_set.sample_limit(bits)} shingles")
-    print(f"{'J':>4} {'n':>5}  {'sample: mean, sd':>18}  {'1-bit: mean, sd':>18}")
+    print(
+        f"{bits}-bit sketches; samples up to {compact_set.sample_limit(bits)} shingles, "
+        f"odd sketches up to {odd_limit(bits)}"
+    )
+    print(
+        f"{'J':>4} {'n':>5}  {'sample: mean, sd':>18}  {'odd: mean, sd':>18}  {'1-bit: mean, sd':>18}"
+    )
     rng = np.random.default_rng(args.seed)
-    for similarity in (0.8, 0.7):
+    for similarity in (0.9, 0.8, 0.7):
         for n in SIZES:
-            sample, one_bit = [], []
+            sample, odd, one_bit = [], [], []
             for _ in range(args.pairs):
                 a, b, truth = _pair(n, similarity, rng)
                 words = np.zeros(bits // 64, dtype=np.uint64)
                 compact_set.encode_sample(b, words, k)
                 sample.append(set_estimate.estimate(a, n, words, n) - truth)
+                oa, ob = np.zeros(bits // 64, np.uint64), np.zeros(bits // 64, np.uint64)
+                odd_sketch(a, oa)
+                odd_sketch(b, ob)
+                odd.append(odd_estimate(oa, ob, n, n) - truth)
                 sa, sb = np.zeros(bits // 64, np.uint64), np.zeros(bits // 64, np.uint64)
                 oph_sketch(a, bits, sa)
                 oph_sketch(b, bits, sb)
                 one_bit.append(estimate_jaccard(sa, sb) - truth)
             print(
                 f"{similarity:4.1f} {n:5}  {np.mean(sample):+.4f}, {np.std(sample):.4f}      "
+                f"{np.mean(odd):+.4f}, {np.std(odd):.4f}      "
                 f"{np.mean(one_bit):+.4f}, {np.std(one_bit):.4f}"
             )
 
