@@ -42,9 +42,10 @@ class DedupConfig(BaseModel):
     num_perm: int = Field(128, description="MinHash values used for LSH banding (power of two)")
     sketch_bits: int = Field(
         3072,
-        description="size of the 1-bit MinHash sketch kept per document for verification: "
-        "more bits, less estimator noise near the threshold, 1 byte per document per 8 bits "
-        "(docs/benchmarks.md, sketch size)",
+        description="size of the sketch kept per document for verification (an odd sketch up "
+        "to twice as many shingles, a 1-bit MinHash sketch beyond): more bits, less estimator "
+        "noise near the threshold, 1 byte per document per 8 bits (docs/benchmarks.md, "
+        "sketch size)",
     )
     bands: int | None = Field(
         None, ge=1, description="LSH bands; chosen from the threshold if unset"
