@@ -33,7 +33,7 @@ from neardup_stream.batch import Batch
 from neardup_stream.fingerprint.hashing import id_key
 from neardup_stream.index import kernels as _k
 from neardup_stream.index.bucket_table import BucketTable
-from neardup_stream.index.columns import BatchColumns, StoreColumns, TableArrays
+from neardup_stream.index.columns import BatchColumns, Rules, StoreColumns, TableArrays
 from neardup_stream.parsing import parse_document
 from neardup_stream.records import FingerprintRecord
 
@@ -73,12 +73,12 @@ def _probe_all(
     store: StoreColumns,
     window: np.ndarray,
     threshold: float,
-    set_max: int,
+    rules: Rules,
 ) -> int:
     """Probe every document of `docs` against one shard (no store); returns candidates seen."""
     seen = 0
     for i in range(docs.skip.size):
-        seen += _k.probe_verify(i, docs, tables, store, window, threshold, set_max).refs.size
+        seen += _k.probe_verify(i, docs, tables, store, window, threshold, rules).refs.size
     return seen
 
 
@@ -94,7 +94,7 @@ def probe_seconds(shard: Deduplicator, query: Batch, threshold: float) -> float:
         shard.store.arrays(),
         shard.store.window.copy(),
         threshold,
-        shard.fingerprinter.sample_max,
+        shard.rules,
     )
     _probe_all(query.docs, *args)  # compile / warm
     return min(_timed(lambda: _probe_all(query.docs, *args)) for _ in range(3))

@@ -16,8 +16,9 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 DEFAULT_SEED = 0x6E656172  # "near"
 # Version of what a fingerprint holds; 2: sketches of small documents are compact sets;
 # 3: those of documents up to twice as large are samples of their smallest hashes;
-# 4: those of documents of up to twice `sketch_bits` features are odd sketches.
-FINGERPRINT_FORMAT = 4
+# 4: those of documents of up to twice `sketch_bits` features are odd sketches; 5: from
+# just above the compact sets' size (no samples).
+FINGERPRINT_FORMAT = 5
 
 
 def _is_power_of_two(n: int) -> bool:

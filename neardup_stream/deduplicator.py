@@ -68,8 +68,10 @@ class Deduplicator:
             cfg.threshold,
             cfg.simhash_k,
             cfg.index_duplicates,
-            self.fingerprinter.sample_max,
+            self.fingerprinter.compact_max,
             self.fingerprinter.odd_max,
+            self.fingerprinter.other_min,
+            self.fingerprinter.other_max,
         )
 
     def __len__(self) -> int:

@@ -1,5 +1,4 @@
-"""Compact shingle sets: a document's hash set, or its smallest hashes, Rice-coded into the
-sketch's bits.
+"""Compact shingle sets: a small document's hash set, Rice-coded into the sketch's bits.
 
 A document with few shingles fills only a few of the one-permutation sketch's bins, so its
 1-bit sketch holds far fewer than `sketch_bits` independent samples and estimates Jaccard
@@ -11,15 +10,13 @@ and Golomb-Rice coded (gaps: quotient in unary, `r` low bits). `b` is the larges
 fits, so up to ~60 shingles the set is kept exactly (b >= 36) and at `compact_limit` shingles
 (~6 bits each) truncated values collide rarely.
 
-A document with more shingles, up to `sample_limit`, keeps a *sample*: its smallest hashes,
-coded the same way (a bottom-k sketch) with prefixes as wide as its `compact_limit`
-smallest allow, then as many as fit. They lie below a fraction of the hash range, so `b` is
-wider by as many bits and the coded values are as dense as a whole set's. Every stored
-value below the sample's largest is all of the document's below it, so with the query's
-hashes below it too they are a uniform sample of the union (`set_estimate`).
+A document with more shingles keeps an odd sketch or a 1-bit sketch instead; when it is
+compared with a stored compact set, the query's side may be its smallest hashes only (a
+bottom-k sample of it: `set_estimate`).
 
 Layout of the words (little-endian bit order): bits 0-7 `b`, 8-15 `r`, 16-30 `m` (values
-stored), bit 31 set for a sample, then the codes.
+stored), bit 31 zero (fingerprint format 3 set it for a sample of a larger set's smallest
+hashes), then the codes.
 """
 
 from __future__ import annotations
@@ -29,36 +26,24 @@ from typing import NamedTuple
 
 import numpy as np
 
-from neardup_stream.fingerprint.bitstream import bit_length, ones, put, reverse, take
+from neardup_stream.fingerprint.bitstream import ones, put, reverse, take
 from neardup_stream.fingerprint.hash_kernels import ONE
 from neardup_stream.native import njit
 
 HEADER_BITS = 32
 NO_LIMIT = np.uint64(0xFFFFFFFFFFFFFFFF)  # `common_values`: every stored value
-SAMPLED = np.uint64(1 << 31)  # the header's flag: the values are the smallest of a larger set
 
 
 def compact_limit(sketch_bits: int) -> int:
-    """Largest shingle count kept as a whole compact set, and the size of a sample: about 6
-    bits per shingle.
+    """Largest shingle count kept as a whole compact set (about 6 bits per shingle), and how
+    many smallest hashes a larger document keeps to be compared with one.
 
-    Below it the coded set estimates Jaccard better than the densified one-permutation sketch
-    of the same size (measured at 2,048 bits and J = 0.8: standard deviations 0.008 against
-    0.015 at 256 shingles; they cross near 330)."""
+    Up to it the coded set estimates Jaccard at least as well as the odd sketch of the same
+    size, and exactly for small sets (`bench.bench_sketch_noise`, 3,072 bits: standard
+    deviations at J = 0.8 0.000 / 0.001 / 0.003 / 0.004 at 128 / 256 / 384 / 512 shingles,
+    against 0.004-0.005 for the odd sketch; 0.006 against 0.004 at 700; at J = 0.7 0.005
+    against 0.007 at 512)."""
     return sketch_bits // 6
-
-
-def sample_limit(sketch_bits: int) -> int:
-    """Largest shingle count whose sketch is a sample of its smallest hashes (`encode_sample`:
-    at least `compact_limit`, as many as fit).
-
-    Measured at 3,072 bits and J = 0.8 (`bench.bench_sample_estimate`): standard deviations
-    0.005 at 520 shingles, 0.007 at 700 and 0.010 at 1,000 for the sample, against 0.011-0.012
-    for the 1-bit sketch at every size; even at 1,300 (0.012), worse at 1,536 (0.014). So up
-    to twice `compact_limit` the sample is the better estimate, and it skips densifying a
-    sketch whose bins are mostly empty (the costliest part of fingerprinting such a
-    document); beyond, it would lose accuracy and cost the fingerprint log more bytes."""
-    return 2 * compact_limit(sketch_bits)
 
 
 @njit(inline="always", cache=True)
@@ -94,20 +79,17 @@ def _rice(n, spread, b):
 
 
 @njit(cache=True, nogil=True)
-def _width(hashes, budget, sampled):
+def _width(hashes, budget):
     """(b, r): the widest prefixes of sorted distinct `hashes` whose codes fit in `budget`
-    bits, and their Rice parameter; (0, 0) when even 1-bit values would not fit. `sampled`:
-    the hashes are a larger set's smallest, so the top bits above the largest are unused."""
+    bits, and their Rice parameter; (0, 0) when even 1-bit values would not fit."""
     n = hashes.size
     avail = (budget - HEADER_BITS) // max(n, 1)
     log2n = 0
     while (1 << log2n) < n:
         log2n += 1
-    unused = 64 - bit_length(hashes[n - 1]) if sampled and n else 0
-    b = min(64, log2n + avail - 1 + unused)
-    while b > unused:
-        spread = float(cut(hashes[n - 1], b)) + 1.0 if sampled else 2.0**b
-        r = _rice(n, spread, b)
+    b = min(64, log2n + avail - 1)
+    while b > 0:
+        r = _rice(n, 2.0**b, b)
         if _coded_bits(hashes, b, r) <= budget:
             return b, r
         b -= 1
@@ -151,25 +133,10 @@ def encode(hashes, out):
     """Code sorted distinct 64-bit `hashes`, a whole set, into the zeroed uint64 array `out`.
 
     Returns False (leaving `out` zeroed) when even 1-bit values would not fit."""
-    b, r = _width(hashes, out.size * 64, False)
+    b, r = _width(hashes, out.size * 64)
     if b == 0:
         return False
     _write(hashes, out, b, r)
-    return True
-
-
-@njit(cache=True, nogil=True)
-def encode_sample(hashes, out, k):
-    """Code the smallest of sorted distinct 64-bit `hashes`, a set larger than `k`, into the
-    zeroed `out` as a sample: prefixes as wide as its `k` smallest allow, then as many of
-    them as fit (the width is a whole number of bits, so often a few dozen more than `k`).
-
-    Returns False (leaving `out` zeroed) when even 1-bit values would not fit."""
-    b, r = _width(hashes[:k], out.size * 64, True)
-    if b == 0:
-        return False
-    _write(hashes, out, b, r)
-    out[0] |= SAMPLED
     return True
 
 
@@ -180,8 +147,6 @@ class Overlap(NamedTuple):
     common: int  # the query's distinct `b`-bit prefixes among them
     stored: int  # how many there are
     b: int  # the set's prefix width
-    last: int  # the largest of them (a `b`-bit prefix; 0 when there is none)
-    last_common: bool  # whether the query holds `last` too
 
 
 @njit(cache=True, nogil=True)
@@ -202,9 +167,7 @@ def common_values(hashes, words, limit):
     n = hashes.size
     common = 0
     stored = 0
-    last = np.uint64(0)
     v = np.uint64(0)
-    hit = False
     for k in range(m):
         q = ones(words, pos)
         pos += np.int64(q) + 1
@@ -215,20 +178,13 @@ def common_values(hashes, words, limit):
             break
         while i < n and cut(hashes[i], b) < v:
             i += 1
-        hit = i < n and cut(hashes[i], b) == v
-        common += hit
+        if i < n and cut(hashes[i], b) == v:
+            common += 1
         stored += 1
-        last = v
-    return Overlap(common, stored, b, last, hit and stored > 0)
+    return Overlap(common, stored, b)
 
 
 @njit(cache=True, nogil=True)
 def stored_values(words):
     """How many distinct `b`-bit values a coded set holds (its header's `m`)."""
     return np.int64((words[0] >> np.uint64(16)) & np.uint64(0x7FFF))
-
-
-@njit(cache=True, nogil=True)
-def is_sample(words):
-    """Whether a coded set holds the smallest values of a larger set (`encode_sample`)."""
-    return (words[0] & SAMPLED) != np.uint64(0)

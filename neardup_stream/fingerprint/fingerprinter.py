@@ -18,7 +18,7 @@ import numpy as np
 
 from neardup_stream.config import DedupConfig
 from neardup_stream.fingerprint import kernels as _kernels
-from neardup_stream.fingerprint.compact_set import compact_limit, sample_limit
+from neardup_stream.fingerprint.compact_set import compact_limit
 from neardup_stream.fingerprint.nfkc import nfkc_tables
 from neardup_stream.fingerprint.normalize import direct_table, fold_table, normalize, strip_html
 from neardup_stream.fingerprint.odd_sketch import odd_limit
@@ -47,21 +47,29 @@ class Fingerprints:
 
 def kept_features(config: DedupConfig) -> int:
     """Largest set size whose sorted hashes a batch keeps: every document that can reach
-    the lowest similarity verified against a compact set, whole or sampled (J <= min/max of
-    the set sizes). Beyond `sample_limit` it keeps the `compact_limit` smallest: a sample
-    is all such a document's comparison with a compact set needs (`set_estimate`)."""
+    the lowest similarity verified against a compact set (J <= min/max of the set sizes).
+    Beyond `compact_limit` it keeps the `compact_limit` smallest: a sample is all such a
+    document's comparison with a compact set needs (`set_estimate`)."""
     lowest = config.threshold - (config.precise_margin if config.precise else 0.0)
-    limit = sample_limit(config.sketch_bits)
+    limit = compact_limit(config.sketch_bits)
     return limit if lowest >= 1 else min(65535, math.ceil(limit / max(lowest, 1e-3)))
 
 
 def other_range(config: DedupConfig) -> tuple[int, int]:
-    """Set sizes (lowest, highest) whose documents also get the other form of sketch: those
-    that can reach the lowest similarity verified with a document across `odd_limit`
-    (J <= min/max of the set sizes)."""
-    lowest = max(config.threshold - (config.precise_margin if config.precise else 0.0), 1e-3)
+    """Set sizes (lowest, highest) whose documents also get the other form of sketch: every
+    size the index's size filter lets meet one across `odd_limit` at the lowest similarity
+    verified (it excludes sizes a <= b when a < min_sim * b: the same float comparison)."""
+    lowest = config.threshold - (config.precise_margin if config.precise else 0.0)
     odd_max = odd_limit(config.sketch_bits)
-    return math.ceil(lowest * odd_max), math.floor(odd_max / lowest)
+    if lowest <= 0.0:  # every size can meet every other
+        return 0, sys.maxsize
+    low = max(math.floor(lowest * odd_max) - 1, 0)
+    while low < lowest * odd_max:  # the smallest size a with odd_max not excluding it
+        low += 1
+    high = math.ceil(odd_max / lowest) + 1
+    while odd_max < lowest * high:  # the largest size b with b not excluding odd_max
+        high -= 1
+    return low, high
 
 
 @lru_cache(maxsize=1)
@@ -104,22 +112,20 @@ class Fingerprinter:
     """Computes `Fingerprints` under one `DedupConfig`.
 
     The verification sketch of a document with at most `compact_limit(sketch_bits)` distinct
-    features is its whole feature set, Rice-coded (`compact_set`), and up to
-    `sample_limit(sketch_bits)` a sample of it (its smallest hashes); up to
+    features is its whole feature set, Rice-coded (`compact_set`); up to
     `odd_limit(sketch_bits)` an odd sketch (`odd_sketch`), larger documents the 1-bit
     one-permutation MinHash sketch. The batch also returns the sorted feature hashes of
     every document small enough to be compared with a compact set (`kept_features`), all of
-    them up to `sample_limit`, else its smallest.
+    them up to `compact_limit`, else its smallest.
     """
 
     def __init__(self, config: DedupConfig) -> None:
         self.config = config
         self.bands, self.rows = config.banding
         self.compact_max = compact_limit(config.sketch_bits)
-        self.sample_max = sample_limit(config.sketch_bits)
         self.keep_max = kept_features(config)
         self.odd_max = odd_limit(config.sketch_bits)
-        other_min, other_max = other_range(config)
+        self.other_min, self.other_max = other_range(config)
         self._mode = _kernels.MODE_CHAR if config.shingle == "char" else _kernels.MODE_WORD
         self.shingling = _kernels.Shingling(
             self._mode,
@@ -128,11 +134,10 @@ class Fingerprinter:
             config.sketch_bits,
             config.num_perm,
             self.compact_max,
-            self.sample_max,
             self.keep_max,
             self.odd_max,
-            other_min,
-            other_max,
+            self.other_min,
+            self.other_max,
         )
 
     def normalize(self, text: str) -> str:

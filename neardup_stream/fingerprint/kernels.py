@@ -24,10 +24,11 @@ One pass over the features of a document computes, per feature, in O(1):
   value = min hash in the bin. Grouping bins gives the `num_perm`-value MinHash signature used
   for LSH banding (empty groups filled by rotation densification, Shrivastava & Li 2014); the
   lowest bit of every bin gives the 1-bit verification sketch (b-bit minwise hashing; empty
-  bins filled by optimal densification, Shrivastava 2017). A document with few distinct
-  features keeps its Rice-coded feature set in the sketch's place instead, and one with up
-  to `sample_max` its smallest hashes (`compact_set`): then no bin is filled, and none
-  densified.
+  bins filled by optimal densification, Shrivastava 2017) of a large document. A document
+  with few distinct features keeps its Rice-coded feature set in the sketch's place instead
+  (`compact_set`), and one with up to `odd_max` an odd sketch (`odd_sketch`: each distinct
+  feature flips a bit); their signatures come straight from the features, and no bin is
+  filled or densified unless the document also needs a 1-bit sketch (`other_min`).
 
 This module is the batch pass (`fingerprint_batch`) and its interface types; the kernels it
 runs live by concept, and are re-exported here: `hash_kernels` (MurmurHash3, `fmix64`),
@@ -43,7 +44,7 @@ from typing import NamedTuple
 import numpy as np
 
 from neardup_stream.fingerprint.bitstream import popcount64
-from neardup_stream.fingerprint.compact_set import encode, encode_sample
+from neardup_stream.fingerprint.compact_set import encode
 from neardup_stream.fingerprint.feature_set_kernels import (
     bucket_sort,
     distinct_count,
@@ -125,9 +126,8 @@ class Shingling(NamedTuple):
     sketch_bits: int  # OPH bins (a multiple of 64 and of num_perm); also the 1-bit sketch length
     num_perm: int  # MinHash signature length (power of two <= sketch_bits)
     compact_max: int  # at most this many distinct features: the set is coded in the sketch
-    sample_max: int  # at most this many: a sample of its smallest hashes is coded instead
     keep_max: int  # at most this many distinct features: their sorted hashes are returned
-    odd_max: int  # at most this many (beyond sample_max): an odd sketch (`odd_sketch`)
+    odd_max: int  # at most this many (beyond compact_max): an odd sketch (`odd_sketch`)
     other_min: int  # documents of other_min..other_max distinct features that can meet one
     other_max: int  # ... of the other form at odd_max also get that form (`RawFingerprints.other`)
 
@@ -155,12 +155,11 @@ def fingerprint_batch(texts, fold, spec):
         texts: A `TextBatch`.
         fold: The `FoldTable`.
         spec: The `Shingling`. Documents with at most `spec.compact_max` distinct features
-            get their set coded into the sketch (`compact_set`), those with at most
-            `spec.sample_max` their smallest hashes, instead of the 1-bit OPH sketch; those
-            with at most `spec.keep_max` return them sorted (beyond `sample_max`, their
-            `compact_max` smallest). Up to `spec.odd_max` the sketch is an odd sketch, beyond
-            it the 1-bit sketch; documents in `spec.other_min..other_max` also get the other
-            form (`RawFingerprints.other`).
+            get their set coded into the sketch (`compact_set`), up to `spec.odd_max` an odd
+            sketch, beyond it the 1-bit OPH sketch; documents in `spec.other_min..other_max`
+            also get the other form (`RawFingerprints.other`). Those with at most
+            `spec.keep_max` return their hashes sorted (beyond `compact_max`, their
+            `compact_max` smallest).
 
     Returns:
         `RawFingerprints` of every text.
@@ -169,7 +168,7 @@ def fingerprint_batch(texts, fold, spec):
     wide, wide_offsets = texts.wide, texts.wide_offsets
     mode, k, seed = spec.mode, spec.k, spec.seed
     sketch_bits, num_perm = spec.sketch_bits, spec.num_perm
-    compact_max, sample_max, keep_max = spec.compact_max, spec.sample_max, spec.keep_max
+    compact_max, keep_max = spec.compact_max, spec.keep_max
     odd_max, other_min, other_max = spec.odd_max, spec.other_min, spec.other_max
     n = offsets.size - 1
     if wide_offsets.size != offsets.size:
@@ -235,18 +234,19 @@ def fingerprint_batch(texts, fold, spec):
                 feat_values = grown
             used = sorted_distinct(feats, feat_values, used, scratch)
             nfeat[d] = used - feat_offsets[d]
-            if nfeat[d] > sample_max and not has_odd:
+            if nfeat[d] > compact_max and not has_odd:
                 has_odd = True
                 odd_sketch(feat_values[feat_offsets[d] : used], odd)
-            if nfeat[d] > sample_max:  # a sketched document keeps its smallest only
+            if nfeat[d] > compact_max:  # a sketched document keeps its smallest only
                 used = feat_offsets[d] + compact_max
         feat_offsets[d + 1] = used
         kept = feat_values[feat_offsets[d] : used]
         # a signature value is the minimum of its group of bins (bin // group is the hash's
         # top 32 bits scaled to num_perm, as sketch_bits = group * num_perm): taken from the
-        # bins where the 1-bit sketch needs them, else straight from the distinct features
+        # bins where a 1-bit sketch needs them, else straight from the features
         signature[d, :] = EMPTY
-        if nfeat[d] > sample_max:
+        one_bit = nfeat[d] > odd_max or (nfeat[d] > compact_max and nfeat[d] >= other_min)
+        if one_bit:
             bins[:] = EMPTY
             for f in range(total):
                 h = feats[f]
@@ -258,7 +258,7 @@ def fingerprint_batch(texts, fold, spec):
                     low = min(low, bins[b])
                 signature[d, g] = low
         else:
-            for h in kept:
+            for h in kept if nfeat[d] <= compact_max else feats:
                 g = bin_of(h, num_perm)
                 signature[d, g] = min(signature[d, g], h)
         sh = np.uint64(0)
@@ -269,11 +269,9 @@ def fingerprint_batch(texts, fold, spec):
         densify(signature[d])
         if 0 < nfeat[d] <= compact_max:
             encode(kept, sketch[d])
-        elif 0 < nfeat[d] <= sample_max:  # (kept: sample_max <= keep_max)
-            encode_sample(kept, sketch[d], compact_max)
-        elif nfeat[d] <= odd_max:  # (the bins are filled: more than sample_max features)
+        elif nfeat[d] <= odd_max:
             sketch[d, :] = odd
-            if nfeat[d] >= other_min:
+            if one_bit:  # (the bins are filled)
                 one_bit_sketch(bins, total, other[d], work)
         elif total:
             one_bit_sketch(bins, total, sketch[d], work)

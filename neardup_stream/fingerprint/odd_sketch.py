@@ -12,7 +12,7 @@ Why: a 1-bit one-permutation sketch spends a bit on every bin, most of them the 
 two near-duplicates, and its standard deviation is ~0.011 at J = 0.8 and 3,072 bits
 whatever the document's size. An odd sketch spends its bits on the difference only: for
 documents of up to twice as many features as bits, measured at 3,072 bits
-(`bench.bench_sample_estimate`), standard deviations 0.005-0.007 at J = 0.8, 0.003 at J = 0.9
+(`bench.bench_sketch_noise`), standard deviations 0.005-0.007 at J = 0.8, 0.003 at J = 0.9
 and 0.007-0.012 at J = 0.7. Beyond `odd_limit` the difference fills the sketch and the
 1-bit sketch is the better one.
 """

@@ -1,26 +1,22 @@
-"""The Jaccard estimate of a query's hashes against a stored compact set, whole or sampled.
+"""The Jaccard estimate of a query's hashes against a stored compact set.
 
-The query's side is exact: its sorted 64-bit hashes, all of them or, for a document with a
-1-bit sketch, its smallest (the batch keeps them for every document that can be compared
-with a compact set). The stored side is a `compact_set`: its distinct `b`-bit prefixes, all
-of them, or the smallest of them (a sample). When either side is a sample, only the values
-below the lower of the samples' largest count; below it both documents' values are all
-there, so they are a uniform random sample of the union (a bottom-k estimate without
-replacement: a stored sample's largest value is left out, as it belongs to the stored
-document by construction, and so is the query's, by counting strictly below it).
+The query's side is exact: its sorted 64-bit hashes, all of them or, for a document larger
+than a compact set, its smallest (the batch keeps them for every document that can be
+compared with a compact set). The stored side is a `compact_set`: its distinct `b`-bit
+prefixes. When the query's side is a sample, only the values below its largest count;
+below it both documents' values are all there, so they are a uniform random sample of the
+union (a bottom-k estimate without replacement: the query's largest value is left out, by
+counting strictly below it).
 """
 
 from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from neardup_stream.fingerprint.compact_set import (
     NO_LIMIT,
     common_values,
     cut,
-    is_sample,
     prefix_width,
     stored_values,
 )
@@ -73,15 +69,14 @@ def estimate(hashes, n_query, words, n_stored):
     collisions are negligible the count itself is used, so a ratio such as 4/5 compares with
     the threshold exactly as the exact Jaccard does.
 
-    When either side is a sample, only the values below the lower of the samples' largest
-    count, among as many possible values (`_sampled`)."""
+    When the query's side is a sample, only the values below its largest count, among as
+    many possible values (`_sampled`)."""
     if hashes.size == 0 or n_stored == 0:
         return 0.0
     b = prefix_width(words)
-    query_sampled = hashes.size < n_query
-    if query_sampled or is_sample(words):
-        limit = cut(hashes[hashes.size - 1], b) if query_sampled else NO_LIMIT
-        return _sampled(hashes, common_values(hashes, words, limit), limit, words)
+    if hashes.size < n_query:
+        limit = cut(hashes[hashes.size - 1], b)
+        return _sampled(hashes, common_values(hashes, words, limit), limit)
     common = common_values(hashes, words, NO_LIMIT).common
     rng = 2.0**b
     if n_query * n_stored < 1e-4 * rng:  # chance collisions negligible: the count is exact
@@ -90,24 +85,18 @@ def estimate(hashes, n_query, words, n_stored):
 
 
 @njit(cache=True, nogil=True)
-def _sampled(hashes, overlap, limit, words):
-    """`estimate` when a side is a sample, from the `compact_set.Overlap` of the stored
-    values below `limit`: the values below `limit` (the query sample's largest, exclusive)
-    or, when lower, below the stored sample's largest (which belongs to the stored set by
-    construction, so it is left out), among as many possible values."""
+def _sampled(hashes, overlap, limit):
+    """`estimate` when the query's side is a sample, from the `compact_set.Overlap` of the
+    stored values below `limit` (the query sample's largest, exclusive), among as many
+    possible values."""
     b, common, stored = overlap.b, overlap.common, overlap.stored
-    end = limit
-    if is_sample(words) and overlap.stored == stored_values(words):  # all below the limit
-        end = overlap.last
-        common -= np.int64(overlap.last_common)
-        stored -= 1
     below = 0
-    while below < hashes.size and cut(hashes[below], b) < end:
+    while below < hashes.size and cut(hashes[below], b) < limit:
         below += 1
     d_query = distinct_prefixes(hashes[:below], b)
     if d_query + stored - common <= 0:
         return 0.0
-    rng = float(end)
+    rng = float(limit)
     if d_query * stored < 1e-4 * rng:
         return common / (d_query + stored - common)
     return _corrected(d_query, stored, common, rng)

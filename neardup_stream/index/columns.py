@@ -116,6 +116,8 @@ class Rules(NamedTuple):
     index_duplicates: bool
     set_max: int  # stored sketches of documents with at most this many features are compact sets
     odd_max: int  # ... of those with more, up to this many, odd sketches; beyond, 1-bit sketches
+    other_min: int  # queries of other_min..other_max features carry the other form near odd_max
+    other_max: int  # (`fingerprinter.other_range`); others can never meet that form
 
 
 class Candidates(NamedTuple):

@@ -58,11 +58,17 @@ def expired(window, ts, limits):
 
 
 @njit(inline="always", cache=True)
-def _sizes_exclude(a, b, min_sim):
-    """Exact size filter: Jaccard <= min(|A|, |B|) / max(|A|, |B|)."""
-    a = min(a, SIZE_CAP)
-    if a == SIZE_CAP or b == SIZE_CAP:
+def _sizes_exclude(query, stored, min_sim):
+    """Exact size filter: Jaccard <= min(|A|, |B|) / max(|A|, |B|). The query's size is
+    exact; a stored size of SIZE_CAP is at least that (saturated), so it excludes nothing."""
+    if stored == SIZE_CAP:
         return False
+    return sizes_exclude(query, stored, min_sim)
+
+
+@njit(inline="always", cache=True)
+def sizes_exclude(a, b, min_sim):
+    """Whether sets of `a` and `b` features cannot reach Jaccard `min_sim` (min / max below it)."""
     return min(a, b) < min_sim * max(a, b)
 
 

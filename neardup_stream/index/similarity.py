@@ -29,7 +29,10 @@ from neardup_stream.native import njit
 
 
 class QuerySketches(NamedTuple):
-    """A query document's sketches in the stored forms met so far (empty until needed)."""
+    """A query document's sketches in the stored forms met so far: empty until needed, and
+    empty when the query has no sketch of that form (its size cannot meet such a document
+    at the lowest similarity verified: `Rules.other_min`/`other_max`); `similarity` is then
+    0."""
 
     one_bit: np.ndarray  # uint64[words]: its 1-bit one-permutation sketch
     odd: np.ndarray  # uint64[words]: its odd sketch
@@ -53,11 +56,12 @@ def estimate_jaccard(a, b):
 @njit(cache=True, nogil=True)
 def one_bit_query(nfeat, row, other, query_feats, rules):
     """A query's 1-bit sketch: its `row` (beyond `odd_max`), its `other` row (an odd-sketched
-    document near `odd_max`), or, for a compact set's document, made from its hashes."""
+    document near `odd_max`), or, for a compact set's document, made from its hashes; empty
+    for an odd-sketched document too small to carry one."""
     if nfeat > rules.odd_max:
         return row
     if nfeat > rules.set_max:
-        return other
+        return other if nfeat >= rules.other_min else np.empty(0, dtype=np.uint64)
     oph = np.zeros(row.size, dtype=np.uint64)
     oph_sketch(query_feats, row.size * 64, oph)
     return oph
@@ -66,9 +70,10 @@ def one_bit_query(nfeat, row, other, query_feats, rules):
 @njit(cache=True, nogil=True)
 def odd_query(nfeat, row, other, query_feats, rules):
     """A query's odd sketch: its `row`, its `other` row (a 1-bit-sketched document near
-    `odd_max`), or, for a compact set's document, made from its hashes."""
+    `odd_max`), or, for a compact set's document, made from its hashes; empty for a 1-bit
+    sketched document too large to carry one."""
     if nfeat > rules.odd_max:
-        return other
+        return other if nfeat <= rules.other_max else np.empty(0, dtype=np.uint64)
     if nfeat > rules.set_max:
         return row
     odd = np.zeros(row.size, dtype=np.uint64)
@@ -97,7 +102,11 @@ def similarity(query_feats, query_nfeat, q, stored, stored_nfeat, rules):
             return 0.0
         return estimate(query_feats, query_nfeat, stored, stored_nfeat)
     if stored_nfeat <= rules.odd_max:
+        if q.odd.size == 0:
+            return 0.0
         return odd_estimate(q.odd, stored, query_nfeat, stored_nfeat)
+    if q.one_bit.size == 0:
+        return 0.0
     return estimate_jaccard(q.one_bit, stored)
 
 

@@ -158,6 +158,8 @@ class FingerprintBatch:
         with_other = reader.array("<i8", int(reader.array("<i8", 1)[0]))
         if with_other.size and (with_other.min() < 0 or with_other.max() >= n):
             raise ValueError("fingerprint batch: an `other` sketch of a row it does not have")
+        if with_other.size > 1 and not (np.diff(with_other) > 0).all():
+            raise ValueError("fingerprint batch: `other` sketch rows not in increasing order")
         other = np.zeros((n, words), dtype=np.uint64)
         other[with_other] = reader.array("<u8", with_other.size * words).reshape(-1, words)
         ids, domains = reader.strings(n), reader.strings(n)

@@ -74,17 +74,19 @@ def test_snapshots_of_the_previous_format_are_refused_clearly(tmp_path: Path) ->
         load_snapshot(path)
 
 
-def test_snapshots_made_before_odd_sketches_are_refused_clearly(tmp_path: Path) -> None:
-    # format 3 stored 1-bit sketches where format 4 stores odd sketches (documents of 1,025 to
-    # 6,144 shingles at the default size): read as odd sketches they would be garbage
-    dedup, text = Deduplicator(DedupConfig()), random_text(9, 400)
+def test_snapshots_of_earlier_sketch_forms_are_refused_clearly(tmp_path: Path) -> None:
+    # format 3 stored 1-bit sketches and format 4 samples of the smallest hashes where format
+    # 5 stores odd sketches (documents of 513 to 6,144 shingles at the default size): read
+    # as odd sketches they would be garbage
+    dedup, text = Deduplicator(DedupConfig()), random_text(9, 90)
     fp = dedup.fingerprinter
-    assert fp.sample_max < fp.batch([text]).nfeat[0] <= fp.odd_max and FINGERPRINT_FORMAT == 4
+    assert fp.compact_max < fp.batch([text]).nfeat[0] <= 1024 and FINGERPRINT_FORMAT == 5
     dedup.check_batch([Document(id="m", text=text)])
     path = save_snapshot(dedup, tmp_path / "snap")
     meta_file = Path(path) / "meta.json"
     meta = json.loads(meta_file.read_text())
-    meta["fingerprint_format"] = 3
-    meta_file.write_text(json.dumps(meta))
-    with pytest.raises(ValueError, match="fingerprints of format 3, this release uses format 4"):
-        load_snapshot(path)
+    for earlier in (3, 4):
+        meta["fingerprint_format"] = earlier
+        meta_file.write_text(json.dumps(meta))
+        with pytest.raises(ValueError, match=f"format {earlier}, this release uses format 5"):
+            load_snapshot(path)

@@ -17,7 +17,7 @@ from typing import NamedTuple
 import numpy as np
 
 from neardup_stream.config import DedupConfig
-from neardup_stream.fingerprint.compact_set import sample_limit
+from neardup_stream.fingerprint.compact_set import compact_limit
 from neardup_stream.mapping import domain_of
 from neardup_stream.models import Parsed
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
@@ -98,13 +98,13 @@ def ingest(
 def fingerprint_bytes(config: DedupConfig) -> int:
     """Most room one document's fingerprints take in a log record besides its value and key:
     the sketch, the LSH and SimHash keys, the sorted shingle hashes a small document
-    carries for compact-set comparisons (all of them up to `sample_limit` shingles, else the
-    smallest: at most 8,192 bytes by default), and the other sketch of one near `odd_limit`
+    carries for compact-set comparisons (all of them up to `compact_limit` shingles, else the
+    smallest: at most 4,096 bytes by default), and the other sketch of one near `odd_limit`
     (with its row number)."""
     bands, _ = config.banding
     keys = bands + config.simhash_k + 1
     sketches = 2 * (config.sketch_bits // 8) + 8
-    return sketches + 8 * keys + 8 * sample_limit(config.sketch_bits) + FIXED_BYTES
+    return sketches + 8 * keys + 8 * compact_limit(config.sketch_bits) + FIXED_BYTES
 
 
 def _chunks(records: list[InputRecord], limit: int, room: int) -> list[tuple[int, int]]:

@@ -117,7 +117,7 @@ def test_a_sketch_made_from_a_query_s_hashes_is_the_one_the_kernel_stores() -> N
     fp = Fingerprinter(config)
     mid, long = "a short text with some forty characters.", random_text(3, words=60)
     prints = fp.batch([mid, long])
-    assert fp.sample_max < prints.nfeat[0] <= fp.odd_max < prints.nfeat[1]
+    assert fp.compact_max < prints.nfeat[0] <= fp.odd_max < prints.nfeat[1]
     odd = np.zeros(1, dtype=np.uint64)
     odd_sketch(fp.features(mid), odd)
     assert odd[0] == prints.sketch[0, 0]

@@ -11,6 +11,7 @@ from neardup_stream.fingerprint.feature_set_kernels import distinct_count, set_s
 from neardup_stream.fingerprint.fingerprinter import Fingerprinter, other_range
 from neardup_stream.fingerprint.odd_sketch import odd_estimate, odd_limit, odd_sketch
 from neardup_stream.fingerprint.shingles import char_shingles, jaccard
+from neardup_stream.index.kernels import sizes_exclude
 from tests.unit.conftest import random_text
 
 WORDS = 48  # 3,072 bits
@@ -72,7 +73,7 @@ def test_documents_get_the_form_of_their_size_and_the_other_one_near_the_limit()
     prints = fp.batch(texts)
     for d, text in enumerate(texts):
         nfeat, other = int(prints.nfeat[d]), prints.other[d]
-        if fp.sample_max < nfeat <= fp.odd_max:
+        if fp.compact_max < nfeat <= fp.odd_max:
             assert (prints.sketch[d] == _sketch(fp.features(text))).all()
         assert other.any() == (low <= nfeat <= high), nfeat
         if fp.odd_max < nfeat <= high:
@@ -108,3 +109,35 @@ def test_documents_across_the_limit_compare_in_the_stored_form(
     decisions = Deduplicator().check_batch([Document(id="s", text=stored),
                                              Document(id="q", text=query)])  # fmt: skip
     assert decisions[1].duplicate_of == "s"
+
+
+def test_a_query_past_the_stored_size_cap_is_not_scored_against_an_odd_sketch() -> None:
+    # 65,535+ shingles (a stored size saturates there, a query's does not): the size filter
+    # still applies, and a query with no odd sketch scores 0 against one, not ~q / (q + 2s)
+    rng = np.random.default_rng(7)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz     "))
+    small = "".join(rng.choice(letters, 2500))
+    huge = (small + " ") * 60 + "".join(rng.choice(letters, 90_000))
+    fp = Fingerprinter(DedupConfig())
+    nfeat = fp.batch([small, huge]).nfeat
+    assert fp.compact_max < nfeat[0] <= fp.odd_max and nfeat[1] > 65_535
+    decisions = Deduplicator().check_batch([Document(id="s", text=small),
+                                             Document(id="h", text=huge)])  # fmt: skip
+    assert decisions[1].decision == "unique"
+    assert compare(small, huge).estimated_jaccard < 0.05
+
+
+@pytest.mark.parametrize("sketch_bits", [64, 2176, 3072, 8192])
+@pytest.mark.parametrize("threshold", [0.05, 0.5, 0.68, 0.7, 0.8, 0.9, 0.97, 1.0])
+def test_the_other_range_is_exactly_what_the_size_filter_lets_meet_across_the_limit(
+    sketch_bits: int, threshold: float
+) -> None:
+    config = DedupConfig(sketch_bits=sketch_bits, num_perm=64, threshold=threshold)
+    low, high = other_range(config)
+    odd_max = odd_limit(sketch_bits)
+    assert not sizes_exclude(low, odd_max, threshold) and not sizes_exclude(
+        high, odd_max, threshold
+    )
+    assert sizes_exclude(low - 1, odd_max, threshold) and sizes_exclude(
+        high + 1, odd_max, threshold
+    )

@@ -1,12 +1,10 @@
-"""Samples of a document's smallest hashes: coding, the Jaccard estimate against them, and
-where the engine uses them (documents of `compact_limit` to `sample_limit` shingles)."""
+"""The Jaccard estimate against a stored compact set, from a query's hashes: all of them, or
+its smallest (a document larger than a compact set)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 from neardup_stream import DedupConfig, Deduplicator, Document
 from neardup_stream.compare import compare
@@ -17,7 +15,6 @@ from tests.unit.conftest import mutate, random_text
 
 SKETCH_BITS = DedupConfig().sketch_bits
 K = compact_set.compact_limit(SKETCH_BITS)
-SAMPLE_MAX = compact_set.sample_limit(SKETCH_BITS)
 
 
 def _pair(n: int, inter: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -28,64 +25,18 @@ def _pair(n: int, inter: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
     return np.sort(pool[:n]), np.sort(np.concatenate((pool[:inter], pool[n:])))
 
 
-def _sample(hashes: np.ndarray) -> np.ndarray:
+def _whole(hashes: np.ndarray) -> np.ndarray:
     words = np.zeros(SKETCH_BITS // 64, dtype=np.uint64)
-    assert compact_set.encode_sample(hashes, words, K)
+    assert compact_set.encode(hashes, words)
     return words
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.integers(K + 1, SAMPLE_MAX), st.integers(0, 2**31))
-def test_a_sample_is_flagged_and_scores_its_own_set_exactly_one(n: int, seed: int) -> None:
-    a, _ = _pair(n, n, seed)
-    words = _sample(a)
-    assert compact_set.is_sample(words)
-    overlap = compact_set.common_values(a, words, compact_set.NO_LIMIT)
-    assert overlap.common == compact_set.stored_values(words) > 0.9 * K  # few prefixes merge
-    assert overlap.last_common
-    assert set_estimate.estimate(a, a.size, words, n) == 1.0
-
-
-def test_whole_sets_are_not_flagged() -> None:
-    a, _ = _pair(K, K, 1)
-    words = np.zeros(SKETCH_BITS // 64, dtype=np.uint64)
-    assert compact_set.encode(a, words)
-    assert not compact_set.is_sample(words)
-
-
-@pytest.mark.parametrize("n", [2 * K, 4 * K, 16 * K])
-def test_a_sample_codes_its_values_as_densely_as_a_whole_set(n: int) -> None:
-    # its values lie below ~K/n of the range: the prefixes are wider by as many bits, so as
-    # few of them merge as in a whole set of K
-    a, _ = _pair(n, n, 2)
-    sampled = _sample(a)
-    whole = np.zeros(SKETCH_BITS // 64, dtype=np.uint64)
-    compact_set.encode(np.sort(a[np.random.default_rng(2).permutation(n)[:K]]), whole)
-    wider = compact_set.prefix_width(sampled) - compact_set.prefix_width(whole)
-    assert wider >= int(np.log2(n // K)) - 1
-    assert compact_set.stored_values(sampled) >= compact_set.stored_values(whole) - 8
-
-
-@pytest.mark.parametrize(("n", "sd"), [(K + 8, 0.008), (700, 0.014), (SAMPLE_MAX, 0.016)])
-@pytest.mark.parametrize("similarity", [0.7, 0.8, 0.9])
-def test_samples_estimate_without_bias(n: int, sd: float, similarity: float) -> None:
-    # measured over 600 pairs (J = 0.8): standard deviations 0.005 at 520 shingles, 0.011 at
-    # 700 and 0.013 at 1,024, against 0.012 for the 1-bit sketch these sizes had before
-    errors = []
-    for seed in range(150):
-        inter = round(2 * n * similarity / (1 + similarity))
-        a, b = _pair(n, inter, seed)
-        errors.append(set_estimate.estimate(a, a.size, _sample(b), n) - inter / (2 * n - inter))
-    assert abs(float(np.mean(errors))) < 0.004
-    assert float(np.std(errors)) < sd
-
-
-@pytest.mark.parametrize(("query", "stored"), [(1100, 1000), (1100, 480), (1300, 1250)])
+@pytest.mark.parametrize(("query", "stored"), [(560, 500), (600, 480), (640, 512)])
 def test_a_query_keeping_only_its_smallest_hashes_is_estimated_without_bias(
     query: int, stored: int
 ) -> None:
-    # a document with a 1-bit sketch keeps only its K smallest hashes; against a whole set or
-    # a sample only the values below the lower of the two samples' largest count
+    # a document larger than a compact set keeps only its K smallest hashes; against a whole
+    # set only the values below the largest of them count
     errors = []
     for seed in range(150):
         rng = np.random.default_rng(seed)
@@ -94,41 +45,37 @@ def test_a_query_keeping_only_its_smallest_hashes_is_estimated_without_bias(
         inter = int(0.85 * stored)
         a = np.sort(pool[:query])
         b = np.sort(np.concatenate((pool[:inter], pool[query : query + stored - inter])))
-        words = np.zeros(SKETCH_BITS // 64, dtype=np.uint64)
-        if stored <= K:
-            compact_set.encode(b, words)
-        else:
-            compact_set.encode_sample(b, words, K)
+        words = _whole(b)
         truth = inter / (query + stored - inter)
         errors.append(set_estimate.estimate(a[:K], query, words, stored) - truth)
     assert abs(float(np.mean(errors))) < 0.005
     assert float(np.std(errors)) < 0.02
 
 
-def test_a_sample_against_a_query_of_another_size() -> None:
-    # the query's hashes above the sample's largest are not counted: a query twice the
-    # stored set's size holding all of it scores about 1/2, not 1
-    a, _ = _pair(2 * 700, 2 * 700, 3)
-    b = np.sort(a[::2])
-    assert abs(set_estimate.estimate(a, a.size, _sample(b), b.size) - 0.5) < 0.05
+def test_a_query_keeping_only_its_smallest_hashes_counts_only_below_its_largest() -> None:
+    # a query four times the stored set's size holding all of it scores about 1/4, not 1, and
+    # the stored values above the query sample's largest are not counted against it
+    a, _ = _pair(4 * K, 4 * K, 3)
+    b = np.sort(a[::4][:K])
+    assert abs(set_estimate.estimate(a[:K], a.size, _whole(b), b.size) - 0.25) < 0.05
+    assert set_estimate.estimate(b, b.size, _whole(b), b.size) == 1.0
 
 
-def test_the_engine_stores_samples_for_mid_sized_documents_only() -> None:
+def test_the_engine_stores_compact_sets_for_small_documents_only() -> None:
     fp = Fingerprinter(DedupConfig())
-    texts = [random_text(seed, words) for seed, words in ((1, 60), (2, 110), (3, 800))]
+    texts = [random_text(seed, words) for seed, words in ((1, 60), (2, 85), (3, 800))]
     prints = fp.batch(texts)
-    assert prints.nfeat[0] <= K < prints.nfeat[1] <= SAMPLE_MAX < prints.nfeat[2]
-    assert not compact_set.is_sample(prints.sketch[0])
-    assert compact_set.is_sample(prints.sketch[1])
+    assert prints.nfeat[0] <= K < prints.nfeat[1] <= fp.keep_max < prints.nfeat[2]
     kept = np.diff(prints.feat_offsets)
-    assert (kept[:2] == prints.nfeat[:2]).all()  # a sample's document keeps its whole set
+    assert kept[0] == prints.nfeat[0] and kept[1] == K and kept[2] == 0
+    assert (prints.sketch[0] == _whole(fp.features(texts[0]))).all()
 
 
 @pytest.mark.parametrize(("words_a", "words_b"), [(90, 120), (150, 160), (200, 260)])
 def test_pairs_across_sketch_kinds_are_estimated_near_their_exact_jaccard(
     words_a: int, words_b: int
 ) -> None:
-    # whole set against a sample, sample against sample, sample against a 1-bit sketch
+    # compact set against compact set, compact set against odd sketch, odd against odd
     base = random_text(words_a * 7, words_b)
     a = " ".join(base.split(" ")[:words_a])
     b = mutate(base, 0.02, 11)

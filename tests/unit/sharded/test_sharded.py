@@ -203,6 +203,12 @@ def test_packed_records_carry_the_other_sketches_of_documents_near_the_odd_limit
     for name in ("sketch", "other", "nfeat", "feats", "feat_offsets", "keys"):
         assert (getattr(back.docs, name) == getattr(fb.docs, name)).all(), name
     assert (back.rows(np.array([2, 1]), np.ones(2, bool)).docs.other == fb.docs.other[[2, 1]]).all()
+    data = fb.pack()
+    rows = np.array([2], "<i8").tobytes() + np.array([1, 2], "<i8").tobytes()
+    assert data.count(rows) == 1
+    swapped = data.replace(rows, np.array([2], "<i8").tobytes() + np.array([2, 1], "<i8").tobytes())
+    with pytest.raises(ValueError, match="not in increasing order"):
+        FingerprintBatch.unpack(swapped, config.fingerprint_id)
 
 
 def test_settings_that_cannot_shard_are_refused() -> None:

@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 from neardup_stream.config import DedupConfig
-from neardup_stream.fingerprint.compact_set import sample_limit
+from neardup_stream.fingerprint.compact_set import compact_limit
 from neardup_stream.mapping import InputMapping
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.home import domain_partition
@@ -99,13 +99,15 @@ def test_log_records_are_split_to_stay_within_the_message_limit() -> None:
 
 def test_small_documents_carrying_their_shingle_sets_stay_within_the_limit() -> None:
     # the worst case per byte of input: as many distinct 5-grams as a batch keeps whole
-    # (8,192 bytes of hashes at the default sketch size) from ~1,000 characters of text
+    # (4,096 bytes of hashes at the default sketch size) from ~500 characters of text
     rng = np.random.default_rng(1)
     alphabet = np.array(list("abcdefghijklmnopqrstuvwxyz0123456789"))
-    size = sample_limit(CONFIG.sketch_bits) + 4
+    size = compact_limit(CONFIG.sketch_bits) + 4
     texts = ["".join(rng.choice(alphabet, size)) for _ in range(300)]
     prints = DocumentFingerprinter(CONFIG).fingerprinter.batch(texts[:5])
-    assert prints.feat_offsets[1] - prints.feat_offsets[0] > 0.95 * sample_limit(CONFIG.sketch_bits)
+    assert prints.feat_offsets[1] - prints.feat_offsets[0] > 0.95 * compact_limit(
+        CONFIG.sketch_bits
+    )
     raw = [
         json.dumps({"id": f"d{i}", "text": t, "site": "a"}).encode() for i, t in enumerate(texts)
     ]

@@ -63,11 +63,11 @@ def test_a_snapshot_of_an_earlier_fingerprint_format_is_other_config_not_corrupt
     config = saved(tmp_path)
     meta_file = snapshots.partition_dir(tmp_path, "cl", 3) / "meta.json"
     meta = json.loads(meta_file.read_text())
-    meta["fingerprint_format"] = 3  # made by a release before odd sketches
+    meta["fingerprint_format"] = 4  # made before odd sketches replaced samples
     meta_file.write_text(json.dumps(meta))
     found = snapshots.load(tmp_path, "cl", 3, config, 0, 12, OURS)
     assert isinstance(found, snapshots.Rejected) and found.reason == "other_config"
-    assert "fingerprints of format 3, this release makes format 4" in found.detail
+    assert "fingerprints of format 4, this release makes format 5" in found.detail
 
 
 def test_a_snapshot_moved_to_another_partition_is_rejected(tmp_path: Path) -> None:
