@@ -21,7 +21,7 @@ import numpy as np
 from neardup_stream import DedupConfig
 from neardup_stream.fingerprint import compact_set, set_estimate
 from neardup_stream.fingerprint.kernels import oph_sketch
-from neardup_stream.fingerprint.odd_sketch import odd_estimate, odd_limit, odd_sketch
+from neardup_stream.fingerprint.odd_sketch import odd_estimate, odd_sketch
 from neardup_stream.index.similarity import estimate_jaccard
 
 SIZES = (128, 256, 384, 512, 700, 1000, 2000, 4000, 6000, 8000)
@@ -51,7 +51,7 @@ def main() -> None:
     bits = DedupConfig().sketch_bits
     print(
         f"{bits}-bit sketches; compact sets up to {compact_set.compact_limit(bits)} shingles, "
-        f"odd sketches up to {odd_limit(bits)}"
+        f"odd sketches up to {DedupConfig().odd_limit} at the default threshold"
     )
     print(
         f"{'J':>4} {'n':>5}  {'compact: mean, sd':>18}  {'odd: mean, sd':>18}  {'1-bit: mean, sd':>18}"

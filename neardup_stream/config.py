@@ -141,6 +141,19 @@ class DedupConfig(BaseModel):
 
         return optimal_banding(self.threshold, self.num_perm, self.fp_weight, self.max_bands)
 
+    @cached_property
+    def lowest_similarity(self) -> float:
+        """The lowest estimate verified: the threshold, less `precise_margin` in precise mode."""
+        return self.threshold - (self.precise_margin if self.precise else 0.0)
+
+    @cached_property
+    def odd_limit(self) -> int:
+        """Largest set size whose verification sketch is an odd sketch (it depends on the
+        sketch size and the lowest similarity verified: `fingerprint.sketch_forms`)."""
+        from neardup_stream.fingerprint.sketch_forms import odd_limit
+
+        return odd_limit(self.sketch_bits, self.lowest_similarity)
+
     def fingerprint_fields(self) -> dict[str, object]:
         """The settings a stored fingerprint depends on."""
         bands, rows = self.banding
@@ -155,6 +168,7 @@ class DedupConfig(BaseModel):
             "simhash_k": self.simhash_k,
             "seed": self.seed,
             "precise": self.precise,  # precise state carries shingle sets
+            "odd_limit": self.odd_limit,  # which stored sizes hold odd sketches
             "format": FINGERPRINT_FORMAT,
         }
         if self.longest_sentences:  # (absent when off: ids of earlier state stay valid)

@@ -21,7 +21,6 @@ from neardup_stream.fingerprint import kernels as _kernels
 from neardup_stream.fingerprint.compact_set import compact_limit
 from neardup_stream.fingerprint.nfkc import nfkc_tables
 from neardup_stream.fingerprint.normalize import direct_table, fold_table, normalize, strip_html
-from neardup_stream.fingerprint.odd_sketch import odd_limit
 from neardup_stream.fingerprint.shingles import codepoints
 
 
@@ -50,17 +49,17 @@ def kept_features(config: DedupConfig) -> int:
     the lowest similarity verified against a compact set (J <= min/max of the set sizes).
     Beyond `compact_limit` it keeps the `compact_limit` smallest: a sample is all such a
     document's comparison with a compact set needs (`set_estimate`)."""
-    lowest = config.threshold - (config.precise_margin if config.precise else 0.0)
+    lowest = config.lowest_similarity
     limit = compact_limit(config.sketch_bits)
     return limit if lowest >= 1 else min(65535, math.ceil(limit / max(lowest, 1e-3)))
 
 
 def other_range(config: DedupConfig) -> tuple[int, int]:
     """Set sizes (lowest, highest) whose documents also get the other form of sketch: every
-    size the index's size filter lets meet one across `odd_limit` at the lowest similarity
-    verified (it excludes sizes a <= b when a < min_sim * b: the same float comparison)."""
-    lowest = config.threshold - (config.precise_margin if config.precise else 0.0)
-    odd_max = odd_limit(config.sketch_bits)
+    size the index's size filter lets meet one across `config.odd_limit` at the lowest
+    similarity verified (it excludes sizes a <= b when a < min_sim * b: the same float
+    comparison)."""
+    lowest, odd_max = config.lowest_similarity, config.odd_limit
     if lowest <= 0.0:  # every size can meet every other
         return 0, sys.maxsize
     low = max(math.floor(lowest * odd_max) - 1, 0)
@@ -113,7 +112,7 @@ class Fingerprinter:
 
     The verification sketch of a document with at most `compact_limit(sketch_bits)` distinct
     features is its whole feature set, Rice-coded (`compact_set`); up to
-    `odd_limit(sketch_bits)` an odd sketch (`odd_sketch`), larger documents the 1-bit
+    `config.odd_limit` an odd sketch (`odd_sketch`), larger documents the 1-bit
     one-permutation MinHash sketch. The batch also returns the sorted feature hashes of
     every document small enough to be compared with a compact set (`kept_features`), all of
     them up to `compact_limit`, else its smallest.
@@ -124,7 +123,7 @@ class Fingerprinter:
         self.bands, self.rows = config.banding
         self.compact_max = compact_limit(config.sketch_bits)
         self.keep_max = kept_features(config)
-        self.odd_max = odd_limit(config.sketch_bits)
+        self.odd_max = config.odd_limit
         self.other_min, self.other_max = other_range(config)
         self._mode = _kernels.MODE_CHAR if config.shingle == "char" else _kernels.MODE_WORD
         self.shingling = _kernels.Shingling(

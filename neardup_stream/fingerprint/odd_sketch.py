@@ -10,10 +10,10 @@ d = -(m / 2) ln(1 - 2H / m) features, and with the two set sizes known exactly, 
 
 Why: a 1-bit one-permutation sketch spends a bit on every bin, most of them the same in
 two near-duplicates, and its standard deviation is ~0.011 at J = 0.8 and 3,072 bits
-whatever the document's size. An odd sketch spends its bits on the difference only: for
-documents of up to twice as many features as bits, measured at 3,072 bits
-(`bench.bench_sketch_noise`), standard deviations 0.005-0.007 at J = 0.8, 0.003 at J = 0.9
-and 0.007-0.012 at J = 0.7. Beyond `odd_limit` the difference fills the sketch and the
+whatever the document's size. An odd sketch spends its bits on the difference only:
+measured at 3,072 bits (`bench.bench_sketch_noise`), standard deviations 0.005-0.007 at
+J = 0.8 up to 6,000 features, 0.003 at J = 0.9 and 0.007-0.012 at J = 0.7. Past a size that
+depends on the similarity (`sketch_forms.odd_limit`) the difference fills the sketch and the
 1-bit sketch is the better one.
 """
 
@@ -30,13 +30,6 @@ from neardup_stream.native import njit
 _LOW32 = np.uint64(0xFFFFFFFF)
 _S6 = np.uint64(6)
 _M63 = np.uint64(63)
-
-
-def odd_limit(sketch_bits: int) -> int:
-    """Largest distinct-feature count whose verification sketch is an odd sketch: twice the
-    bits (where its standard deviation at J = 0.7 meets the 1-bit sketch's), at most the
-    store's set-size cap (65,535)."""
-    return min(2 * sketch_bits, 65534)
 
 
 @njit(inline="always", cache=True)

@@ -9,8 +9,9 @@ from neardup_stream import DedupConfig, Deduplicator, Document
 from neardup_stream.compare import compare
 from neardup_stream.fingerprint.feature_set_kernels import distinct_count, set_size
 from neardup_stream.fingerprint.fingerprinter import Fingerprinter, other_range
-from neardup_stream.fingerprint.odd_sketch import odd_estimate, odd_limit, odd_sketch
+from neardup_stream.fingerprint.odd_sketch import odd_estimate, odd_sketch
 from neardup_stream.fingerprint.shingles import char_shingles, jaccard
+from neardup_stream.fingerprint.sketch_forms import _odd_sd, odd_limit
 from neardup_stream.index.kernels import sizes_exclude
 from tests.unit.conftest import random_text
 
@@ -64,11 +65,14 @@ def test_the_distinct_count_s_sketch_is_that_of_the_distinct_values() -> None:
     assert (odd == _sketch(values)).all()
 
 
+AT_07 = DedupConfig(threshold=0.7)  # odd sketches up to 6,906 shingles
+
+
 def test_documents_get_the_form_of_their_size_and_the_other_one_near_the_limit() -> None:
-    config = DedupConfig()
+    config = AT_07
     fp = Fingerprinter(config)
     low, high = other_range(config)
-    assert fp.odd_max == odd_limit(config.sketch_bits) == 6144 and (low, high) == (4916, 7680)
+    assert fp.odd_max == odd_limit(3072, 0.7) == 6906 and (low, high) == (4835, 9865)
     texts = [random_text(5, w) for w in (300, 700, 900, 1000, 1100, 2000)]
     prints = fp.batch(texts)
     for d, text in enumerate(texts):
@@ -79,7 +83,7 @@ def test_documents_get_the_form_of_their_size_and_the_other_one_near_the_limit()
         if fp.odd_max < nfeat <= high:
             assert (other == _sketch(fp.features(text))).all()
     assert sorted(np.searchsorted([low, fp.odd_max, high], prints.nfeat, side="right")) == [
-        0, 0, 1, 2, 2, 3,
+        0, 0, 1, 1, 2, 3,
     ]  # fmt: skip
 
 
@@ -91,23 +95,23 @@ def _near_copy(text: str, seed: int, rate: float) -> str:
     return " ".join(words)
 
 
-@pytest.mark.parametrize(("stored_words", "query_words"), [(880, 1000), (1000, 880)])
+@pytest.mark.parametrize(("stored_words", "query_words"), [(950, 1100), (1100, 950)])
 def test_documents_across_the_limit_compare_in_the_stored_form(
     stored_words: int, query_words: int
 ) -> None:
-    # one side odd-sketched (~5,700 shingles), the other 1-bit (~6,500): the query's `other`
+    # one side odd-sketched (~6,200 shingles), the other 1-bit (~7,100): the query's `other`
     base = random_text(8, max(stored_words, query_words))
     stored = " ".join(base.split()[:stored_words])
     query = _near_copy(" ".join(base.split()[:query_words]), 3, 0.01)
-    fp = Fingerprinter(DedupConfig())
+    fp = Fingerprinter(AT_07)
     nfeat = fp.batch([stored, query]).nfeat
     assert min(nfeat) <= fp.odd_max < max(nfeat)
-    report = compare(stored, query)
+    report = compare(stored, query, AT_07)
     truth = jaccard(char_shingles(fp.normalize(stored), 5), char_shingles(fp.normalize(query), 5))
-    assert 0.8 < truth < 0.9
+    assert 0.75 < truth < 0.9
     assert abs(report.estimated_jaccard - truth) < 0.04
-    decisions = Deduplicator().check_batch([Document(id="s", text=stored),
-                                             Document(id="q", text=query)])  # fmt: skip
+    decisions = Deduplicator(AT_07).check_batch([Document(id="s", text=stored),
+                                                  Document(id="q", text=query)])  # fmt: skip
     assert decisions[1].duplicate_of == "s"
 
 
@@ -134,10 +138,27 @@ def test_the_other_range_is_exactly_what_the_size_filter_lets_meet_across_the_li
 ) -> None:
     config = DedupConfig(sketch_bits=sketch_bits, num_perm=64, threshold=threshold)
     low, high = other_range(config)
-    odd_max = odd_limit(sketch_bits)
+    odd_max = config.odd_limit
     assert not sizes_exclude(low, odd_max, threshold) and not sizes_exclude(
         high, odd_max, threshold
     )
     assert sizes_exclude(low - 1, odd_max, threshold) and sizes_exclude(
         high + 1, odd_max, threshold
     )
+
+
+@pytest.mark.parametrize(("n", "j"), [(1000, 0.8), (6000, 0.8), (3000, 0.5), (12000, 0.9)])
+def test_the_noise_model_that_places_the_limit_matches_the_estimator(n: int, j: float) -> None:
+    rng = np.random.default_rng(n)
+    errors = []
+    for _ in range(300):
+        a, b, truth = _pair(rng, n, j)
+        errors.append(odd_estimate(_sketch(a), _sketch(b), a.size, b.size) - truth)
+    assert np.std(errors) == pytest.approx(_odd_sd(n, j, 3072), rel=0.2)
+
+
+@pytest.mark.parametrize("j", [0.3, 0.5, 0.7, 0.8, 0.9])
+def test_the_limit_is_where_the_odd_sketch_stops_beating_the_1_bit_sketch(j: float) -> None:
+    limit, one_bit = odd_limit(3072, j), np.sqrt((1 - j * j) / 3072)
+    assert _odd_sd(limit, j, 3072) <= one_bit < _odd_sd(limit + 1, j, 3072)
+    assert odd_limit(3072, j) < odd_limit(3072, j + 0.05) and odd_limit(2048, j) < limit

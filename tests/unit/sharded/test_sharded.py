@@ -106,23 +106,23 @@ def test_one_replica_and_three_replicas_decide_identically_through_packed_record
 
 
 def test_documents_near_the_odd_sketch_limit_decide_the_same_through_the_log() -> None:
-    # sizes around `odd_limit` (6,144 shingles): odd and 1-bit sketches compared both ways,
-    # the `other` sketches carried by the packed records
+    # sizes around the odd sketch's limit (6,906 shingles at 0.7): odd and 1-bit sketches
+    # compared both ways, the `other` sketches carried by the packed records
     rng = random.Random(5)
     words = ["".join(rng.choice("abcdefghijklmnop") for _ in range(5)) for _ in range(3000)]
     docs: list[Document] = []
     for i in range(160):
         if docs and rng.random() < 0.6:
-            tokens = rng.choice(docs).text.split()[: rng.randint(820, 1150)]
+            tokens = rng.choice(docs).text.split()[: rng.randint(1000, 1400)]
             for _ in range(rng.randint(0, 40)):
                 tokens[rng.randrange(len(tokens))] = rng.choice(words)
         else:
-            tokens = [rng.choice(words) for _ in range(rng.randint(820, 1150))]
+            tokens = [rng.choice(words) for _ in range(rng.randint(1000, 1400))]
         docs.append(Document(id=f"d{i}", text=" ".join(tokens)))
-    config = DedupConfig(home_shards=4)
+    config = DedupConfig(home_shards=4, threshold=0.7)
     one = through_the_log(config, docs, [list(range(4))])
     three = through_the_log(config, docs, [[0, 3], [1], [2]])
-    plain = Deduplicator(DedupConfig()).check_batch(docs, now=1_800_000_000)
+    plain = Deduplicator(DedupConfig(threshold=0.7)).check_batch(docs, now=1_800_000_000)
     assert one == three == plain
     assert sum(d.is_duplicate and d.method == "minhash" for d in plain) > 40
 
@@ -193,7 +193,7 @@ def test_packed_records_from_another_config_or_cut_short_are_refused() -> None:
 
 
 def test_packed_records_carry_the_other_sketches_of_documents_near_the_odd_limit() -> None:
-    config = DedupConfig()
+    config = DedupConfig(threshold=0.7)
     rng = random.Random(2)
     texts = [" ".join(f"w{rng.randrange(10**6)}" for _ in range(n)) for n in (50, 800, 900, 3000)]
     docs = [Document(id=f"x{i}", text=t) for i, t in enumerate(texts)]
