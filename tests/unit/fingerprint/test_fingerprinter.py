@@ -101,8 +101,11 @@ def test_jaccard_estimate_within_error_bound(seed: int, rate: float) -> None:
     )  # fmt: skip
     true = jaccard(char_shingles(base, 5), char_shingles(other, 5))
     p = (1 + true) / 2
-    sigma = 2 * math.sqrt(p * (1 - p) / cfg.sketch_bits)
-    assert abs(est - true) <= 5 * sigma + 0.02
+    sigma = 2 * math.sqrt(p * (1 - p) / cfg.sketch_bits)  # the 1-bit sketch's; odd ones do better
+    if true >= cfg.threshold - 0.1:
+        assert abs(est - true) <= 5 * sigma + 0.02
+    else:  # far below the threshold an odd sketch saturates: it only says so, never more
+        assert est < true + 0.1
 
 
 def test_feature_hashes_match_reference_shingles(text: str) -> None:

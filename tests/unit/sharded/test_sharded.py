@@ -106,18 +106,18 @@ def test_one_replica_and_three_replicas_decide_identically_through_packed_record
 
 
 def test_documents_near_the_odd_sketch_limit_decide_the_same_through_the_log() -> None:
-    # sizes around the odd sketch's limit (6,906 shingles at 0.7): odd and 1-bit sketches
+    # sizes around the odd sketch's limit (5,316 shingles at 0.7): odd and 1-bit sketches
     # compared both ways, the `other` sketches carried by the packed records
     rng = random.Random(5)
     words = ["".join(rng.choice("abcdefghijklmnop") for _ in range(5)) for _ in range(3000)]
     docs: list[Document] = []
     for i in range(160):
         if docs and rng.random() < 0.6:
-            tokens = rng.choice(docs).text.split()[: rng.randint(1000, 1400)]
+            tokens = rng.choice(docs).text.split()[: rng.randint(800, 1200)]
             for _ in range(rng.randint(0, 40)):
                 tokens[rng.randrange(len(tokens))] = rng.choice(words)
         else:
-            tokens = [rng.choice(words) for _ in range(rng.randint(1000, 1400))]
+            tokens = [rng.choice(words) for _ in range(rng.randint(800, 1200))]
         docs.append(Document(id=f"d{i}", text=" ".join(tokens)))
     config = DedupConfig(home_shards=4, threshold=0.7)
     one = through_the_log(config, docs, [list(range(4))])
