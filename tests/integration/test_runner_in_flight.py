@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import pytest
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+from kafka.errors import KafkaConnectionError
 from prometheus_client import CollectorRegistry
 
 from tests.integration.harness import produce, read_all
@@ -154,3 +155,50 @@ def test_a_batch_the_step_fails_on_is_bisected_to_its_input_which_is_dead_letter
         assert committed.committed(tp) == len(values)
     finally:
         committed.close()
+
+
+class UnreachableAtFirst(EchoRole):
+    """An `EchoRole` whose first polls meet a broker that refuses connections, as
+    kafka-python 3's coordinator lookup raises while the broker restarts."""
+
+    refusals = 3
+
+    def poll(self, limits: Limits) -> Polled:
+        if self.refusals:
+            self.refusals -= 1
+            raise KafkaConnectionError("111 ECONNREFUSED")
+        return super().poll(limits)
+
+
+def test_polls_the_broker_refuses_are_retried_and_the_role_keeps_running(
+    kafka_bootstrap: str, unique_topic: Callable[[str], str]
+) -> None:
+    topic, out = unique_topic("in"), unique_topic("out")
+    values = [f"doc-{i}".encode() for i in range(12)]
+    produce(kafka_bootstrap, topic, values, keys=False)
+    settings = Settings(
+        kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap),
+        topics=TopicSettings(input=topic),
+        worker=WorkerSettings(group_id="g-" + topic, max_batch=8, retry_backoff_max_s=0.5),
+    )
+    role = UnreachableAtFirst(settings, out)
+    stop = threading.Event()
+    metrics = build_metrics(CollectorRegistry())
+    runner = RoleRunner(role, metrics, stop, in_flight=role)
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 120
+        while sum(role.committed_batches) < len(values) and time.monotonic() < deadline:
+            assert thread.is_alive(), "the runner died on a refused poll"
+            time.sleep(0.1)  # polling a condition: every input committed
+        assert sum(role.committed_batches) == len(values), role.committed_batches
+    finally:
+        stop.set()
+        thread.join(60)
+        runner.publisher.settle()
+        runner.close()
+    assert role.refusals == 0 and role.failed_batches == [] and role.aborts == 0
+    assert metrics.role_failures.labels("echo")._value.get() == 3
+    got = [m.value for m in read_all(kafka_bootstrap, out, len(values))]
+    assert got == [v.upper() for v in values]

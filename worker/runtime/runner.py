@@ -16,7 +16,8 @@ Per round (`docs/design/runtime.md`, "The role interface"):
    replay (no backoff), anything else counts a failure and backs off; either way
    `role.rebuild()` drops the state that ran ahead of the commit and rewinds. A failure
    (or a poll) that says the group fenced the role's static membership makes its consumer
-   rejoin (`runtime.membership`).
+   rejoin (`runtime.membership`). A poll the broker cannot serve (a retriable Kafka error:
+   it is down or restarting) backs off and polls again, the role kept as it is.
 
 The role owns its state and what it reads; the runner owns the publisher, the policy and
 the order of these steps, so each fix to them is written once.
@@ -36,7 +37,7 @@ import logging
 import threading
 from typing import Generic
 
-from kafka.errors import FencedInstanceIdError
+from kafka.errors import FencedInstanceIdError, KafkaError
 
 from worker import retry
 from worker.metrics import Metrics
@@ -91,6 +92,11 @@ class RoleRunner(Generic[Polled, Carried]):
                 polled = role.poll(limits)
             except FencedInstanceIdError as exc:  # its join was refused: rejoin
                 self.membership.fenced(exc)
+                continue
+            except KafkaError as exc:
+                if not exc.retriable:
+                    raise
+                self._poll_failed(exc)
                 continue
             if self.in_flight is not None:
                 self._round_in_flight(self.in_flight, polled, limits)
@@ -180,6 +186,18 @@ class RoleRunner(Generic[Polled, Carried]):
             self._stop, self.role.role.worker.retry_backoff_max_s, self.publisher.reset
         )
         hooks.recover(failure.carried, polled)
+
+    def _poll_failed(self, error: KafkaError) -> None:
+        """A poll the broker could not serve (a retriable error: it is down, restarting or
+        moving the group's coordinator; kafka-python 3 raises a refused connection out of
+        the coordinator lookup). Nothing was read, so nothing is rebuilt: count it, report
+        unhealthy, back off and poll again, as a failed transaction would."""
+        self.metrics.role_failures.labels(self.role.name).inc()
+        delay = self.policy.failed()
+        if self.role.health is not None:
+            self.role.health.failed()
+        log.warning("%s: poll failed (%s); polling again in %.1f s", self.role.name, error, delay)
+        shutdown.pause(self._stop, delay)
 
     def _failed(self, failure: PublishFailure[Carried] | PublishFailure[None]) -> None:
         """Blame, or count a failure and back off; then the role rebuilds and rewinds."""
