@@ -44,9 +44,9 @@ class DedupConfig(BaseModel):
     sketch_bits: int = Field(
         3072,
         description="size of the sketch kept per document for verification (an odd sketch up "
-        "to twice as many shingles, a 1-bit MinHash sketch beyond): more bits, less estimator "
-        "noise near the threshold, 1 byte per document per 8 bits (docs/benchmarks.md, "
-        "sketch size)",
+        "to a size that follows the threshold, 9,295 shingles at the defaults, a 1-bit MinHash "
+        "sketch beyond): more bits, less estimator noise near the threshold, 1 byte per "
+        "document per 8 bits (docs/benchmarks.md, sketch size)",
     )
     bands: int | None = Field(
         None, ge=1, description="LSH bands; chosen from the threshold if unset"
