@@ -32,6 +32,7 @@ from kafka.errors import KafkaError, NoOffsetForPartitionError, OffsetOutOfRange
 
 from worker.metrics import Metrics
 from worker.partitions import generation_of
+from worker.runtime.broker_gone import group_poll
 from worker.runtime.health import report_lost
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,7 @@ class InputStart:
         """`consumer.poll(**poll_args)`; after placing partitions at their start, an empty
         poll (the next one reads them)."""
         try:
-            polled: dict[TopicPartition, list[Any]] = self.consumer.poll(**poll_args)
+            polled = group_poll(self.consumer, **poll_args)
             return self._from_committed(polled)
         except NoOffsetForPartitionError as error:
             if not (partitions := _partitions(error)):

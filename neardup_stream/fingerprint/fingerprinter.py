@@ -54,21 +54,24 @@ def kept_features(config: DedupConfig) -> int:
     return limit if lowest >= 1 else min(65535, math.ceil(limit / max(lowest, 1e-3)))
 
 
+EVERY_SIZE = 1 << 40  # a set size above any document's
+
+
 def other_range(config: DedupConfig) -> tuple[int, int]:
     """Set sizes (lowest, highest) whose documents also get the other form of sketch: every
     size the index's size filter lets meet one across `config.odd_limit` at the lowest
     similarity verified (it excludes sizes a <= b when a < min_sim * b: the same float
     comparison)."""
     lowest, odd_max = config.lowest_similarity, config.odd_limit
-    if lowest <= 0.0:  # every size can meet every other
-        return 0, sys.maxsize
+    if lowest < 1e-9:  # every size can meet every other (kept far from int64 overflow)
+        return 0, EVERY_SIZE
     low = max(math.floor(lowest * odd_max) - 1, 0)
     while low < lowest * odd_max:  # the smallest size a with odd_max not excluding it
         low += 1
     high = math.ceil(odd_max / lowest) + 1
     while odd_max < lowest * high:  # the largest size b with b not excluding odd_max
         high -= 1
-    return low, high
+    return low, min(high, EVERY_SIZE)
 
 
 @lru_cache(maxsize=1)

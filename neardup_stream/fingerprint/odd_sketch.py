@@ -25,6 +25,7 @@ import numpy as np
 
 from neardup_stream.fingerprint.bitstream import popcount64
 from neardup_stream.fingerprint.hash_kernels import ONE, S32
+from neardup_stream.fingerprint.sketch_forms import SATURATED
 from neardup_stream.native import njit
 
 _LOW32 = np.uint64(0xFFFFFFFF)
@@ -69,7 +70,7 @@ def odd_estimate(a, b, n_a, n_b):
     h = 0
     for w in range(a.size):
         h += popcount64(a[w] ^ b[w])
-    if m - 2 * h <= 3.0 * math.sqrt(m):  # saturated: no information left
+    if m - 2 * h <= SATURATED * math.sqrt(m):  # saturated: no information left
         return 0.0
     d = -0.5 * m * math.log1p(-2.0 * h / m)
     return min(max((total - d) / (total + d), 0.0), 1.0)

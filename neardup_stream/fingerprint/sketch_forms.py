@@ -15,7 +15,9 @@ reads t or more no more often than with the 1-bit sketch (Gaussian tails: 1.3e-3
 The odd sketch's variance is exact for d features thrown into m bits (`_odd_sd`): with
 a = (1 - 2/m)^d and c = (1 - 4/m)^d, a bit is odd with probability q = (1 - a) / 2, two bits
 both with probability (1 - 2a + c) / 4, and the estimate of d moves by 1 / (1 - 2q) per odd
-bit (the delta method).
+bit (the delta method). A size whose pairs at that similarity come within three standard
+deviations of the point where `odd_estimate` gives up (saturation) does not qualify either:
+that only binds for small sketches (a few hundred bits).
 
 Pure Python (no numba), so settings can name the limit without loading any kernel.
 """
@@ -26,6 +28,7 @@ import math
 
 SIZE_LIMIT = 65534  # one below the store's saturating set size (uint16)
 BELOW = 0.05  # the noise is compared this far below the lowest similarity verified
+SATURATED = 3.0  # `odd_estimate` reads 0 when m - 2H is within this many sqrt(m)
 
 
 def _odd_sd(n: int, similarity: float, bits: int) -> float:
@@ -36,11 +39,13 @@ def _odd_sd(n: int, similarity: float, bits: int) -> float:
     c = math.exp(d * math.log1p(-4.0 / bits)) if bits > 4 else 0.0
     q = (1.0 - a) / 2.0
     both = (1.0 - 2.0 * a + c) / 4.0
-    var_h = bits * q + bits * (bits - 1) * both - (bits * q) ** 2
-    if a <= 0.0:
+    var_h = max(bits * q + bits * (bits - 1) * both - (bits * q) ** 2, 0.0)
+    # the estimate reads 0 within SATURATED standard deviations of half the bits odd
+    # (`odd_estimate`): a pair this far apart must stay clear of that, three more over
+    if bits * a - SATURATED * math.sqrt(bits) < 3.0 * 2.0 * math.sqrt(var_h):
         return math.inf
     slope = 2.0 * total / (total + d) ** 2  # |dJ / dd|
-    return math.sqrt(max(var_h, 0.0)) / a * slope
+    return math.sqrt(var_h) / a * slope
 
 
 def odd_limit(sketch_bits: int, similarity: float) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
@@ -21,6 +22,8 @@ from worker.codec import OutMessage
 from worker.metrics import build_metrics
 from worker.partitions import rewind_to_committed
 from worker.records import Source
+from worker.runtime import runner as runner_module
+from worker.runtime.broker_gone import BrokerGone, group_poll
 from worker.runtime.publisher import PublishFailure, Transaction
 from worker.runtime.role import Limits, Output, Verdict
 from worker.runtime.runner import RoleRunner
@@ -54,7 +57,7 @@ class EchoRole:
         self.consumer.subscribe([self.role.topics.input])
 
     def poll(self, limits: Limits) -> Polled:
-        polled = self.consumer.poll(timeout_ms=200, max_records=limits.records)
+        polled = group_poll(self.consumer, timeout_ms=200, max_records=limits.records)
         return [
             (Source(tp.topic, tp.partition, m.offset), m.value)
             for tp, ms in polled.items()
@@ -157,40 +160,60 @@ def test_a_batch_the_step_fails_on_is_bisected_to_its_input_which_is_dead_letter
         committed.close()
 
 
-class UnreachableAtFirst(EchoRole):
-    """An `EchoRole` whose first polls meet a broker that refuses connections, as
+class Refusing:
+    """A consumer whose next `refusals` polls meet a broker that refuses connections, as
     kafka-python 3's coordinator lookup raises while the broker restarts."""
 
-    refusals = 3
+    def __init__(self, consumer: KafkaConsumer, refusals: int) -> None:
+        self.consumer, self.refusals, self.polls = consumer, refusals, 0
 
-    def poll(self, limits: Limits) -> Polled:
+    def poll(self, **poll_args: Any) -> Any:
+        self.polls += 1
         if self.refusals:
             self.refusals -= 1
             raise KafkaConnectionError("111 ECONNREFUSED")
-        return super().poll(limits)
+        return self.consumer.poll(**poll_args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.consumer, name)
 
 
-def test_polls_the_broker_refuses_are_retried_and_the_role_keeps_running(
+def _run_echo(
+    bootstrap: str, topic: str, out: str, refusals: int
+) -> tuple[EchoRole, RoleRunner, threading.Thread, threading.Event, Any]:
+    settings = Settings(
+        kafka=KafkaSettings(bootstrap_servers=bootstrap),
+        topics=TopicSettings(input=topic),
+        worker=WorkerSettings(group_id="g-" + topic, max_batch=8, retry_backoff_max_s=0.5),
+    )
+    role = EchoRole(settings, out)
+    role.consumer = Refusing(role.consumer, refusals)  # type: ignore[assignment]
+    stop, metrics = threading.Event(), build_metrics(CollectorRegistry())
+    runner = RoleRunner(role, metrics, stop, in_flight=role)
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            runner.run()
+        except BaseException as exc:  # what the replica's guard would see
+            errors.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return role, runner, thread, stop, (metrics, errors)
+
+
+def test_group_polls_the_broker_refuses_are_retried_and_the_role_keeps_running(
     kafka_bootstrap: str, unique_topic: Callable[[str], str]
 ) -> None:
     topic, out = unique_topic("in"), unique_topic("out")
     values = [f"doc-{i}".encode() for i in range(12)]
     produce(kafka_bootstrap, topic, values, keys=False)
-    settings = Settings(
-        kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap),
-        topics=TopicSettings(input=topic),
-        worker=WorkerSettings(group_id="g-" + topic, max_batch=8, retry_backoff_max_s=0.5),
-    )
-    role = UnreachableAtFirst(settings, out)
-    stop = threading.Event()
-    metrics = build_metrics(CollectorRegistry())
-    runner = RoleRunner(role, metrics, stop, in_flight=role)
-    thread = threading.Thread(target=runner.run, daemon=True)
-    thread.start()
+    role, runner, thread, stop, (metrics, errors) = _run_echo(kafka_bootstrap, topic, out, 3)
     try:
         deadline = time.monotonic() + 120
         while sum(role.committed_batches) < len(values) and time.monotonic() < deadline:
-            assert thread.is_alive(), "the runner died on a refused poll"
+            assert thread.is_alive(), f"the runner died on a refused poll: {errors}"
             time.sleep(0.1)  # polling a condition: every input committed
         assert sum(role.committed_batches) == len(values), role.committed_batches
     finally:
@@ -198,7 +221,25 @@ def test_polls_the_broker_refuses_are_retried_and_the_role_keeps_running(
         thread.join(60)
         runner.publisher.settle()
         runner.close()
-    assert role.refusals == 0 and role.failed_batches == [] and role.aborts == 0
+    assert role.consumer.refusals == 0 and not errors
+    assert role.failed_batches == [] and role.aborts == 0
     assert metrics.role_failures.labels("echo")._value.get() == 3
     got = [m.value for m in read_all(kafka_bootstrap, out, len(values))]
     assert got == [v.upper() for v in values]
+
+
+def test_a_broker_that_stays_away_fails_the_role_after_a_while(
+    kafka_bootstrap: str, unique_topic: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(runner_module, "GIVE_UP_S", 1.0)
+    topic = unique_topic("in")
+    produce(kafka_bootstrap, topic, [b"x"], keys=False)
+    role, runner, thread, stop, (_, errors) = _run_echo(kafka_bootstrap, topic, topic + "-o", 10**6)
+    try:
+        thread.join(60)
+        assert not thread.is_alive(), "the runner kept polling a broker that stays away"
+    finally:
+        stop.set()
+        runner.close()
+    assert len(errors) == 1 and isinstance(errors[0], BrokerGone)
+    assert isinstance(errors[0].__cause__, KafkaConnectionError) and role.consumer.polls > 2

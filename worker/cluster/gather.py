@@ -41,6 +41,7 @@ from worker.cluster.outcomes import Outcomes
 from worker.metrics import Metrics
 from worker.partitions import Assignment, generation_of
 from worker.rejections import Rejections
+from worker.runtime.broker_gone import group_poll
 from worker.runtime.health import RoleHealth, Stop, forget_series
 from worker.runtime.publisher import Transaction
 from worker.runtime.role import Limits, Output
@@ -88,7 +89,7 @@ class GatherRole:
         partitions held may be revoked, so nothing is decided until it ends (what was read
         stays in the joins)."""
         w = self.settings.worker
-        polled = self.consumer.poll(timeout_ms=w.poll_timeout_ms, max_records=w.max_batch)
+        polled = group_poll(self.consumer, timeout_ms=w.poll_timeout_ms, max_records=w.max_batch)
         followed = self.follow.follow()
         fresh = followed or set()
         self.metrics.role_partitions.labels("gather").set(len(self.parts))

@@ -39,6 +39,7 @@ from worker.codec import OutMessage
 from worker.metrics import Metrics
 from worker.partitions import Assignment, generation_of
 from worker.rejections import Rejections
+from worker.runtime.broker_gone import group_poll
 from worker.runtime.follower import Follower
 from worker.runtime.health import RoleHealth, Stop, forget_series
 from worker.runtime.publisher import Transaction
@@ -96,7 +97,7 @@ class ShardRole:
         # complete a rejoin.)
         wait = self.settings.worker.poll_timeout_ms
         short = self.owned and not self.assignment.rebalancing
-        self.consumer.poll(timeout_ms=0 if short else wait)
+        group_poll(self.consumer, timeout_ms=0 if short else wait)
         followed = self.follower.follow()
         if followed is None:  # a rebalance is under way: no shard votes until it ends
             return {}

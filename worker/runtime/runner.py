@@ -16,8 +16,8 @@ Per round (`docs/design/runtime.md`, "The role interface"):
    replay (no backoff), anything else counts a failure and backs off; either way
    `role.rebuild()` drops the state that ran ahead of the commit and rewinds. A failure
    (or a poll) that says the group fenced the role's static membership makes its consumer
-   rejoin (`runtime.membership`). A poll the broker cannot serve (a retriable Kafka error:
-   it is down or restarting) backs off and polls again, the role kept as it is.
+   rejoin (`runtime.membership`). A group poll the broker cannot serve
+   (`runtime.broker_gone`: nothing was read) backs off and polls again, for a while.
 
 The role owns its state and what it reads; the runner owns the publisher, the policy and
 the order of these steps, so each fix to them is written once.
@@ -35,13 +35,15 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Generic
 
-from kafka.errors import FencedInstanceIdError, KafkaError
+from kafka.errors import FencedInstanceIdError
 
 from worker import retry
 from worker.metrics import Metrics
 from worker.runtime import shutdown
+from worker.runtime.broker_gone import GIVE_UP_S, BrokerGone
 from worker.runtime.membership import Membership
 from worker.runtime.policy import FailurePolicy
 from worker.runtime.publisher import Publisher, PublishFailure
@@ -64,6 +66,7 @@ class RoleRunner(Generic[Polled, Carried]):
         self.role, self.metrics, self._stop = role, metrics, stop
         self.in_flight = in_flight
         self.policy = FailurePolicy(role.role.worker.retry_backoff_max_s)
+        self._gone_since: float | None = None  # when group polls began to fail in a row
         self.publisher: Publisher[Carried] = Publisher(
             role.role,
             role.consumer,
@@ -93,11 +96,10 @@ class RoleRunner(Generic[Polled, Carried]):
             except FencedInstanceIdError as exc:  # its join was refused: rejoin
                 self.membership.fenced(exc)
                 continue
-            except KafkaError as exc:
-                if not exc.retriable:
-                    raise
+            except BrokerGone as exc:  # nothing was read: poll again, for a while
                 self._poll_failed(exc)
                 continue
+            self._gone_since = None
             if self.in_flight is not None:
                 self._round_in_flight(self.in_flight, polled, limits)
                 continue
@@ -187,16 +189,18 @@ class RoleRunner(Generic[Polled, Carried]):
         )
         hooks.recover(failure.carried, polled)
 
-    def _poll_failed(self, error: KafkaError) -> None:
-        """A poll the broker could not serve (a retriable error: it is down, restarting or
-        moving the group's coordinator; kafka-python 3 raises a refused connection out of
-        the coordinator lookup). Nothing was read, so nothing is rebuilt: count it, report
-        unhealthy, back off and poll again, as a failed transaction would."""
+    def _poll_failed(self, error: BrokerGone) -> None:
+        """A group poll the broker could not serve (`runtime.broker_gone`): nothing was read,
+        so nothing is rebuilt; count it, back off and poll again, as during a broker pause
+        (health unchanged). After `GIVE_UP_S` of such polls in a row the role fails."""
+        now = time.monotonic()
+        if self._gone_since is None:
+            self._gone_since = now
+        elif now - self._gone_since > GIVE_UP_S:
+            raise error
         self.metrics.role_failures.labels(self.role.name).inc()
         delay = self.policy.failed()
-        if self.role.health is not None:
-            self.role.health.failed()
-        log.warning("%s: poll failed (%s); polling again in %.1f s", self.role.name, error, delay)
+        log.warning("%s: %s; polling again in %.1f s", self.role.name, error, delay)
         shutdown.pause(self._stop, delay)
 
     def _failed(self, failure: PublishFailure[Carried] | PublishFailure[None]) -> None:

@@ -163,3 +163,21 @@ def test_the_limit_is_where_the_odd_sketch_stops_beating_the_1_bit_sketch_below_
     limit, one_bit = odd_limit(3072, t), np.sqrt((1 - j * j) / 3072)
     assert _odd_sd(limit, j, 3072) <= one_bit < _odd_sd(limit + 1, j, 3072)
     assert odd_limit(3072, t) < odd_limit(3072, t + 0.05) and odd_limit(2048, t) < limit
+
+
+@pytest.mark.parametrize(("bits", "t"), [(64, 0.8), (256, 0.5), (512, 0.95), (3072, 0.9)])
+def test_at_the_limit_a_pair_at_the_threshold_is_not_read_as_saturated(bits: int, t: float) -> None:
+    # the estimate gives up (0) near half the bits odd; the limit keeps pairs at t - 0.05
+    # and above clear of that, small sketches included
+    rng = np.random.default_rng(bits)
+    n, zeros, errors = odd_limit(bits, t), 0, []
+    for _ in range(400):
+        a, b, truth = _pair(rng, n, t)
+        sa, sb = np.zeros(bits // 64, np.uint64), np.zeros(bits // 64, np.uint64)
+        odd_sketch(a, sa)
+        odd_sketch(b, sb)
+        estimate = odd_estimate(sa, sb, a.size, b.size)
+        zeros += estimate == 0.0
+        errors.append(estimate - truth)
+    assert zeros <= 4
+    assert np.std(errors) < 1.2 * np.sqrt((1 - t * t) / bits)  # about the 1-bit sketch's
