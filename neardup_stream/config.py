@@ -16,8 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 DEFAULT_SEED = 0x6E656172  # "near"
 # Version of what a fingerprint holds; 2: sketches of small documents are compact sets;
 # 3: those of documents up to twice as large are samples of their smallest hashes;
-# 4: those of documents of up to twice `sketch_bits` features are odd sketches; 5: from
-# just above the compact sets' size (no samples).
+# 4 (never released): odd sketches up to twice `sketch_bits` features; 5: odd sketches from
+# just above the compact sets' size (no samples) up to `odd_limit`.
 FINGERPRINT_FORMAT = 5
 
 

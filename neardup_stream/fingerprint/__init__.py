@@ -8,9 +8,10 @@
   over compiled kernels kept by concept: `hash_kernels` (MurmurHash3, `fmix64`),
   `text_kernels` (folding, normalisation, feature hashes), `minhash_kernels`,
   `simhash_kernels` and `feature_set_kernels` (the distinct feature set);
-* `compact_set`: a small document's set, or a mid-sized one's smallest hashes, coded in its
-  sketch (over `bitstream`: bit counts and bit streams in words), and `set_estimate`: the
-  Jaccard estimate against them;
+* `compact_set`: a small document's set, coded in its sketch (over `bitstream`: bit counts
+  and bit streams in words), and `set_estimate`: the Jaccard estimate against it;
+  `odd_sketch`: a mid-sized document's odd sketch and its estimate; `sketch_forms`: which
+  sizes keep which form;
 * `fingerprinter`: `Fingerprinter.batch(texts)` -> `Fingerprints`, the layer's interface.
 
 Importing the package is cheap; the compiled kernels load with `fingerprinter`/`kernels`.

@@ -1,8 +1,8 @@
 """The Jaccard estimate of a query document against a stored one, whatever the stored form.
 
 A stored document's verification sketch takes one of three forms by its set size
-(`Rules`): up to `set_max` features its compact set, whole or sampled (`compact_set`); up to
-`odd_max` an odd sketch (`odd_sketch`); beyond, the 1-bit one-permutation sketch. The query
+(`Rules`): up to `set_max` features its compact set (`compact_set`); up to `odd_max` an
+odd sketch (`odd_sketch`); beyond, the 1-bit one-permutation sketch. The query
 is compared in the stored document's form, made from what the batch holds of it
 (`QuerySketches`, once per query document and form):
 
@@ -11,8 +11,9 @@ is compared in the stored document's form, made from what the batch holds of it
   `odd_max` has both forms), else one made from its hashes (a compact set's document);
 * against a 1-bit sketch, likewise.
 
-Any other pair is beyond the size ratio verified (J <= min/max of the set sizes), so the
-kernels never ask for it.
+A query that has no sketch of the stored form (its size is beyond the size ratio verified
+from the limit, J <= min/max of the set sizes) scores 0; the size filter keeps the kernels
+from asking, but the per-pair tools (`compare`, `longest_sentences`) can.
 """
 
 from __future__ import annotations

@@ -76,7 +76,7 @@ def test_snapshots_of_the_previous_format_are_refused_clearly(tmp_path: Path) ->
 
 def test_snapshots_of_earlier_sketch_forms_are_refused_clearly(tmp_path: Path) -> None:
     # format 3 stored 1-bit sketches and format 4 samples of the smallest hashes where format
-    # 5 stores odd sketches (documents of 513 to 6,144 shingles at the default size): read
+    # 5 stores odd sketches (documents of 513 to 9,295 shingles at the defaults): read
     # as odd sketches they would be garbage
     dedup, text = Deduplicator(DedupConfig()), random_text(9, 90)
     fp = dedup.fingerprinter
