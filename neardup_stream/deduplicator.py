@@ -64,14 +64,15 @@ class Deduplicator:
         self.features = FeatureSets(cfg)
         self.sentences = SentenceIndex()
         self._limits = Limits(cfg.bucket_cap, cfg.max_docs or 0, float(cfg.max_age_seconds or 0))
+        fp = self.fingerprinter
         self._rules = Rules(
-            cfg.threshold,
-            cfg.simhash_k,
-            cfg.index_duplicates,
-            self.fingerprinter.compact_max,
-            self.fingerprinter.odd_max,
-            self.fingerprinter.other_min,
-            self.fingerprinter.other_max,
+            threshold=cfg.threshold,
+            simhash_k=cfg.simhash_k,
+            index_duplicates=cfg.index_duplicates,
+            set_max=fp.compact_max,
+            odd_max=fp.odd_max,
+            other_min=fp.other_min,
+            other_max=fp.other_max,
         )
 
     def __len__(self) -> int:
