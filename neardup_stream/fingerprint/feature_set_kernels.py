@@ -11,11 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from neardup_stream.fingerprint.hash_kernels import S32
-from neardup_stream.fingerprint.odd_sketch import odd_bit
+from neardup_stream.fingerprint.odd_sketch import flip
 from neardup_stream.native import njit
-
-_S6 = np.uint64(6)
-_M63 = np.uint64(63)
 
 
 @njit(inline="always", cache=True)
@@ -57,8 +54,7 @@ def distinct_count(feats, seen, mark, odd):
         new = slot >> S32 != mark
         n += np.int64(new)
         if bits:
-            b = odd_bit(h, bits)
-            odd[b >> _S6] ^= np.uint64(new) << (b & _M63)
+            flip(h, odd, bits, np.uint64(new))
     return n
 
 

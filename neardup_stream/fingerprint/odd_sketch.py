@@ -40,10 +40,11 @@ def odd_bit(h, bits):
 
 
 @njit(inline="always", cache=True)
-def flip(h, out, bits):
-    """Flip `h`'s bit in the odd sketch `out` (uint64[bits // 64])."""
+def flip(h, out, bits, on):
+    """Flip `h`'s bit in the odd sketch `out` (uint64[bits // 64]) when `on` is 1, not when 0
+    (a uint64: branch-free for callers that learn per hash whether it counts)."""
     b = odd_bit(h, bits)
-    out[b >> _S6] ^= ONE << (b & _M63)
+    out[b >> _S6] ^= on << (b & _M63)
 
 
 @njit(cache=True, nogil=True)
@@ -51,7 +52,7 @@ def odd_sketch(distinct, out):
     """Fill `out` (uint64 words, zeroed) with the odd sketch of the distinct hashes given."""
     bits = out.size * 64
     for i in range(distinct.size):
-        flip(distinct[i], out, bits)
+        flip(distinct[i], out, bits, ONE)
 
 
 @njit(cache=True, nogil=True)

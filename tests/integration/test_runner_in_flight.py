@@ -9,6 +9,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from prometheus_client import CollectorRegistry
 from tests.integration.harness import produce, read_all
 from worker import clients
 from worker.codec import OutMessage
-from worker.metrics import build_metrics
+from worker.metrics import Metrics, build_metrics
 from worker.partitions import rewind_to_committed
 from worker.records import Source
 from worker.runtime import runner as runner_module
@@ -116,50 +117,6 @@ class EchoRole:
         self.rounds += 1
 
 
-def test_a_batch_the_step_fails_on_is_bisected_to_its_input_which_is_dead_lettered_once(
-    kafka_bootstrap: str, unique_topic: Callable[[str], str]
-) -> None:
-    topic, out = unique_topic("in"), unique_topic("out")
-    values = [f"doc-{i}".encode() for i in range(20)]
-    values[10] = POISON
-    produce(kafka_bootstrap, topic, values, keys=False)
-    settings = Settings(
-        kafka=KafkaSettings(bootstrap_servers=kafka_bootstrap),
-        topics=TopicSettings(input=topic),
-        worker=WorkerSettings(group_id="g-" + topic, max_batch=8, retry_backoff_max_s=1.0),
-    )
-    role = EchoRole(settings, out)
-    stop = threading.Event()
-    runner = RoleRunner(role, build_metrics(CollectorRegistry()), stop, in_flight=role)
-    thread = threading.Thread(target=runner.run, daemon=True)
-    thread.start()
-    try:
-        tp = TopicPartition(topic, 0)
-        deadline = time.monotonic() + 120
-        while sum(role.committed_batches) < len(values) and time.monotonic() < deadline:
-            time.sleep(0.1)  # polling a condition: every input committed
-        assert sum(role.committed_batches) == len(values), role.committed_batches
-    finally:
-        stop.set()
-        thread.join(60)
-        runner.publisher.settle()
-        runner.close()
-    got = [m.value for m in read_all(kafka_bootstrap, out, len(values))]
-    assert got == [b"dead" if v == POISON else v.upper() for v in values]
-    # halved per consecutive failure until the poison is alone, then dead-lettered once
-    # the full batch fails first; consecutive failures halve it until the poison is alone,
-    # which is dead-lettered once (a commit in between may reset the halving once)
-    assert role.failed_batches[0] == 8 and role.failed_batches[-3:] == [4, 2, 1]
-    assert all(n > 1 for n in role.failed_batches[:-1]) and len(role.dead) == 1
-    assert role.aborts == len(role.failed_batches)
-    assert all(p is not None for p in role.recovered)  # the failed batch's inputs rebuilt
-    committed = KafkaConsumer(bootstrap_servers=kafka_bootstrap, group_id="g-" + topic)
-    try:
-        assert committed.committed(tp) == len(values)
-    finally:
-        committed.close()
-
-
 class Refusing:
     """A consumer whose next `refusals` polls meet a broker that refuses connections, as
     kafka-python 3's coordinator lookup raises while the broker restarts."""
@@ -178,16 +135,46 @@ class Refusing:
         return getattr(self.consumer, name)
 
 
-def _run_echo(
-    bootstrap: str, topic: str, out: str, refusals: int
-) -> tuple[EchoRole, RoleRunner, threading.Thread, threading.Event, Any]:
+@dataclass
+class Running:
+    """A runner thread driving an `EchoRole`, and what it raised (as the replica's guard would
+    see it)."""
+
+    role: EchoRole
+    runner: RoleRunner
+    thread: threading.Thread
+    stop: threading.Event
+    metrics: Metrics
+    errors: list[BaseException]
+
+    def wait_committed(self, count: int) -> None:
+        """Until `count` inputs are committed (polling a condition), the runner alive."""
+        deadline = time.monotonic() + 120
+        while sum(self.role.committed_batches) < count and time.monotonic() < deadline:
+            assert self.thread.is_alive(), f"the runner died: {self.errors}"
+            time.sleep(0.1)
+        assert sum(self.role.committed_batches) == count, self.role.committed_batches
+
+    def finish(self) -> None:
+        self.stop.set()
+        self.thread.join(60)
+        self.runner.publisher.settle()
+        self.runner.close()
+
+
+def start_echo(
+    bootstrap: str, topic: str, out: str, backoff_s: float, refusals: int = 0
+) -> Running:
+    """An `EchoRole` of `topic` run by a `RoleRunner` on a thread; its consumer's first
+    `refusals` polls refused (`Refusing`)."""
     settings = Settings(
         kafka=KafkaSettings(bootstrap_servers=bootstrap),
         topics=TopicSettings(input=topic),
-        worker=WorkerSettings(group_id="g-" + topic, max_batch=8, retry_backoff_max_s=0.5),
+        worker=WorkerSettings(group_id="g-" + topic, max_batch=8, retry_backoff_max_s=backoff_s),
     )
     role = EchoRole(settings, out)
-    role.consumer = Refusing(role.consumer, refusals)  # type: ignore[assignment]
+    if refusals:
+        role.consumer = Refusing(role.consumer, refusals)  # type: ignore[assignment]
     stop, metrics = threading.Event(), build_metrics(CollectorRegistry())
     runner = RoleRunner(role, metrics, stop, in_flight=role)
     errors: list[BaseException] = []
@@ -195,12 +182,42 @@ def _run_echo(
     def run() -> None:
         try:
             runner.run()
-        except BaseException as exc:  # what the replica's guard would see
+        except BaseException as exc:
             errors.append(exc)
 
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
-    return role, runner, thread, stop, (metrics, errors)
+    return Running(role, runner, thread, stop, metrics, errors)
+
+
+def test_a_batch_the_step_fails_on_is_bisected_to_its_input_which_is_dead_lettered_once(
+    kafka_bootstrap: str, unique_topic: Callable[[str], str]
+) -> None:
+    topic, out = unique_topic("in"), unique_topic("out")
+    values = [f"doc-{i}".encode() for i in range(20)]
+    values[10] = POISON
+    produce(kafka_bootstrap, topic, values, keys=False)
+    echo = start_echo(kafka_bootstrap, topic, out, backoff_s=1.0)
+    role = echo.role
+    tp = TopicPartition(topic, 0)
+    try:
+        echo.wait_committed(len(values))
+    finally:
+        echo.finish()
+    got = [m.value for m in read_all(kafka_bootstrap, out, len(values))]
+    assert got == [b"dead" if v == POISON else v.upper() for v in values]
+    # halved per consecutive failure until the poison is alone, then dead-lettered once
+    # the full batch fails first; consecutive failures halve it until the poison is alone,
+    # which is dead-lettered once (a commit in between may reset the halving once)
+    assert role.failed_batches[0] == 8 and role.failed_batches[-3:] == [4, 2, 1]
+    assert all(n > 1 for n in role.failed_batches[:-1]) and len(role.dead) == 1
+    assert role.aborts == len(role.failed_batches)
+    assert all(p is not None for p in role.recovered)  # the failed batch's inputs rebuilt
+    committed = KafkaConsumer(bootstrap_servers=kafka_bootstrap, group_id="g-" + topic)
+    try:
+        assert committed.committed(tp) == len(values)
+    finally:
+        committed.close()
 
 
 def test_group_polls_the_broker_refuses_are_retried_and_the_role_keeps_running(
@@ -209,18 +226,12 @@ def test_group_polls_the_broker_refuses_are_retried_and_the_role_keeps_running(
     topic, out = unique_topic("in"), unique_topic("out")
     values = [f"doc-{i}".encode() for i in range(12)]
     produce(kafka_bootstrap, topic, values, keys=False)
-    role, runner, thread, stop, (metrics, errors) = _run_echo(kafka_bootstrap, topic, out, 3)
+    echo = start_echo(kafka_bootstrap, topic, out, backoff_s=0.5, refusals=3)
+    role, metrics, errors = echo.role, echo.metrics, echo.errors
     try:
-        deadline = time.monotonic() + 120
-        while sum(role.committed_batches) < len(values) and time.monotonic() < deadline:
-            assert thread.is_alive(), f"the runner died on a refused poll: {errors}"
-            time.sleep(0.1)  # polling a condition: every input committed
-        assert sum(role.committed_batches) == len(values), role.committed_batches
+        echo.wait_committed(len(values))
     finally:
-        stop.set()
-        thread.join(60)
-        runner.publisher.settle()
-        runner.close()
+        echo.finish()
     assert role.consumer.refusals == 0 and not errors
     assert role.failed_batches == [] and role.aborts == 0
     assert metrics.role_failures.labels("echo")._value.get() == 3
@@ -234,12 +245,13 @@ def test_a_broker_that_stays_away_fails_the_role_after_a_while(
     monkeypatch.setattr(runner_module, "GIVE_UP_S", 1.0)
     topic = unique_topic("in")
     produce(kafka_bootstrap, topic, [b"x"], keys=False)
-    role, runner, thread, stop, (_, errors) = _run_echo(kafka_bootstrap, topic, topic + "-o", 10**6)
+    echo = start_echo(kafka_bootstrap, topic, topic + "-o", backoff_s=0.5, refusals=10**6)
+    role, errors = echo.role, echo.errors
     try:
-        thread.join(60)
-        assert not thread.is_alive(), "the runner kept polling a broker that stays away"
+        echo.thread.join(60)
+        assert not echo.thread.is_alive(), "the runner kept polling a broker that stays away"
     finally:
-        stop.set()
-        runner.close()
+        echo.stop.set()
+        echo.runner.close()
     assert len(errors) == 1 and isinstance(errors[0], BrokerGone)
     assert isinstance(errors[0].__cause__, KafkaConnectionError) and role.consumer.polls > 2
