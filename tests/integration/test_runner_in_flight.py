@@ -2,7 +2,11 @@
 real broker, with a small role of the test's own: the engine's bisection (a step that raises
 on a batch of several inputs halves the next batch until the input causing it is alone, and
 that input is then dead-lettered on the replay), the commit of each batch settled before the
-next is published, every input answered exactly once, and failures counted by the role."""
+next is published, every input answered exactly once, and failures counted by the role.
+Broker errors while polling: a group poll refused is polled again; a retriable error after
+the poll read records (following the assignment, reading a log) rewinds to the committed
+offsets, for this in-flight role and for a synchronous one (`SyncEcho`), so nothing read
+and dropped with the error is skipped."""
 
 from __future__ import annotations
 
@@ -14,7 +18,7 @@ from typing import Any
 
 import pytest
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
-from kafka.errors import KafkaConnectionError
+from kafka.errors import KafkaConnectionError, KafkaTimeoutError
 from prometheus_client import CollectorRegistry
 
 from tests.integration.harness import produce, read_all
@@ -53,12 +57,16 @@ class EchoRole:
         self.committed_batches: list[int] = []
         self.aborts = self.rounds = 0
         self.recovered: list[Polled | None] = []
+        self.read_failures = 0  # polls to fail after reading records (the records dropped)
 
     def start(self) -> None:
         self.consumer.subscribe([self.role.topics.input])
 
     def poll(self, limits: Limits) -> Polled:
         polled = group_poll(self.consumer, timeout_ms=200, max_records=limits.records)
+        if self.read_failures and any(polled.values()):
+            self.read_failures -= 1  # as a checkpoint read after the group poll times out
+            raise KafkaTimeoutError("committed() timed out")
         return [
             (Source(tp.topic, tp.partition, m.offset), m.value)
             for tp, ms in polled.items()
@@ -117,6 +125,17 @@ class EchoRole:
         self.rounds += 1
 
 
+class SyncEcho(EchoRole):
+    """The echo role run synchronously (as the cluster roles are): counted once committed,
+    rewound to the committed offsets by `rebuild`."""
+
+    def committed(self, carried: int) -> None:
+        self.committed_batches.append(carried)
+
+    def rebuild(self) -> None:
+        self.recover(None, None)
+
+
 class Refusing:
     """A consumer whose next `refusals` polls meet a broker that refuses connections, as
     kafka-python 3's coordinator lookup raises while the broker restarts."""
@@ -163,20 +182,28 @@ class Running:
 
 
 def start_echo(
-    bootstrap: str, topic: str, out: str, backoff_s: float, refusals: int = 0
+    bootstrap: str,
+    topic: str,
+    out: str,
+    backoff_s: float,
+    refusals: int = 0,
+    read_failures: int = 0,
+    synchronous: bool = False,
 ) -> Running:
-    """An `EchoRole` of `topic` run by a `RoleRunner` on a thread; its consumer's first
-    `refusals` polls refused (`Refusing`)."""
+    """An `EchoRole` of `topic` run by a `RoleRunner` on a thread (a `SyncEcho` if
+    `synchronous`); its consumer's first `refusals` polls refused (`Refusing`), its first
+    `read_failures` polls that read records failing after the read."""
     settings = Settings(
         kafka=KafkaSettings(bootstrap_servers=bootstrap),
         topics=TopicSettings(input=topic),
         worker=WorkerSettings(group_id="g-" + topic, max_batch=8, retry_backoff_max_s=backoff_s),
     )
-    role = EchoRole(settings, out)
+    role = (SyncEcho if synchronous else EchoRole)(settings, out)
+    role.read_failures = read_failures
     if refusals:
         role.consumer = Refusing(role.consumer, refusals)  # type: ignore[assignment]
     stop, metrics = threading.Event(), build_metrics(CollectorRegistry())
-    runner = RoleRunner(role, metrics, stop, in_flight=role)
+    runner = RoleRunner(role, metrics, stop, in_flight=None if synchronous else role)
     errors: list[BaseException] = []
 
     def run() -> None:
@@ -255,3 +282,25 @@ def test_a_broker_that_stays_away_fails_the_role_after_a_while(
         echo.runner.close()
     assert len(errors) == 1 and isinstance(errors[0], BrokerGone)
     assert isinstance(errors[0].__cause__, KafkaConnectionError) and role.consumer.polls > 2
+
+
+@pytest.mark.parametrize("synchronous", [False, True], ids=["in-flight", "synchronous"])
+def test_a_retriable_error_after_the_poll_read_rewinds_and_nothing_read_is_skipped(
+    kafka_bootstrap: str, unique_topic: Callable[[str], str], synchronous: bool
+) -> None:
+    topic, out = unique_topic("in"), unique_topic("out")
+    values = [f"doc-{i}".encode() for i in range(30)]
+    produce(kafka_bootstrap, topic, values, keys=False)
+    echo = start_echo(
+        kafka_bootstrap, topic, out, backoff_s=0.5, read_failures=3, synchronous=synchronous
+    )
+    role, metrics = echo.role, echo.metrics
+    try:
+        echo.wait_committed(len(values))
+    finally:
+        echo.finish()
+    assert role.read_failures == 0 and not echo.errors
+    assert metrics.role_failures.labels("echo")._value.get() == 3
+    assert role.aborts == 0 and role.failed_batches == []  # nothing committed was rolled back
+    got = [m.value for m in read_all(kafka_bootstrap, out, len(values))]
+    assert got == [v.upper() for v in values]  # every input once, in order: none skipped

@@ -14,7 +14,9 @@ not known yet, and releasing everything there would restore it all again. Otherw
    restored again while assigned), and a failed one is started again after `RETRY_S`,
    without holding up the loop (the other partitions go on);
 3. restores start for assigned partitions neither held, restoring nor stopped, in partition
-   order, unless the holder says not now (`restore` returns None).
+   order, unless the holder says not now (`restore` returns None). A retriable Kafka error
+   while the holder sets one up (reading its checkpoint) is the same "not now", tried again
+   after `RETRY_S`: a broker pause there must not stop the role.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ import threading
 import time
 from collections.abc import Set
 from typing import Generic, NamedTuple, Protocol, TypeVar
+
+from kafka.errors import KafkaError
 
 from worker.partitions import Assignment
 from worker.runtime import following
@@ -101,7 +105,14 @@ class Follower(Generic[T]):
             )
             started = []
             for p in todo:
-                restore = holder.restore(p)
+                try:
+                    restore = holder.restore(p)  # reads its checkpoint from the broker
+                except KafkaError as exc:
+                    if not exc.retriable:
+                        raise
+                    log.warning("restoring %s %d: %r; trying again later", self._restoring, p, exc)
+                    self.retry_later()
+                    break
                 if restore is None:
                     break
                 restores.start(p, restore)

@@ -17,7 +17,10 @@ Per round (`docs/design/runtime.md`, "The role interface"):
    `role.rebuild()` drops the state that ran ahead of the commit and rewinds. A failure
    (or a poll) that says the group fenced the role's static membership makes its consumer
    rejoin (`runtime.membership`). A group poll the broker cannot serve
-   (`runtime.broker_gone`: nothing was read) backs off and polls again, for a while.
+   (`runtime.broker_gone`: nothing was read) backs off and polls again, for a while; a
+   retriable Kafka error later in the poll (following the assignment, reading the log:
+   records read went with it) rebuilds and rewinds as a failed transaction does, after the
+   commit in flight is settled, also for a while.
 
 The role owns its state and what it reads; the runner owns the publisher, the policy and
 the order of these steps, so each fix to them is written once.
@@ -38,7 +41,7 @@ import threading
 import time
 from typing import Generic
 
-from kafka.errors import FencedInstanceIdError
+from kafka.errors import FencedInstanceIdError, KafkaError
 
 from worker import retry
 from worker.metrics import Metrics
@@ -66,7 +69,7 @@ class RoleRunner(Generic[Polled, Carried]):
         self.role, self.metrics, self._stop = role, metrics, stop
         self.in_flight = in_flight
         self.policy = FailurePolicy(role.role.worker.retry_backoff_max_s)
-        self._gone_since: float | None = None  # when group polls began to fail in a row
+        self._failing_since: float | None = None  # when polls began to fail in a row
         self.publisher: Publisher[Carried] = Publisher(
             role.role,
             role.consumer,
@@ -99,7 +102,12 @@ class RoleRunner(Generic[Polled, Carried]):
             except BrokerGone as exc:  # nothing was read: poll again, for a while
                 self._poll_failed(exc)
                 continue
-            self._gone_since = None
+            except KafkaError as exc:  # after the group poll: what it read went with it
+                if not exc.retriable:
+                    raise
+                self._read_failed(exc)
+                continue
+            self._failing_since = None
             if self.in_flight is not None:
                 self._round_in_flight(self.in_flight, polled, limits)
                 continue
@@ -193,15 +201,38 @@ class RoleRunner(Generic[Polled, Carried]):
         """A group poll the broker could not serve (`runtime.broker_gone`): nothing was read,
         so nothing is rebuilt; count it, back off and poll again, as during a broker pause
         (health unchanged). After `GIVE_UP_S` of such polls in a row the role fails."""
-        now = time.monotonic()
-        if self._gone_since is None:
-            self._gone_since = now
-        elif now - self._gone_since > GIVE_UP_S:
-            raise error
+        self._still_trying(error)
         self.metrics.role_failures.labels(self.role.name).inc()
         delay = self.policy.failed()
         log.warning("%s: %s; polling again in %.1f s", self.role.name, error, delay)
         shutdown.pause(self._stop, delay)
+
+    def _read_failed(self, error: KafkaError) -> None:
+        """A retriable Kafka error after the group poll: records it read may be gone with
+        it, and the consumers' positions are past them. Settle the commit in flight, then
+        rebuild and rewind to the committed offsets, as after a failed transaction (a settle
+        that fails recovers the same way). After `GIVE_UP_S` of failed polls the role fails."""
+        self._still_trying(error)
+        if self.in_flight is None:
+            self._failed(PublishFailure(error, None))
+            return
+        settled = self.publisher.settle()
+        if settled is not None:  # the batch in flight failed: its recovery rewinds too
+            self._recover(self.in_flight, settled, None)
+            return
+        self.metrics.role_failures.labels(self.role.name).inc()
+        delay = self.policy.failed()
+        log.error("%s: reading failed; rewinding in %.1f s", self.role.name, delay, exc_info=error)
+        shutdown.pause(self._stop, delay)
+        self.in_flight.recover(None, None)
+
+    def _still_trying(self, error: Exception) -> None:
+        """Raise `error` once polls have failed for more than `GIVE_UP_S` in a row."""
+        now = time.monotonic()
+        if self._failing_since is None:
+            self._failing_since = now
+        elif now - self._failing_since > GIVE_UP_S:
+            raise error
 
     def _failed(self, failure: PublishFailure[Carried] | PublishFailure[None]) -> None:
         """Blame, or count a failure and back off; then the role rebuilds and rewinds."""

@@ -1,7 +1,8 @@
 """Following an assignment (`worker.runtime.follower`), with the real rebalance listener and
 background restores, and a holder that records what it was told: nothing moves between a
 revocation and its assignment, a restore of a partition gone is never installed, a failed
-restore is started again later without holding up the loop, a stopped one is not."""
+restore (or one whose set-up met a broker error) is started again later without holding up
+the loop, a stopped one is not."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from collections.abc import Callable
 
 import pytest
 from kafka import TopicPartition
+from kafka.errors import IllegalStateError, KafkaTimeoutError
 from prometheus_client import CollectorRegistry
 
 from worker.metrics import build_metrics
@@ -39,6 +41,7 @@ class Holder:
         self.failed: list[int] = []
         self.go = threading.Event()
         self.outcome: dict[int, str] = {}  # partition -> "fail" | "stop"
+        self.setup_errors: list[Exception] = []  # raised by the next `restore` calls
 
     def held(self) -> set[int]:
         return set(self.state)
@@ -51,6 +54,8 @@ class Holder:
         self.state.pop(partition, None)
 
     def restore(self, partition: int) -> RestoreFn[str]:
+        if self.setup_errors:  # reading its checkpoint failed
+            raise self.setup_errors.pop(0)
         self.started.append(partition)
         outcome = self.outcome.get(partition)
 
@@ -161,6 +166,37 @@ def test_a_failed_restore_starts_again_later_without_holding_up_the_loop(
     holder.outcome.clear()
     until_gained(f)
     assert holder.started == [0, 0] and holder.state == {0: "state-0"}
+    f.close()
+
+
+def test_a_retriable_broker_error_setting_up_a_restore_is_tried_again_later(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    clock = [1000.0]
+    monkeypatch.setattr(follower_module.time, "monotonic", lambda: clock[0])
+    assignment, holder, f = setup()
+    holder.setup_errors = [KafkaTimeoutError("committed() timed out")]
+    holder.go.set()
+    assignment.on_partitions_assigned(tps(0, 1))
+    assert f.follow() == Followed({0, 1}, set())  # the role goes on
+    assert holder.started == [] and f.restores.pending() == set()
+    assert f.follow() == Followed({0, 1}, set()) and holder.started == []  # not at once
+    clock[0] += follower_module.RETRY_S
+    gained = until_gained(f).gained
+    while len(gained) < 2:
+        followed = f.follow()
+        assert followed is not None
+        gained |= followed.gained
+    assert holder.started == [0, 1] and holder.state == {0: "state-0", 1: "state-1"}
+    f.close()
+
+
+def test_any_other_error_setting_up_a_restore_fails_the_role() -> None:
+    assignment, holder, f = setup()
+    holder.setup_errors = [IllegalStateError("a bug, not the broker")]
+    assignment.on_partitions_assigned(tps(0))
+    with pytest.raises(IllegalStateError):
+        f.follow()
     f.close()
 
 
