@@ -58,11 +58,16 @@ class EchoRole:
         self.aborts = self.rounds = 0
         self.recovered: list[Polled | None] = []
         self.read_failures = 0  # polls to fail after reading records (the records dropped)
+        self.restore_polls = 0  # after a rebuild, polls that hold nothing yet (they succeed)
+        self.restoring = 0
 
     def start(self) -> None:
         self.consumer.subscribe([self.role.topics.input])
 
     def poll(self, limits: Limits) -> Polled:
+        if self.restoring:  # as a rebuilt shard or gather: nothing held, nothing read
+            self.restoring -= 1
+            return []
         polled = group_poll(self.consumer, timeout_ms=200, max_records=limits.records)
         if self.read_failures and any(polled.values()):
             self.read_failures -= 1  # as a checkpoint read after the group poll times out
@@ -134,6 +139,7 @@ class SyncEcho(EchoRole):
 
     def rebuild(self) -> None:
         self.recover(None, None)
+        self.restoring = self.restore_polls
 
 
 class Refusing:
@@ -189,6 +195,7 @@ def start_echo(
     refusals: int = 0,
     read_failures: int = 0,
     synchronous: bool = False,
+    restore_polls: int = 0,
 ) -> Running:
     """An `EchoRole` of `topic` run by a `RoleRunner` on a thread (a `SyncEcho` if
     `synchronous`); its consumer's first `refusals` polls refused (`Refusing`), its first
@@ -199,7 +206,7 @@ def start_echo(
         worker=WorkerSettings(group_id="g-" + topic, max_batch=8, retry_backoff_max_s=backoff_s),
     )
     role = (SyncEcho if synchronous else EchoRole)(settings, out)
-    role.read_failures = read_failures
+    role.read_failures, role.restore_polls = read_failures, restore_polls
     if refusals:
         role.consumer = Refusing(role.consumer, refusals)  # type: ignore[assignment]
     stop, metrics = threading.Event(), build_metrics(CollectorRegistry())
@@ -304,3 +311,30 @@ def test_a_retriable_error_after_the_poll_read_rewinds_and_nothing_read_is_skipp
     assert role.aborts == 0 and role.failed_batches == []  # nothing committed was rolled back
     got = [m.value for m in read_all(kafka_bootstrap, out, len(values))]
     assert got == [v.upper() for v in values]  # every input once, in order: none skipped
+
+
+def test_reading_that_keeps_failing_fails_the_role_though_polls_between_succeed(
+    kafka_bootstrap: str, unique_topic: Callable[[str], str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After each rewind some polls come back empty (they succeed), then the records are read
+    again and the error comes back: with no commit between the failures it is one streak."""
+    monkeypatch.setattr(runner_module, "GIVE_UP_S", 2.0)
+    topic = unique_topic("in")
+    produce(kafka_bootstrap, topic, [b"x", b"y"], keys=False)
+    echo = start_echo(
+        kafka_bootstrap,
+        topic,
+        topic + "-o",
+        backoff_s=0.5,
+        read_failures=10**6,
+        synchronous=True,
+        restore_polls=3,
+    )
+    try:
+        echo.thread.join(90)
+        assert not echo.thread.is_alive(), "the runner kept rebuilding a read that keeps failing"
+    finally:
+        echo.stop.set()
+        echo.runner.close()
+    assert len(echo.errors) == 1 and isinstance(echo.errors[0], KafkaTimeoutError)
+    assert echo.role.committed_batches == [] and 10**6 - echo.role.read_failures > 2

@@ -139,7 +139,9 @@ class GatherFollow:
         c, consumer = self.settings.cluster, self.inputs.consumer
         log_tp, votes_tp = TopicPartition(c.fingerprints, p), TopicPartition(c.votes, p)
         payloads_tp = TopicPartition(c.payloads, p)
+        # the broker's answers first: one that fails changes nothing (no loss reported twice)
         starts = self.inputs.reader.beginning_offsets([log_tp, payloads_tp])
+        committed = consumer.committed(votes_tp)
         log_start = starts.get(log_tp, 0)
         if self.health.lost(c.fingerprints, p, start, log_start):
             start = log_start
@@ -151,7 +153,6 @@ class GatherFollow:
             self.settings.dedup.home_shards, start, ahead_budget=VOTES_AHEAD_BYTES
         )
         self.inputs.parts[p] = LogPartition(join, gatherer, PayloadJoin(resume))
-        committed = consumer.committed(votes_tp)
         if committed is None:
             consumer.seek_to_beginning(votes_tp)
         else:

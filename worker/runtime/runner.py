@@ -38,7 +38,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from typing import Generic
 
 from kafka.errors import FencedInstanceIdError, KafkaError
@@ -46,7 +45,7 @@ from kafka.errors import FencedInstanceIdError, KafkaError
 from worker import retry
 from worker.metrics import Metrics
 from worker.runtime import shutdown
-from worker.runtime.broker_gone import GIVE_UP_S, BrokerGone
+from worker.runtime.broker_gone import GIVE_UP_S, BrokerGone, Streak
 from worker.runtime.membership import Membership
 from worker.runtime.policy import FailurePolicy
 from worker.runtime.publisher import Publisher, PublishFailure
@@ -69,7 +68,9 @@ class RoleRunner(Generic[Polled, Carried]):
         self.role, self.metrics, self._stop = role, metrics, stop
         self.in_flight = in_flight
         self.policy = FailurePolicy(role.role.worker.retry_backoff_max_s)
-        self._failing_since: float | None = None  # when polls began to fail in a row
+        self._gone = Streak()  # group polls the broker could not serve; ends at one served
+        self._unread = Streak()  # polls failed after reading; ends at a commit (a rebuilt
+        # role's polls succeed until it holds state again and meets the error again)
         self.publisher: Publisher[Carried] = Publisher(
             role.role,
             role.consumer,
@@ -107,7 +108,7 @@ class RoleRunner(Generic[Polled, Carried]):
                     raise
                 self._read_failed(exc)
                 continue
-            self._failing_since = None
+            self._gone.ended()
             if self.in_flight is not None:
                 self._round_in_flight(self.in_flight, polled, limits)
                 continue
@@ -124,6 +125,7 @@ class RoleRunner(Generic[Polled, Carried]):
                 self._failed(failure)
                 continue
             policy.succeeded()
+            self._unread.ended()
             if role.health is not None:
                 role.health.succeeded()
             self.metrics.role_transactions.labels(role.name).inc()
@@ -172,6 +174,7 @@ class RoleRunner(Generic[Polled, Carried]):
         assert self.in_flight is not None
         self.in_flight.counted(carried, committed_at)
         self.policy.succeeded()
+        self._unread.ended()
 
     def _recover(
         self,
@@ -201,7 +204,7 @@ class RoleRunner(Generic[Polled, Carried]):
         """A group poll the broker could not serve (`runtime.broker_gone`): nothing was read,
         so nothing is rebuilt; count it, back off and poll again, as during a broker pause
         (health unchanged). After `GIVE_UP_S` of such polls in a row the role fails."""
-        self._still_trying(error)
+        self._gone.failed(error, GIVE_UP_S)
         self.metrics.role_failures.labels(self.role.name).inc()
         delay = self.policy.failed()
         log.warning("%s: %s; polling again in %.1f s", self.role.name, error, delay)
@@ -211,12 +214,13 @@ class RoleRunner(Generic[Polled, Carried]):
         """A retriable Kafka error after the group poll: records it read may be gone with
         it, and the consumers' positions are past them. Settle the commit in flight, then
         rebuild and rewind to the committed offsets, as after a failed transaction (a settle
-        that fails recovers the same way). After `GIVE_UP_S` of failed polls the role fails."""
-        self._still_trying(error)
+        that fails, or failed before a revoke, recovers the same way). After `GIVE_UP_S` of
+        such failures with no commit between them the role fails."""
+        self._unread.failed(error, GIVE_UP_S)
         if self.in_flight is None:
             self._failed(PublishFailure(error, None))
             return
-        settled = self.publisher.settle()
+        settled = self.in_flight.revoke_failure() or self.publisher.settle()
         if settled is not None:  # the batch in flight failed: its recovery rewinds too
             self._recover(self.in_flight, settled, None)
             return
@@ -225,14 +229,6 @@ class RoleRunner(Generic[Polled, Carried]):
         log.error("%s: reading failed; rewinding in %.1f s", self.role.name, delay, exc_info=error)
         shutdown.pause(self._stop, delay)
         self.in_flight.recover(None, None)
-
-    def _still_trying(self, error: Exception) -> None:
-        """Raise `error` once polls have failed for more than `GIVE_UP_S` in a row."""
-        now = time.monotonic()
-        if self._failing_since is None:
-            self._failing_since = now
-        elif now - self._failing_since > GIVE_UP_S:
-            raise error
 
     def _failed(self, failure: PublishFailure[Carried] | PublishFailure[None]) -> None:
         """Blame, or count a failure and back off; then the role rebuilds and rewinds."""
