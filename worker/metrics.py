@@ -76,6 +76,7 @@ class Metrics:
     waiting_for_shard: Gauge
     gather_buffered_bytes: Gauge
     settings_mismatch: Gauge
+    single_stage: Gauge
 
 
 def build_metrics(registry: CollectorRegistry) -> Metrics:
@@ -236,6 +237,12 @@ def build_metrics(registry: CollectorRegistry) -> Metrics:
             "neardup_settings_mismatch",
             "1 while this scale-out replica refuses to start: its settings or internal topics "
             "differ from its cluster's (the log names each difference)",
+            registry=registry,
+        ),
+        single_stage=Gauge(
+            "neardup_single_stage",
+            "1 while this scale-out replica is the whole cluster and decides each batch in one "
+            "transaction (docs/design/scale-out.md, the single-stage replica)",
             registry=registry,
         ),
     )

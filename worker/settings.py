@@ -178,6 +178,12 @@ class ClusterSettings(_Section):
         "clamp + a margin of 1 h); an explicit value may not be smaller than that",
     )
     max_records: int = Field(100, ge=1, description="fingerprint records per shard transaction")
+    single_stage: bool = Field(
+        True,
+        description="while this replica is the whole cluster (every input partition, shard "
+        "and log partition), decide each batch in one transaction, with no payload or votes "
+        "records; decisions are the same either way",
+    )
     handover_from: str | None = Field(
         None,
         min_length=1,

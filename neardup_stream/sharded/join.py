@@ -93,6 +93,14 @@ class VoteJoin(Generic[T]):
         self.vote_bytes.pop(head.offset, None)
         self.next = head.offset + 1
 
+    def decided(self, offset: int) -> None:
+        """Record `offset` was decided without the join (a single-stage replica votes and
+        decides each record as it appends it): the next to decide comes after it. Only
+        with nothing held: the records before it were decided first."""
+        if self.records or self.votes or offset < self.next:
+            raise ValueError(f"record {offset} decided out of order (next {self.next})")
+        self.next = offset + 1
+
     def waiting_for(self) -> list[int]:
         """Shards whose vote the oldest record still needs (empty: none buffered, or ready)."""
         if not self.records:

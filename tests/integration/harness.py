@@ -138,6 +138,14 @@ class WorkerProcess:
         except OSError:
             return {}
 
+    def gauge(self, name: str) -> float | None:
+        """The value of an unlabelled gauge (None while it does not answer)."""
+        try:
+            found = re.search(rf"^{name} (\S+)$", self.http("/metrics")[1], re.M)
+        except OSError:
+            return None
+        return None if found is None else float(found.group(1))
+
     def kill(self) -> None:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGKILL)

@@ -30,7 +30,9 @@ def replicas(
     partitions: int = 1,
     failpoints: dict[int, str] | None = None,
     extra: list[str] | None = None,
+    first: int = 0,
 ) -> list[WorkerProcess]:
+    """`n` replicas, instances `r<first>` on."""
     env = {
         **topics.internal_env(),
         "NEARDUP_DEDUP__HOME_SHARDS": str(SHARDS),
@@ -49,7 +51,7 @@ def replicas(
             flags,
             {**env, **({"NEARDUP_FAILPOINTS": armed[i]} if i in armed else {})},
         ).start()
-        for i in range(n)
+        for i in range(first, first + n)
     ]
 
 

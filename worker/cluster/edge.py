@@ -16,6 +16,7 @@ import itertools
 import logging
 import threading
 import time
+from typing import Any
 
 from kafka import OffsetAndMetadata, TopicPartition
 
@@ -23,7 +24,8 @@ from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from worker import clients, failpoints, retry
 from worker.admission import DecideRules
 from worker.cluster.handover import Handover
-from worker.cluster.ingest import Ingested, LogTopics, ingest
+from worker.cluster.ingest import Ingested, LogAppend, LogTopics, ingest
+from worker.cluster.single_stage import RETRY_S, SingleStage, Staged
 from worker.input_start import InputStart
 from worker.metrics import Metrics
 from worker.partitions import rewind_to_committed
@@ -35,6 +37,7 @@ from worker.runtime.role import Limits, Output, role_settings
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
+WAIT_FOR_PARKING_S = 0.02  # between the edge's looks while the others park
 
 
 class EdgeRole:
@@ -62,12 +65,25 @@ class EdgeRole:
         self._lagging: set[int] = set()
         self.rejections = Rejections(settings.topics.dlq)
         self.max_records = settings.worker.max_batch
+        self.stage: SingleStage | None = None  # `single_stage`: with these two roles
+        self.shard: Any = None
+        self.gather: Any = None
 
     def start(self) -> None:
         self.consumer.subscribe([self.settings.topics.input])
 
+    def single_stage(self, stage: SingleStage, shard: Any, gather: Any) -> None:
+        """Run single-stage transactions with this replica's shard and gather roles while it
+        is the whole cluster (`cluster.single_stage`)."""
+        self.stage, self.shard, self.gather = stage, shard, gather
+        shard.stage = gather.stage = stage
+
     def poll(self, limits: Limits) -> list[InputRecord]:
-        """The next input records (the edge holds no state: no restores to follow)."""
+        """The next input records (the edge holds no state: no restores to follow); none
+        while it waits for the shard and gather roles to park for single stage."""
+        if self.stage is not None and not self._single_stage():
+            self._stop.wait(WAIT_FOR_PARKING_S)
+            return []
         wait = self.settings.worker.poll_timeout_ms
         polled = self.input.poll(timeout_ms=wait, max_records=limits.records)
         self.metrics.role_partitions.labels("edge").set(len(self.consumer.assignment()))
@@ -84,7 +100,7 @@ class EdgeRole:
             for m in messages
         ]
 
-    def step(self, polled: list[InputRecord], limits: Limits) -> Output[Ingested] | None:
+    def step(self, polled: list[InputRecord], limits: Limits) -> Output[Ingested | Staged] | None:
         """The fingerprint-log records and dead letters of `polled`, and the next offsets."""
         if not polled:
             return None
@@ -93,17 +109,94 @@ class EdgeRole:
             TopicPartition(topic, p): OffsetAndMetadata(o, "", -1)
             for (topic, p), o in out.offsets.items()
         }
-        return Output(Transaction(out.messages, out.sources, offsets), out)
+        if self.stage is not None and self.stage.on:
+            txn, staged = self.stage.transaction(out, offsets, self.shard, self.gather)
+            return Output(txn, staged)
+        plain: Output[Ingested | Staged] = Output(
+            Transaction(out.messages, out.sources, offsets), out
+        )
+        return plain
 
-    def committed(self, carried: Ingested) -> None:
+    def committed(self, carried: Ingested | Staged) -> None:
+        if isinstance(carried, Staged):  # a single-stage transaction: all three roles'
+            assert self.stage is not None
+            self.stage.committed(carried)
+            carried.outcomes.account(self.metrics)
+            self.shard.committed(None)  # its gauges
+            carried = carried.ingested
         for reason in carried.dead:
             self.metrics.dlq.labels(reason).inc()
+
+    def _single_stage(self) -> bool:
+        """Leave, ask or enter single stage (`single_stage` module). False: read no input
+        this round (the shard and gather roles are asked to park: nothing is appended)."""
+        stage = self.stage
+        assert stage is not None
+        if stage.on:
+            if stage.must_leave() or not self._owns_inputs():
+                self.shard.follow_single_stage()
+                self.gather.follow_single_stage()
+                stage.leave()
+            return True
+        if stage.asking:
+            if not stage.answered():
+                return not stage.asking  # gave up: an ordinary round
+            ends = self._log_ends()
+            groups = {
+                "shard": self.shard.consumer.group_metadata(),
+                "gather": self.gather.consumer.group_metadata(),
+            }
+            parked_in = {"shard": self.shard.parked_in, "gather": self.gather.parked_in}
+            same = all(groups[r].generation_id == parked_in[r] for r in groups)
+            if ends is None or not same or not self._owns_inputs():
+                stage.leave(RETRY_S)
+                return True
+            stage.enter(groups, ends)
+            return True
+        whole = self.shard.holds_all() and self.gather.holds_all()
+        if stage.may_ask() and whole and self._owns_inputs():
+            stage.ask()
+            return False
+        return True
+
+    def _owns_inputs(self) -> bool:
+        topic = self.settings.topics.input
+        partitions = self.consumer.partitions_for_topic(topic)
+        owned = {tp.partition for tp in self.consumer.assignment() if tp.topic == topic}
+        return bool(partitions) and owned == set(partitions)
+
+    def _log_ends(self) -> dict[int, int] | None:
+        """Where each log partition ends: both parked roles read it up to there (None: they
+        disagree, or a reader is not positioned)."""
+        c = self.settings.cluster
+        ends: dict[int, int] = {}
+        for p in range(c.log_partitions):
+            tp = TopicPartition(c.fingerprints, p)
+            try:
+                shard_at = int(self.shard.reader.position(tp))
+                gather_at = int(self.gather.inputs.reader.position(tp))
+            except Exception:
+                return None
+            if shard_at != gather_at:
+                return None
+            ends[p] = shard_at
+        return ends
 
     def rebuild(self) -> None:
         """Stateless: replay from the committed input offsets. The rewind is retried until it
         succeeds (as the single worker's): reading on from the consumer's position would
-        commit offsets past the failed batch's inputs, which were never logged."""
+        commit offsets past the failed batch's inputs, which were never logged. In single
+        stage the shard and gather states ran ahead too: both are rebuilt, and it leaves."""
         topic = self.settings.topics.input
+        if self.stage is not None and (self.stage.on or self.stage.asking):
+            if self.stage.on:
+                log.warning(
+                    "single stage: a transaction failed; every shard and log "
+                    "partition is restored again"
+                )
+                self.shard.rebuild()
+                self.gather.rebuild()
+            self.stage.leave(RETRY_S)
 
         def rewind() -> None:
             failpoints.hit("edge_rewind")
@@ -147,12 +240,15 @@ class EdgeRole:
                 now,
                 self.rejections,
             )
+            kept = list(range(len(part.messages)))
             if not published:
                 logs = (c.fingerprints, c.payloads)
                 kept = [i for i, m in enumerate(part.messages) if m.topic in logs]
                 part.messages = [part.messages[i] for i in kept]
                 part.sources = [part.sources[i] for i in kept]
                 part.dead = []
+            at = {old: len(out.messages) + new for new, old in enumerate(kept)}
+            out.appends += [LogAppend(at[a.at], a.passages) for a in part.appends]
             out.messages += part.messages
             out.sources += part.sources
             out.dead += part.dead

@@ -38,6 +38,7 @@ from worker.cluster.gather_inputs import GatherInputs
 from worker.cluster.gather_state import PayloadMismatch
 from worker.cluster.handover import Handover
 from worker.cluster.outcomes import Outcomes
+from worker.cluster.single_stage import SingleStage
 from worker.metrics import Metrics
 from worker.partitions import Assignment, generation_of
 from worker.rejections import Rejections
@@ -79,6 +80,8 @@ class GatherRole:
         )
         self.rejections = Rejections(settings.topics.dlq)
         self.max_records = settings.worker.max_batch
+        self.stage: SingleStage | None = None  # set by the replica: parks for single stage
+        self.parked_in = -1  # the group generation it parked in
 
     def start(self) -> None:
         self.consumer.subscribe([self.settings.cluster.votes], listener=self.assignment)
@@ -89,6 +92,8 @@ class GatherRole:
         partitions held may be revoked, so nothing is decided until it ends (what was read
         stays in the joins)."""
         w = self.settings.worker
+        if self.stage is not None and self._single_stage(w.poll_timeout_ms):
+            return False  # parked: the edge decides for the log partitions
         polled = group_poll(self.consumer, timeout_ms=w.poll_timeout_ms, max_records=w.max_batch)
         followed = self.follow.follow()
         fresh = followed or set()
@@ -118,15 +123,73 @@ class GatherRole:
         self._export_progress()
         if not batch.messages:
             return None
+        return Output(Transaction(batch.messages, batch.sources, self.checkpoints()), batch)
+
+    def _single_stage(self, wait: int) -> bool:
+        """Park when the edge asks and every log partition is held with nothing undecided;
+        parked, only keep the membership (votes that come are read again later) and say when
+        the group moves. True: parked (`single_stage`)."""
+        stage = self.stage
+        assert stage is not None
+        if not stage.parked("gather"):
+            if stage.asking and self._caught_up():
+                self.parked_in = generation_of(self.consumer)()
+                stage.park("gather")
+            return stage.parked("gather")
+        polled = group_poll(self.consumer, timeout_ms=wait)
+        self.metrics.role_partitions.labels("gather").set(len(self.parts))
+        came = False
+        for tp, records in polled.items():
+            if records:  # another replica's shards vote: read them again once unparked
+                self.consumer.seek(tp, records[0].offset)
+                came = True
+        whole = self.assignment.owned() == set(range(self.settings.cluster.log_partitions))
+        moved = generation_of(self.consumer)() != self.parked_in
+        if came or self.assignment.rebalancing or not whole or moved:
+            stage.moved("gather")
+        return True
+
+    def holds_all(self) -> bool:
+        """Whether every log partition is held (read from the edge thread: a hint)."""
+        return len(self.parts) == self.settings.cluster.log_partitions
+
+    def _caught_up(self) -> bool:
+        """Every log partition held, none restoring or stopped, nothing undecided held, and
+        the log read up to its last stable offset."""
+        every = set(range(self.settings.cluster.log_partitions))
+        if set(self.parts) != every or self.assignment.owned() != every:
+            return False
+        if self.assignment.rebalancing or self.follow.follower.restores.pending():
+            return False
+        if any(self.inputs.is_stopped(p) for p in every):
+            return False
+        if any(part.join.records or part.join.votes for part in self.parts.values()):
+            return False
+        fingerprints = self.settings.cluster.fingerprints
+        tps = [TopicPartition(fingerprints, p) for p in sorted(every)]
+        try:
+            ends = self.inputs.reader.end_offsets(tps)
+            return all(self.inputs.reader.position(tp) >= ends[tp] for tp in tps)
+        except Exception:  # not positioned yet, or the broker did not answer: not now
+            return False
+
+    def follow_single_stage(self) -> None:
+        """After single-stage transactions: read the log on past what they decided."""
+        reader, fingerprints = self.inputs.reader, self.settings.cluster.fingerprints
+        for p, part in self.parts.items():
+            tp = TopicPartition(fingerprints, p)
+            reader.seek(tp, max(reader.position(tp), part.join.next))
+
+    def checkpoints(self) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Each owned log partition's votes commit, its checkpoint in the metadata."""
         votes = self.settings.cluster.votes
         joins = {p: part.join for p, part in self.parts.items()}
         positions = {p: self.inputs.votes_position(p) for p in self.parts}
         resume = {p: self.inputs.payload_checkpoint(p) for p in self.parts}
-        offsets = {
+        return {
             TopicPartition(votes, p): OffsetAndMetadata(commit.offset, commit.metadata, -1)
             for p, commit in gathering.commits(joins, positions, resume).items()
         }
-        return Output(Transaction(batch.messages, batch.sources, offsets), batch)
 
     def committed(self, carried: Outcomes) -> None:
         carried.account(self.metrics)

@@ -41,6 +41,14 @@ class LogTopics(NamedTuple):
     payloads: str
 
 
+class LogAppend(NamedTuple):
+    """One fingerprint-log record of an `Ingested`: where it is among the messages, and
+    its documents' passages (what its payload record holds)."""
+
+    at: int
+    passages: list[Passage]
+
+
 @dataclass
 class Ingested:
     """What one edge transaction publishes, and the next input offsets it commits."""
@@ -51,6 +59,7 @@ class Ingested:
     offsets: dict[tuple[str, int], int] = field(default_factory=dict)
     documents: int = 0
     dead: list[str] = field(default_factory=list)
+    appends: list[LogAppend] = field(default_factory=list)  # the log records, in order
 
 
 def ingest(
@@ -88,6 +97,7 @@ def ingest(
             value = Envelope(fb, [r.source for r in chunk]).pack()
             passages = [Passage(r.source, r.timestamp_ms, r.key, r.value or b"") for r in chunk]
             payload = PayloadRecord(passages).pack()
+            out.appends.append(LogAppend(len(out.messages), passages))
             out.messages.append(OutMessage(log.fingerprints, None, value, partition=partition))
             out.messages.append(OutMessage(log.payloads, None, payload, partition=partition))
             out.sources += [None, None]  # they hold many inputs: none to blame

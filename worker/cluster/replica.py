@@ -25,6 +25,7 @@ from worker.cluster.edge import EdgeRole
 from worker.cluster.gather import GatherRole
 from worker.cluster.handover import Handover
 from worker.cluster.shard import ShardRole
+from worker.cluster.single_stage import SingleStage
 from worker.metrics import Metrics
 from worker.runtime import shutdown
 from worker.runtime.membership import InstanceConflict
@@ -132,9 +133,16 @@ class Replica:
         warm_replica(s.dedup)  # the shards' kernels load before ready, not on the first vote
         rules = prepared.layout.decide_rules(s)
         m, stop = self.metrics, self._stop  # each role runs on the one role loop
-        edge = RoleRunner(EdgeRole(s, m, stop, rules, prepared.handover), m, stop)
-        shard = RoleRunner(ShardRole(s, m, stop), m, stop)
-        gather = RoleRunner(GatherRole(s, m, stop, prepared.handover), m, stop)
+        edge_role, shard_role = (
+            EdgeRole(s, m, stop, rules, prepared.handover),
+            ShardRole(s, m, stop),
+        )
+        gather_role = GatherRole(s, m, stop, prepared.handover)
+        if s.cluster.single_stage:
+            edge_role.single_stage(SingleStage(s, m), shard_role, gather_role)
+        edge = RoleRunner(edge_role, m, stop)
+        shard = RoleRunner(shard_role, m, stop)
+        gather = RoleRunner(gather_role, m, stop)
         runners: list[Any] = [edge, shard, gather]
         self._roles = runners  # (roles: healthy() hook for /healthz)
         threads = {  # named by role: a stack dump (py-spy dump) says which role is which

@@ -35,6 +35,7 @@ from worker import clients
 from worker.cluster import checkpoint
 from worker.cluster.envelope import Envelope
 from worker.cluster.shard_state import RestoredShard, ShardState
+from worker.cluster.single_stage import SingleStage
 from worker.codec import OutMessage
 from worker.metrics import Metrics
 from worker.partitions import Assignment, generation_of
@@ -65,6 +66,8 @@ class ShardRole:
         self.health = RoleHealth("shard", metrics)
         self.rejections: Rejections | None = None  # votes answer for no input
         self.owned = ShardState(settings.dedup)  # one merged probe table for all owned shards
+        self.stage: SingleStage | None = None  # set by the replica: parks for single stage
+        self.parked_in = -1  # the group generation it parked in
         self.by_age = settings.dedup.max_age_seconds is not None  # watermarks matter
         self.votes_limit = settings.worker.output_max_message_bytes // 2
         c = settings.cluster
@@ -96,6 +99,8 @@ class ShardRole:
         # sending another. (0 ms polls throughout, without that switch, were seen never to
         # complete a rejoin.)
         wait = self.settings.worker.poll_timeout_ms
+        if self.stage is not None and self._single_stage(wait):
+            return {}  # parked: the edge votes for the shards
         short = self.owned and not self.assignment.rebalancing
         group_poll(self.consumer, timeout_ms=0 if short else wait)
         followed = self.follower.follow()
@@ -115,14 +120,60 @@ class ShardRole:
         if not polled:
             return None
         messages = self._vote(polled)
+        return Output(Transaction(messages, [None] * len(messages), self.checkpoints()), None)
+
+    def _single_stage(self, wait: int) -> bool:
+        """Park when the edge asks and every shard is held and caught up; parked, only keep
+        the membership, and say when the group moves. True: parked (`single_stage`)."""
+        stage = self.stage
+        assert stage is not None
+        if not stage.parked("shard"):
+            if stage.asking and self._caught_up():
+                self.parked_in = generation_of(self.consumer)()
+                stage.park("shard")
+            return stage.parked("shard")
+        group_poll(self.consumer, timeout_ms=wait)  # nothing is read on the shards topic
+        self.metrics.role_partitions.labels("shard").set(len(self.owned))
+        whole = self.assignment.owned() == set(range(self.settings.dedup.home_shards))
+        moved = generation_of(self.consumer)() != self.parked_in
+        if self.assignment.rebalancing or not whole or moved:
+            stage.moved("shard")
+        return True
+
+    def holds_all(self) -> bool:
+        """Whether every shard is held (read from the edge thread: a hint, checked again)."""
+        return len(self.owned) == self.settings.dedup.home_shards
+
+    def _caught_up(self) -> bool:
+        """Every shard held, nothing restoring or stopped, the log read up to its last stable
+        offset (each record read was voted on and committed: the role is synchronous)."""
+        every = set(range(self.settings.dedup.home_shards))
+        if set(self.owned) != every or self.assignment.owned() != every:
+            return False
+        if self.assignment.rebalancing or self.follower.restores.pending():
+            return False
+        if any(self.health.is_stopped(tp.topic, tp.partition) for tp in self.log_partitions):
+            return False
+        try:
+            ends = self.reader.end_offsets(self.log_partitions)
+            return all(self.reader.position(tp) >= ends[tp] for tp in self.log_partitions)
+        except Exception:  # not positioned yet, or the broker did not answer: not now
+            return False
+
+    def follow_single_stage(self) -> None:
+        """After single-stage transactions: read the log on past what they decided."""
+        for tp in self.log_partitions:
+            self.reader.seek(tp, max(self.reader.position(tp), self.owned.resume_at(tp.partition)))
+
+    def checkpoints(self) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Each owned shard's offset on the shards topic, its checkpoint in the metadata."""
         shards = self.settings.cluster.shards
-        offsets = {
+        return {
             TopicPartition(shards, s): OffsetAndMetadata(
                 0, checkpoint.encode(self.owned.next(s)), -1
             )
             for s in self.owned
         }
-        return Output(Transaction(messages, [None] * len(messages), offsets), None)
 
     def committed(self, carried: None) -> None:
         m = self.metrics

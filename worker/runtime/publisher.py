@@ -48,11 +48,18 @@ COMMIT_POLL_S = 0.05
 
 class Transaction(NamedTuple):
     """What one transaction publishes: messages, the input each answers for (None: it answers
-    for none, e.g. a changelog record), and the next input offsets with their metadata."""
+    for none, e.g. a changelog record), and the next input offsets with their metadata.
+
+    A single-stage replica's transaction commits offsets of several groups (`groups`: the
+    group metadata per offsets topic; a topic not named commits in the publisher's consumer's
+    group) and is made in two parts: `then` gets the offsets its `messages` were written at
+    (inside the transaction) and gives the rest, whose offsets and groups it adds."""
 
     messages: Sequence[OutMessage]
     sources: Sequence[Source | None]
     offsets: Mapping[TopicPartition, OffsetAndMetadata]
+    groups: Mapping[str, Any] | None = None
+    then: Callable[[list[int]], Transaction] | None = None
 
 
 class NotAMember(RuntimeError):
@@ -129,28 +136,28 @@ class Publisher(Generic[T]):
         try:
             if exactly_once:
                 p.begin_transaction()
-            for m, partition in zip(
-                txn.messages, placed(txn.messages, p.partitions_for), strict=True
-            ):
-                sent.futures.append(
-                    p.send(
-                        m.topic, value=m.value, key=m.key, partition=partition, headers=m.headers
-                    )
+            self._send(sent, txn.messages)
+            if txn.then is not None:  # the rest, from where the first part was written
+                wait = max(0.0, deadline - time.monotonic())
+                p.flush(timeout=wait)  # not after linger_ms
+                more = txn.then([int(f.get(timeout=wait).offset) for f in sent.futures])
+                self._send(sent, more.messages)
+                sent.txn = Transaction(
+                    [*txn.messages, *more.messages],
+                    [*txn.sources, *more.sources],
+                    {**txn.offsets, **more.offsets},
+                    {**(txn.groups or {}), **(more.groups or {})},
                 )
             if not exactly_once:
                 _delivered(sent.futures, deadline)
                 self.consumer.commit(dict(txn.offsets))
                 self._count(carried)
                 return None
-            metadata = self.consumer.group_metadata()
-            if metadata.generation_id < 0 or not metadata.member_id:
-                # Out of the group (evicted): without static membership the broker would
-                # take these offsets unchecked, beside the new owner's.
-                raise NotAMember(f"{self.name}: not a member of group {metadata.group_id}")
+            commits = self._commits(sent.txn)
         except BaseException as exc:
             return self._failure(sent, exc)
         threading.Thread(
-            target=self._finish, args=(sent, p, metadata), daemon=True, name=f"{self.name}-commit"
+            target=self._finish, args=(sent, p, commits), daemon=True, name=f"{self.name}-commit"
         ).start()
         with self._lock:
             self._sent = sent
@@ -161,10 +168,37 @@ class Publisher(Generic[T]):
         failpoints.hit("commit_inflight")
         return None
 
-    def _finish(self, sent: _Sent[T], producer: KafkaProducer, metadata: Any) -> None:
+    def _send(self, sent: _Sent[T], messages: Sequence[OutMessage]) -> None:
+        p = self.producer
+        for m, partition in zip(messages, placed(messages, p.partitions_for), strict=True):
+            sent.futures.append(
+                p.send(m.topic, value=m.value, key=m.key, partition=partition, headers=m.headers)
+            )
+
+    def _commits(self, txn: Transaction) -> list[tuple[Any, dict[TopicPartition, Any]]]:
+        """The offsets of `txn` by group, with each group's metadata."""
+        own = self.consumer.group_metadata()
+        by_group: dict[str, tuple[Any, dict[TopicPartition, Any]]] = {own.group_id: (own, {})}
+        for tp, offset in txn.offsets.items():
+            metadata = (txn.groups or {}).get(tp.topic, own)
+            by_group.setdefault(metadata.group_id, (metadata, {}))[1][tp] = offset
+        for metadata, _ in by_group.values():
+            if metadata.generation_id < 0 or not metadata.member_id:
+                # Out of the group (evicted): without static membership the broker would
+                # take these offsets unchecked, beside the new owner's.
+                raise NotAMember(f"{self.name}: not a member of group {metadata.group_id}")
+        return list(by_group.values())
+
+    def _finish(
+        self,
+        sent: _Sent[T],
+        producer: KafkaProducer,
+        commits: list[tuple[Any, dict[TopicPartition, Any]]],
+    ) -> None:
         """Helper thread: add the offsets, then commit, then count what committed."""
         try:
-            producer.send_offsets_to_transaction(dict(sent.txn.offsets), metadata)
+            for metadata, offsets in commits:
+                producer.send_offsets_to_transaction(offsets, metadata)
             failpoints.hit(f"{self.name}_produced")
             sent.offsets_added.set()
             if not self.in_flight:  # a role reads its deliveries before it commits

@@ -196,3 +196,16 @@ def test_first_decisions_round_trip_every_id_json_allows(doc_id: str) -> None:
     assert [p.entries for p in parts] == [[(5, d)], [(6, d)]]
     assert [p.watermark for p in parts] == [5, 7]
     assert all(p.domain == change.domain for p in parts)
+
+
+def test_a_record_decided_without_the_join_moves_its_next_past_it() -> None:
+    join: VoteJoin[str] = VoteJoin(2, 5)
+    join.decided(7)  # markers and others' aborted records may lie between
+    assert join.next == 8
+    join.add_record(Pending(7, "again", 0, 1))  # read again later: already decided
+    assert not join.records
+    with pytest.raises(ValueError, match="out of order"):
+        join.decided(6)
+    join.add_record(Pending(9, "held", 0, 1))
+    with pytest.raises(ValueError, match="out of order"):
+        join.decided(10)  # record 9 is undecided

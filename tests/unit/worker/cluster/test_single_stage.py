@@ -1,0 +1,115 @@
+"""The single-stage hand-over between a replica's role threads (`SingleStage`): asked, both
+roles park, then it is on; a group that moves while parked keeps it off (or ends it); the
+edge gives up after `ASK_S`; a log record not written where the log ended fails the
+transaction before anything is voted."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kafka import OffsetAndMetadata, TopicPartition
+from prometheus_client import CollectorRegistry
+
+from worker.cluster import single_stage as module
+from worker.cluster.handover import Handover
+from worker.cluster.ingest import Ingested, LogAppend
+from worker.cluster.single_stage import LogMoved, SingleStage
+from worker.codec import OutMessage
+from worker.metrics import build_metrics
+from worker.rejections import Rejections
+from worker.settings import Settings
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
+    c = Clock()
+    monkeypatch.setattr(module.time, "monotonic", c)
+    return c
+
+
+def stage() -> SingleStage:
+    return SingleStage(Settings(), build_metrics(CollectorRegistry()))
+
+
+def test_asked_both_roles_park_then_it_is_on_until_a_group_moves(clock: Clock) -> None:
+    s = stage()
+    s.park("shard")  # not asked: nothing
+    assert not s.parked("shard") and s.may_ask()
+    s.ask()
+    assert not s.may_ask()
+    s.park("shard")
+    assert s.parked("shard") and not s.answered()
+    s.park("gather")
+    assert s.answered()
+    s.enter({"shard": "g1", "gather": "g2"}, {0: 12})
+    assert s.on and s.metrics.single_stage._value.get() == 1 and not s.must_leave()
+    s.moved("gather")
+    assert s.must_leave()
+    s.leave()
+    assert not s.on and not s.parked("shard") and not s.parked("gather")
+    assert s.metrics.single_stage._value.get() == 0 and s.may_ask()
+
+
+def test_a_group_that_moves_before_entering_keeps_it_off_for_a_while(clock: Clock) -> None:
+    s = stage()
+    s.ask()
+    s.park("shard")
+    s.park("gather")
+    s.moved("shard")
+    assert not s.answered() and not s.parked("shard") and not s.asking
+    assert not s.may_ask()
+    clock.now += module.RETRY_S
+    assert s.may_ask()
+
+
+def test_the_edge_gives_up_when_a_role_does_not_park(clock: Clock) -> None:
+    s = stage()
+    s.ask()
+    s.park("shard")
+    clock.now += module.ASK_S / 2
+    assert not s.answered() and s.asking
+    clock.now += module.ASK_S
+    assert not s.answered() and not s.asking and not s.parked("shard")
+    s.park("gather")  # too late: not asked any more
+    assert not s.parked("gather")
+
+
+class Roles:
+    """What the transaction reads of the shard and gather roles (none of it is reached)."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.rejections = Rejections(settings.topics.dlq)
+        self.handover = Handover("", {})
+
+    def checkpoints(self) -> dict[TopicPartition, OffsetAndMetadata]:
+        raise AssertionError("not reached")
+
+
+def test_a_log_record_not_written_where_the_log_ended_fails_the_transaction() -> None:
+    s = stage()
+    c = s.settings.cluster
+    s.enter({"shard": None, "gather": None}, {0: 10, 1: 4})
+    ingested = Ingested(
+        messages=[
+            OutMessage(s.settings.topics.dlq, None, b"dead"),
+            OutMessage(c.fingerprints, None, b"log", partition=1),
+            OutMessage(c.payloads, None, b"payloads", partition=1),
+        ],
+        sources=[None, None, None],
+        appends=[LogAppend(1, [])],
+    )
+    roles: Any = Roles(s.settings)
+    txn, _ = s.transaction(ingested, {}, roles, roles)
+    assert [m.topic for m in txn.messages] == [s.settings.topics.dlq, c.fingerprints]
+    assert txn.then is not None
+    with pytest.raises(LogMoved, match="written at 6, the log ended at 4"):
+        txn.then([3, 6])  # another producer appended to log partition 1 since

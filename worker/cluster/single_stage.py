@@ -1,0 +1,225 @@
+"""The single-stage replica: while one replica is the whole cluster, one transaction a batch.
+
+A replica whose edge owns every input partition, whose shard role holds all S shards and
+whose gather role holds every log partition, with everything appended to the log decided,
+needs no internal hop but the log: the edge thread appends the batch's fingerprint-log
+records, reads their offsets inside the transaction, votes with the shard role's
+`ShardState`, decides with the gather role's `Gatherer`s, and commits outputs, dead letters,
+shard and gather changelog records and the offsets of all three groups (input offsets; each
+shard's checkpoint; each log partition's votes commit with its next log offset) in one
+transaction. No payload and no votes records: nothing would read them. Outcomes and state
+are what the three roles would have committed, so restores and a later hand-over to the
+roles' ordinary path change nothing (docs/design/scale-out.md, "a single-stage replica").
+
+Handing over between the threads (`SingleStage`, shared by the three roles):
+
+* **Entering.** The edge asks (`ask`) once it owns every input partition and the others hold
+  everything; it appends nothing more until they answer. The shard and gather threads park
+  (`park`) at the start of a round once caught up with the log's last stable offset and
+  holding nothing undecided; parked, they only poll their groups. The edge enters with the
+  shard and gather groups' metadata taken then (`groups`) and the log's ends (`ends`).
+  Nobody parks within `ASK_S`: the edge gives up, and asks again after `RETRY_S`.
+* **Safety.** Every single-stage transaction commits the shard and gather offsets with the
+  metadata taken when entering: after any rebalance of those groups the broker refuses them
+  (KIP-447), and the transaction aborts. Each log record must be written where the log ended
+  (`ends`): a record another producer appended in between fails the transaction. A failed
+  transaction rebuilds all three roles' state (as three failed role transactions would) and
+  leaves.
+* **Leaving.** A parked role whose group moved (a rebalance began, or records arrived for
+  it: they are rewound) asks to leave (`moved`); the edge leaves at its next round, as it
+  does when it no longer owns every input partition: it seeks the shard's and gather's log
+  readers past what it decided, and unparks them. They go on from committed state.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from kafka import OffsetAndMetadata, TopicPartition
+
+from worker.cluster.envelope import Envelope
+from worker.cluster.ingest import Ingested
+from worker.cluster.outcomes import Outcomes
+from worker.codec import OutMessage
+from worker.metrics import Metrics
+from worker.records import Source
+from worker.runtime.publisher import Transaction
+from worker.settings import Settings
+
+log = logging.getLogger(__name__)
+ASK_S = 5.0  # how long the edge waits for the shard and gather roles to park
+RETRY_S = 10.0  # after giving up (or leaving on a failure), before asking again
+ROLES = ("shard", "gather")
+
+
+class LogMoved(RuntimeError):
+    """A log record was not written where the log ended: another producer appended."""
+
+
+@dataclass
+class Staged:
+    """What one single-stage transaction counts once committed."""
+
+    ingested: Ingested
+    outcomes: Outcomes
+    ends: dict[int, int] = field(default_factory=dict)  # log partition -> its end after it
+
+
+class SingleStage:
+    """Shared by the edge, shard and gather roles of one replica (see the module docstring)."""
+
+    def __init__(self, settings: Settings, metrics: Metrics) -> None:
+        self.settings, self.metrics = settings, metrics
+        self._lock = threading.Lock()
+        self.on = False
+        self.asking = False
+        self._parked: set[str] = set()
+        self._moved = False
+        self._asked_at = 0.0
+        self._next_try = 0.0
+        self.groups: dict[str, Any] = {}  # offsets topic -> group metadata taken when entering
+        self.ends: dict[int, int] = {}  # log partition -> offset its next record must have
+
+    # the shard and gather threads
+
+    def parked(self, role: str) -> bool:
+        with self._lock:
+            return role in self._parked
+
+    def park(self, role: str) -> None:
+        with self._lock:
+            if self.asking:
+                self._parked.add(role)
+
+    def moved(self, role: str) -> None:
+        """A parked role's group moved, or records came for it: the edge leaves."""
+        with self._lock:
+            if role in self._parked:
+                self._moved = True
+
+    # the edge thread
+
+    def may_ask(self) -> bool:
+        return not self.on and not self.asking and time.monotonic() >= self._next_try
+
+    def ask(self) -> None:
+        with self._lock:
+            self.asking, self._asked_at = True, time.monotonic()
+
+    def answered(self) -> bool:
+        """Whether both roles parked; gives up (unparking them) after `ASK_S`."""
+        with self._lock:
+            if self._moved:  # a group moved while parked: not now
+                self._unpark(RETRY_S)
+                return False
+            if self._parked == set(ROLES):
+                return True
+            if time.monotonic() - self._asked_at > ASK_S:
+                self._unpark(RETRY_S)
+            return False
+
+    def enter(self, groups: dict[str, Any], ends: dict[int, int]) -> None:
+        with self._lock:
+            self.groups, self.ends = groups, ends
+            self.on, self.asking = True, False  # a move since `answered` shows in `must_leave`
+        self.metrics.single_stage.set(1)
+        log.info("single stage: this replica is the whole cluster; one transaction a batch")
+
+    def must_leave(self) -> bool:
+        with self._lock:
+            return self._moved
+
+    def leave(self, retry_after_s: float = 0.0) -> None:
+        with self._lock:
+            was_on = self.on
+            self._unpark(retry_after_s)
+        if was_on:
+            self.metrics.single_stage.set(0)
+            log.info("single stage: left; the roles go on from the committed state")
+
+    def _unpark(self, retry_after_s: float) -> None:
+        self.on = self.asking = self._moved = False
+        self._parked.clear()
+        self._next_try = time.monotonic() + retry_after_s
+
+    def transaction(
+        self,
+        ingested: Ingested,
+        edge_offsets: dict[TopicPartition, OffsetAndMetadata],
+        shard: Any,
+        gather: Any,
+    ) -> tuple[Transaction, Staged]:
+        """The batch's transaction: its log records and dead letters first, the rest once
+        the log records' offsets are known (`Transaction.then`)."""
+        c = self.settings.cluster
+        first = [i for i, m in enumerate(ingested.messages) if m.topic != c.payloads]
+        where = {at: n for n, at in enumerate(first)}  # message -> its place in `first`
+        staged = Staged(ingested, Outcomes(self.settings, gather.rejections, gather.handover))
+
+        def then(written: list[int]) -> Transaction:
+            messages = self._decide(
+                ingested, [written[where[a.at]] for a in ingested.appends], shard, gather, staged
+            )
+            offsets = {**shard.checkpoints(), **gather.checkpoints()}
+            groups = {c.shards: self.groups["shard"], c.votes: self.groups["gather"]}
+            sources: list[Source | None] = [None] * len(messages)
+            return Transaction(
+                [*messages, *staged.outcomes.messages],
+                [*sources, *staged.outcomes.sources],
+                offsets,
+                groups,
+            )
+
+        txn = Transaction(
+            [ingested.messages[i] for i in first],
+            [ingested.sources[i] for i in first],
+            edge_offsets,
+            then=then,
+        )
+        return txn, staged
+
+    def _decide(
+        self, ingested: Ingested, offsets: list[int], shard: Any, gather: Any, staged: Staged
+    ) -> list[OutMessage]:
+        """Vote and decide each log record where it was written; the shard changelog records."""
+        s, c = self.settings, self.settings.cluster
+        by_age = s.dedup.max_age_seconds is not None
+        changelog: list[OutMessage] = []
+        expect = dict(self.ends)
+        for append, offset in zip(ingested.appends, offsets, strict=True):
+            message = ingested.messages[append.at]
+            p = message.partition
+            assert p is not None
+            if offset != expect.get(p):
+                raise LogMoved(
+                    f"log partition {p}: a record was written at {offset}, the log ended at "
+                    f"{expect.get(p)}: another producer appended"
+                )
+            expect[p] = offset + 1
+            env = Envelope.unpack(message.value, s.dedup.fingerprint_id, s.topics.input, offset, p)
+            voted = shard.owned.vote(p, offset, env.fingerprints)
+            if [v.shard for v in voted] != list(range(s.dedup.home_shards)):
+                raise RuntimeError(f"single stage: shards {[v.shard for v in voted]} voted")
+            key = str(offset).encode()
+            for v in voted:
+                changelog += [
+                    OutMessage(c.shard_changelog, key, ch.pack(), partition=v.shard)
+                    for ch in v.changes
+                    if ch.records or by_age
+                ]
+            part = gather.parts[p]
+            decisions, firsts = part.gatherer.decide_and_record(
+                env.fingerprints, [v.votes for v in voted]
+            )
+            part.join.decided(offset)
+            staged.outcomes.add_record(p, offset, decisions, append.passages, firsts)
+            staged.ends[p] = offset + 2  # after its transaction's commit marker
+        return changelog
+
+    def committed(self, staged: Staged) -> None:
+        """Where the log ends now, for the next transaction's check."""
+        self.ends.update(staged.ends)
