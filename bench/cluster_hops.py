@@ -13,6 +13,9 @@ their path can be read back from the topics (read_committed: only what committed
   reaching the readers, the vote);
   ``gather``: last votes -> the output (the shards' commit, the reader, the decision).
 
+A single-stage replica (`worker.cluster.single_stage`) writes no payload or votes records:
+its documents have one hop, ``output``, as the plain worker's.
+
 Send times, not commit times: each figure leaves out the final commit (a few ms to tens).
 """
 
@@ -63,7 +66,10 @@ def hops(
         last_vote[at] = max(last_vote.get(at, 0.0), v.timestamp / 1000)
     edge, shard, gather = [], [], []
     logs = read_committed(bootstrap, log_topic)
-    for payload, record in zip(read_committed(bootstrap, payloads_topic), logs, strict=True):
+    payloads = read_committed(bootstrap, payloads_topic)
+    if len(payloads) != len(logs):  # a single-stage replica wrote no payloads: one hop
+        return result
+    for payload, record in zip(payloads, logs, strict=True):
         appended, voted = record.timestamp / 1000, last_vote[record.offset]
         for passage in PayloadRecord.unpack(payload.value, input_topic).passages:
             if passage.key in sent and passage.key in out:

@@ -31,13 +31,14 @@ from worker.metrics import Metrics
 from worker.partitions import rewind_to_committed
 from worker.records import InputRecord, Source
 from worker.rejections import Rejections
+from worker.runtime.broker_gone import group_poll
 from worker.runtime.health import RoleHealth, forget_series
 from worker.runtime.publisher import Transaction
 from worker.runtime.role import Limits, Output, role_settings
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
-WAIT_FOR_PARKING_S = 0.02  # between the edge's looks while the others park
+HOLD_POLL_MS = 50  # the edge's membership polls while the others park
 
 
 class EdgeRole:
@@ -82,8 +83,7 @@ class EdgeRole:
         """The next input records (the edge holds no state: no restores to follow); none
         while it waits for the shard and gather roles to park for single stage."""
         if self.stage is not None and not self._single_stage():
-            self._stop.wait(WAIT_FOR_PARKING_S)
-            return []
+            return self._hold()
         wait = self.settings.worker.poll_timeout_ms
         polled = self.input.poll(timeout_ms=wait, max_records=limits.records)
         self.metrics.role_partitions.labels("edge").set(len(self.consumer.assignment()))
@@ -138,26 +138,39 @@ class EdgeRole:
                 self.gather.follow_single_stage()
                 stage.leave()
             return True
+        whole = self.shard.holds_all() and self.gather.holds_all()
         if stage.asking:
             if not stage.answered():
-                return not stage.asking  # gave up: an ordinary round
+                if stage.asking and not (whole and self._owns_inputs()):
+                    stage.leave(RETRY_S)  # a group moved while it waited
+                return not stage.asking  # False: still waiting
             ends = self._log_ends()
-            groups = {
-                "shard": self.shard.consumer.group_metadata(),
-                "gather": self.gather.consumer.group_metadata(),
-            }
-            parked_in = {"shard": self.shard.parked_in, "gather": self.gather.parked_in}
-            same = all(groups[r].generation_id == parked_in[r] for r in groups)
-            if ends is None or not same or not self._owns_inputs():
+            if ends is None or not self._owns_inputs():
                 stage.leave(RETRY_S)
                 return True
-            stage.enter(groups, ends)
+            stage.enter({"shard": self.shard.parked_as, "gather": self.gather.parked_as}, ends)
             return True
-        whole = self.shard.holds_all() and self.gather.holds_all()
         if stage.may_ask() and whole and self._owns_inputs():
             stage.ask()
             return False
         return True
+
+    def _hold(self) -> list[InputRecord]:
+        """While the shard and gather roles are asked to park: read nothing, but keep the
+        membership (a poll with the input paused: a rebalance can complete). Records of a
+        partition assigned meanwhile are read again later."""
+        topic = self.settings.topics.input
+        owned = [tp for tp in self.consumer.assignment() if tp.topic == topic]
+        self.consumer.pause(*owned)
+        try:
+            polled = group_poll(self.consumer, timeout_ms=HOLD_POLL_MS)
+        finally:
+            self.consumer.resume(*[tp for tp in owned if tp in self.consumer.assignment()])
+        for tp, records in polled.items():
+            if records:
+                self.consumer.seek(tp, records[0].offset)
+        self.metrics.role_partitions.labels("edge").set(len(self.consumer.assignment()))
+        return []
 
     def _owns_inputs(self) -> bool:
         topic = self.settings.topics.input

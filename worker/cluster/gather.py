@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import Any
 
 from kafka import OffsetAndMetadata, TopicPartition
 
@@ -81,7 +82,8 @@ class GatherRole:
         self.rejections = Rejections(settings.topics.dlq)
         self.max_records = settings.worker.max_batch
         self.stage: SingleStage | None = None  # set by the replica: parks for single stage
-        self.parked_in = -1  # the group generation it parked in
+        self.parked_as: Any = None  # its group metadata when it parked
+        self.parked_at: dict[int, int] = {}  # its votes positions then (they do not move)
 
     def start(self) -> None:
         self.consumer.subscribe([self.settings.cluster.votes], listener=self.assignment)
@@ -133,7 +135,8 @@ class GatherRole:
         assert stage is not None
         if not stage.parked("gather"):
             if stage.asking and self._caught_up():
-                self.parked_in = generation_of(self.consumer)()
+                self.parked_as = self.consumer.group_metadata()  # taken on its own thread
+                self.parked_at = {p: self.inputs.votes_position(p) for p in self.parts}
                 stage.park("gather")
             return stage.parked("gather")
         polled = group_poll(self.consumer, timeout_ms=wait)
@@ -144,7 +147,7 @@ class GatherRole:
                 self.consumer.seek(tp, records[0].offset)
                 came = True
         whole = self.assignment.owned() == set(range(self.settings.cluster.log_partitions))
-        moved = generation_of(self.consumer)() != self.parked_in
+        moved = generation_of(self.consumer)() != self.parked_as.generation_id
         if came or self.assignment.rebalancing or not whole or moved:
             stage.moved("gather")
         return True
@@ -180,11 +183,15 @@ class GatherRole:
             tp = TopicPartition(fingerprints, p)
             reader.seek(tp, max(reader.position(tp), part.join.next))
 
-    def checkpoints(self) -> dict[TopicPartition, OffsetAndMetadata]:
-        """Each owned log partition's votes commit, its checkpoint in the metadata."""
+    def checkpoints(
+        self, positions: dict[int, int] | None = None
+    ) -> dict[TopicPartition, OffsetAndMetadata]:
+        """Each owned log partition's votes commit, its checkpoint in the metadata; parked,
+        with the votes positions it parked at (its consumer is its own thread's)."""
         votes = self.settings.cluster.votes
         joins = {p: part.join for p, part in self.parts.items()}
-        positions = {p: self.inputs.votes_position(p) for p in self.parts}
+        if positions is None:
+            positions = {p: self.inputs.votes_position(p) for p in self.parts}
         resume = {p: self.inputs.payload_checkpoint(p) for p in self.parts}
         return {
             TopicPartition(votes, p): OffsetAndMetadata(commit.offset, commit.metadata, -1)

@@ -67,7 +67,7 @@ class ShardRole:
         self.rejections: Rejections | None = None  # votes answer for no input
         self.owned = ShardState(settings.dedup)  # one merged probe table for all owned shards
         self.stage: SingleStage | None = None  # set by the replica: parks for single stage
-        self.parked_in = -1  # the group generation it parked in
+        self.parked_as: Any = None  # its group metadata when it parked
         self.by_age = settings.dedup.max_age_seconds is not None  # watermarks matter
         self.votes_limit = settings.worker.output_max_message_bytes // 2
         c = settings.cluster
@@ -129,13 +129,13 @@ class ShardRole:
         assert stage is not None
         if not stage.parked("shard"):
             if stage.asking and self._caught_up():
-                self.parked_in = generation_of(self.consumer)()
+                self.parked_as = self.consumer.group_metadata()  # taken on its own thread
                 stage.park("shard")
             return stage.parked("shard")
         group_poll(self.consumer, timeout_ms=wait)  # nothing is read on the shards topic
         self.metrics.role_partitions.labels("shard").set(len(self.owned))
         whole = self.assignment.owned() == set(range(self.settings.dedup.home_shards))
-        moved = generation_of(self.consumer)() != self.parked_in
+        moved = generation_of(self.consumer)() != self.parked_as.generation_id
         if self.assignment.rebalancing or not whole or moved:
             stage.moved("shard")
         return True

@@ -14,10 +14,12 @@ roles' ordinary path change nothing (docs/design/scale-out.md, "a single-stage r
 Handing over between the threads (`SingleStage`, shared by the three roles):
 
 * **Entering.** The edge asks (`ask`) once it owns every input partition and the others hold
-  everything; it appends nothing more until they answer. The shard and gather threads park
+  everything; it appends nothing more until they answer (its input paused, its membership
+  kept), and stops asking if a group moves. The shard and gather threads park
   (`park`) at the start of a round once caught up with the log's last stable offset and
-  holding nothing undecided; parked, they only poll their groups. The edge enters with the
-  shard and gather groups' metadata taken then (`groups`) and the log's ends (`ends`).
+  holding nothing undecided, taking their group metadata then (on their own threads: a
+  consumer is not shared); parked, they only poll their groups. The edge enters with that
+  metadata (`groups`) and the log's ends (`ends`).
   Nobody parks within `ASK_S`: the edge gives up, and asks again after `RETRY_S`.
 * **Safety.** Every single-stage transaction commits the shard and gather offsets with the
   metadata taken when entering: after any rebalance of those groups the broker refuses them
@@ -51,7 +53,7 @@ from worker.runtime.publisher import Transaction
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
-ASK_S = 5.0  # how long the edge waits for the shard and gather roles to park
+ASK_S = 60.0  # how long the edge waits for the shard and gather roles to catch up and park
 RETRY_S = 10.0  # after giving up (or leaving on a failure), before asking again
 ROLES = ("shard", "gather")
 
@@ -164,7 +166,7 @@ class SingleStage:
             messages = self._decide(
                 ingested, [written[where[a.at]] for a in ingested.appends], shard, gather, staged
             )
-            offsets = {**shard.checkpoints(), **gather.checkpoints()}
+            offsets = {**shard.checkpoints(), **gather.checkpoints(gather.parked_at)}
             groups = {c.shards: self.groups["shard"], c.votes: self.groups["gather"]}
             sources: list[Source | None] = [None] * len(messages)
             return Transaction(
