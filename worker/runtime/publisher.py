@@ -141,13 +141,13 @@ class Publisher(Generic[T]):
                 wait = max(0.0, deadline - time.monotonic())
                 p.flush(timeout=wait)  # not after linger_ms
                 more = txn.then([int(f.get(timeout=wait).offset) for f in sent.futures])
-                self._send(sent, more.messages)
-                sent.txn = Transaction(
+                sent.txn = Transaction(  # first: a refusal is blamed on its message
                     [*txn.messages, *more.messages],
                     [*txn.sources, *more.sources],
                     {**txn.offsets, **more.offsets},
                     {**(txn.groups or {}), **(more.groups or {})},
                 )
+                self._send(sent, more.messages)
             if not exactly_once:
                 _delivered(sent.futures, deadline)
                 self.consumer.commit(dict(txn.offsets))
