@@ -31,7 +31,6 @@ from worker.metrics import Metrics
 from worker.partitions import rewind_to_committed
 from worker.records import InputRecord, Source
 from worker.rejections import Rejections
-from worker.runtime.broker_gone import group_poll
 from worker.runtime.health import RoleHealth, forget_series
 from worker.runtime.publisher import Transaction
 from worker.runtime.role import Limits, Output, role_settings
@@ -162,14 +161,15 @@ class EdgeRole:
         topic = self.settings.topics.input
         owned = [tp for tp in self.consumer.assignment() if tp.topic == topic]
         self.consumer.pause(*owned)
-        try:
-            polled = group_poll(self.consumer, timeout_ms=HOLD_POLL_MS)
+        try:  # through `input`: it places partitions with no committed offset, or lost ones
+            polled = self.input.poll(timeout_ms=HOLD_POLL_MS)
         finally:
             self.consumer.resume(*[tp for tp in owned if tp in self.consumer.assignment()])
         for tp, records in polled.items():
             if records:
                 self.consumer.seek(tp, records[0].offset)
         self.metrics.role_partitions.labels("edge").set(len(self.consumer.assignment()))
+        self._export_lag()
         return []
 
     def _owns_inputs(self) -> bool:

@@ -83,6 +83,7 @@ class GatherRole:
         self.max_records = settings.worker.max_batch
         self.stage: SingleStage | None = None  # set by the replica: parks for single stage
         self.parked_as: Any = None  # its group metadata when it parked
+        self.parkable = False  # every log partition held, none restoring or stopped
         self.parked_at: dict[int, int] = {}  # its votes positions then (they do not move)
 
     def start(self) -> None:
@@ -98,6 +99,10 @@ class GatherRole:
             return False  # parked: the edge decides for the log partitions
         polled = group_poll(self.consumer, timeout_ms=w.poll_timeout_ms, max_records=w.max_batch)
         followed = self.follow.follow()
+        every = range(self.settings.cluster.log_partitions)
+        whole = len(self.parts) == len(every) and not self.follow.follower.restores.pending()
+        stopped = any(self.inputs.is_stopped(p) for p in every)
+        self.parkable = whole and followed is not None and not stopped
         fresh = followed or set()
         self.metrics.role_partitions.labels("gather").set(len(self.parts))
         for tp, recs in polled.items():
@@ -147,14 +152,19 @@ class GatherRole:
                 self.consumer.seek(tp, records[0].offset)
                 came = True
         whole = self.assignment.owned() == set(range(self.settings.cluster.log_partitions))
-        moved = generation_of(self.consumer)() != self.parked_as.generation_id
+        now = self.consumer.group_metadata()  # a static member rejoins with a new member id
+        moved = (now.generation_id, now.member_id) != (
+            self.parked_as.generation_id,
+            self.parked_as.member_id,
+        )
         if came or self.assignment.rebalancing or not whole or moved:
             stage.moved("gather")
         return True
 
     def holds_all(self) -> bool:
-        """Whether every log partition is held (read from the edge thread: a hint)."""
-        return len(self.parts) == self.settings.cluster.log_partitions
+        """Whether it could park: every log partition held, none restoring or stopped (set on
+        its own thread each round; the edge reads it as a hint, checked again)."""
+        return self.parkable
 
     def _caught_up(self) -> bool:
         """Every log partition held, none restoring or stopped, nothing undecided held, and

@@ -68,6 +68,7 @@ class ShardRole:
         self.owned = ShardState(settings.dedup)  # one merged probe table for all owned shards
         self.stage: SingleStage | None = None  # set by the replica: parks for single stage
         self.parked_as: Any = None  # its group metadata when it parked
+        self.parkable = False  # every shard held, none restoring or stopped (`holds_all`)
         self.by_age = settings.dedup.max_age_seconds is not None  # watermarks matter
         self.votes_limit = settings.worker.output_max_message_bytes // 2
         c = settings.cluster
@@ -104,6 +105,10 @@ class ShardRole:
         short = self.owned and not self.assignment.rebalancing
         group_poll(self.consumer, timeout_ms=0 if short else wait)
         followed = self.follower.follow()
+        stopped = any(self.health.is_stopped(tp.topic, tp.partition) for tp in self.log_partitions)
+        whole = len(self.owned) == self.settings.dedup.home_shards
+        self.parkable = whole and followed is not None and not stopped
+        self.parkable &= not self.follower.restores.pending()
         if followed is None:  # a rebalance is under way: no shard votes until it ends
             return {}
         if followed.gained:
@@ -135,14 +140,19 @@ class ShardRole:
         group_poll(self.consumer, timeout_ms=wait)  # nothing is read on the shards topic
         self.metrics.role_partitions.labels("shard").set(len(self.owned))
         whole = self.assignment.owned() == set(range(self.settings.dedup.home_shards))
-        moved = generation_of(self.consumer)() != self.parked_as.generation_id
+        now = self.consumer.group_metadata()  # a static member rejoins with a new member id
+        moved = (now.generation_id, now.member_id) != (
+            self.parked_as.generation_id,
+            self.parked_as.member_id,
+        )
         if self.assignment.rebalancing or not whole or moved:
             stage.moved("shard")
         return True
 
     def holds_all(self) -> bool:
-        """Whether every shard is held (read from the edge thread: a hint, checked again)."""
-        return len(self.owned) == self.settings.dedup.home_shards
+        """Whether it could park: every shard held, none restoring, no log partition stopped
+        (set on its own thread each round; the edge reads it as a hint, checked again)."""
+        return self.parkable
 
     def _caught_up(self) -> bool:
         """Every shard held, nothing restoring or stopped, the log read up to its last stable

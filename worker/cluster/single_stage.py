@@ -20,7 +20,9 @@ Handing over between the threads (`SingleStage`, shared by the three roles):
   holding nothing undecided, taking their group metadata then (on their own threads: a
   consumer is not shared); parked, they only poll their groups. The edge enters with that
   metadata (`groups`) and the log's ends (`ends`).
-  Nobody parks within `ASK_S`: the edge gives up, and asks again after `RETRY_S`.
+  It asks only while both roles could park (everything held, nothing restoring or
+  stopped). If they do not park within `ASK_S` (a backlog too long), the edge gives up and
+  asks again after `RETRY_S`, doubled each time up to `MAX_RETRY_S`.
 * **Safety.** Every single-stage transaction commits the shard and gather offsets with the
   metadata taken when entering: after any rebalance of those groups the broker refuses them
   (KIP-447), and the transaction aborts. Each log record must be written where the log ended
@@ -55,6 +57,7 @@ from worker.settings import Settings
 log = logging.getLogger(__name__)
 ASK_S = 60.0  # how long the edge waits for the shard and gather roles to catch up and park
 RETRY_S = 10.0  # after giving up (or leaving on a failure), before asking again
+MAX_RETRY_S = 300.0  # giving up again and again waits longer each time, up to this
 ROLES = ("shard", "gather")
 
 
@@ -83,6 +86,7 @@ class SingleStage:
         self._moved = False
         self._asked_at = 0.0
         self._next_try = 0.0
+        self._backoff = RETRY_S  # after giving up: doubles up to MAX_RETRY_S, reset on entering
         self.groups: dict[str, Any] = {}  # offsets topic -> group metadata taken when entering
         self.ends: dict[int, int] = {}  # log partition -> offset its next record must have
 
@@ -121,13 +125,15 @@ class SingleStage:
             if self._parked == set(ROLES):
                 return True
             if time.monotonic() - self._asked_at > ASK_S:
-                self._unpark(RETRY_S)
+                self._unpark(self._backoff)  # again later, and later each time
+                self._backoff = min(self._backoff * 2, MAX_RETRY_S)
             return False
 
     def enter(self, groups: dict[str, Any], ends: dict[int, int]) -> None:
         with self._lock:
             self.groups, self.ends = groups, ends
             self.on, self.asking = True, False  # a move since `answered` shows in `must_leave`
+            self._backoff = RETRY_S
         self.metrics.single_stage.set(1)
         log.info("single stage: this replica is the whole cluster; one transaction a batch")
 

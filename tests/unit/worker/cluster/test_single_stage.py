@@ -113,3 +113,30 @@ def test_a_log_record_not_written_where_the_log_ended_fails_the_transaction() ->
     assert txn.then is not None
     with pytest.raises(LogMoved, match="written at 6, the log ended at 4"):
         txn.then([3, 6])  # another producer appended to log partition 1 since
+
+
+def test_giving_up_again_and_again_waits_longer_each_time_until_it_enters(clock: Clock) -> None:
+    s = stage()
+    waits = []
+    for _ in range(7):
+        s.ask()
+        clock.now += module.ASK_S + 1
+        assert not s.answered()
+        start = clock.now
+        while not s.may_ask():
+            clock.now += 1
+        waits.append(clock.now - start)
+    assert waits == [10, 20, 40, 80, 160, 300, 300]
+    s.ask()
+    s.park("shard")
+    s.park("gather")
+    assert s.answered()
+    s.enter({}, {})
+    s.leave()
+    s.ask()
+    clock.now += module.ASK_S + 1
+    assert not s.answered()
+    start = clock.now
+    while not s.may_ask():
+        clock.now += 1
+    assert clock.now - start == module.RETRY_S  # entering reset it
