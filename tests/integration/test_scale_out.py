@@ -31,9 +31,11 @@ def replicas(
     failpoints: dict[int, str] | None = None,
     extra: list[str] | None = None,
     first: int = 0,
+    env_extra: dict[str, str] | None = None,
 ) -> list[WorkerProcess]:
-    """`n` replicas, instances `r<first>` on."""
+    """`n` replicas, instances `r<first>` on (`env_extra`: more settings, as environment)."""
     env = {
+        **(env_extra or {}),
         **topics.internal_env(),
         "NEARDUP_DEDUP__HOME_SHARDS": str(SHARDS),
         # A killed replica's open transactions hold back readers until the broker aborts them.
