@@ -180,6 +180,17 @@ class Running:
             time.sleep(0.1)
         assert sum(self.role.committed_batches) == count, self.role.committed_batches
 
+    def fails(self, timeout: float, why: str) -> list[BaseException]:
+        """Until the runner ends by itself (`why` if it does not within `timeout`); what it
+        raised."""
+        try:
+            self.thread.join(timeout)
+            assert not self.thread.is_alive(), why
+        finally:
+            self.stop.set()
+            self.runner.close()
+        return self.errors
+
     def finish(self) -> None:
         self.stop.set()
         self.thread.join(60)
@@ -280,13 +291,8 @@ def test_a_broker_that_stays_away_fails_the_role_after_a_while(
     topic = unique_topic("in")
     produce(kafka_bootstrap, topic, [b"x"], keys=False)
     echo = start_echo(kafka_bootstrap, topic, topic + "-o", backoff_s=0.5, refusals=10**6)
-    role, errors = echo.role, echo.errors
-    try:
-        echo.thread.join(60)
-        assert not echo.thread.is_alive(), "the runner kept polling a broker that stays away"
-    finally:
-        echo.stop.set()
-        echo.runner.close()
+    role = echo.role
+    errors = echo.fails(60, "the runner kept polling a broker that stays away")
     assert len(errors) == 1 and isinstance(errors[0], BrokerGone)
     assert isinstance(errors[0].__cause__, KafkaConnectionError) and role.consumer.polls > 2
 
@@ -330,11 +336,6 @@ def test_reading_that_keeps_failing_fails_the_role_though_polls_between_succeed(
         synchronous=True,
         restore_polls=3,
     )
-    try:
-        echo.thread.join(90)
-        assert not echo.thread.is_alive(), "the runner kept rebuilding a read that keeps failing"
-    finally:
-        echo.stop.set()
-        echo.runner.close()
+    echo.fails(90, "the runner kept rebuilding a read that keeps failing")
     assert len(echo.errors) == 1 and isinstance(echo.errors[0], KafkaTimeoutError)
     assert echo.role.committed_batches == [] and 10**6 - echo.role.read_failures > 2

@@ -39,7 +39,7 @@ from worker.cluster.gather_inputs import GatherInputs
 from worker.cluster.gather_state import PayloadMismatch
 from worker.cluster.handover import Handover
 from worker.cluster.outcomes import Outcomes
-from worker.cluster.single_stage import SingleStage
+from worker.cluster.single_stage import SingleStage, moved, read_to_end
 from worker.metrics import Metrics
 from worker.partitions import Assignment, generation_of
 from worker.rejections import Rejections
@@ -99,10 +99,7 @@ class GatherRole:
             return False  # parked: the edge decides for the log partitions
         polled = group_poll(self.consumer, timeout_ms=w.poll_timeout_ms, max_records=w.max_batch)
         followed = self.follow.follow()
-        every = range(self.settings.cluster.log_partitions)
-        whole = len(self.parts) == len(every) and not self.follow.follower.restores.pending()
-        stopped = any(self.inputs.is_stopped(p) for p in every)
-        self.parkable = whole and followed is not None and not stopped
+        self.parkable = followed is not None and self._whole()
         fresh = followed or set()
         self.metrics.role_partitions.labels("gather").set(len(self.parts))
         for tp, recs in polled.items():
@@ -152,12 +149,7 @@ class GatherRole:
                 self.consumer.seek(tp, records[0].offset)
                 came = True
         whole = self.assignment.owned() == set(range(self.settings.cluster.log_partitions))
-        now = self.consumer.group_metadata()  # a static member rejoins with a new member id
-        moved = (now.generation_id, now.member_id) != (
-            self.parked_as.generation_id,
-            self.parked_as.member_id,
-        )
-        if came or self.assignment.rebalancing or not whole or moved:
+        if came or self.assignment.rebalancing or not whole or moved(self.consumer, self.parked_as):
             stage.moved("gather")
         return True
 
@@ -166,25 +158,22 @@ class GatherRole:
         its own thread each round; the edge reads it as a hint, checked again)."""
         return self.parkable
 
+    def _whole(self) -> bool:
+        """Every log partition held, none restoring or stopped."""
+        every = range(self.settings.cluster.log_partitions)
+        whole = len(self.parts) == len(every) and not self.follow.follower.restores.pending()
+        return whole and not any(self.inputs.is_stopped(p) for p in every)
+
     def _caught_up(self) -> bool:
-        """Every log partition held, none restoring or stopped, nothing undecided held, and
+        """`_whole`, its group settled on every log partition, nothing undecided held, and
         the log read up to its last stable offset."""
         every = set(range(self.settings.cluster.log_partitions))
-        if set(self.parts) != every or self.assignment.owned() != every:
-            return False
-        if self.assignment.rebalancing or self.follow.follower.restores.pending():
-            return False
-        if any(self.inputs.is_stopped(p) for p in every):
+        if not self._whole() or self.assignment.rebalancing or self.assignment.owned() != every:
             return False
         if any(part.join.records or part.join.votes for part in self.parts.values()):
             return False
         fingerprints = self.settings.cluster.fingerprints
-        tps = [TopicPartition(fingerprints, p) for p in sorted(every)]
-        try:
-            ends = self.inputs.reader.end_offsets(tps)
-            return all(self.inputs.reader.position(tp) >= ends[tp] for tp in tps)
-        except Exception:  # not positioned yet, or the broker did not answer: not now
-            return False
+        return read_to_end(self.inputs.reader, [TopicPartition(fingerprints, p) for p in every])
 
     def follow_single_stage(self) -> None:
         """After single-stage transactions: read the log on past what they decided."""

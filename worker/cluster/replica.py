@@ -133,10 +133,8 @@ class Replica:
         warm_replica(s.dedup)  # the shards' kernels load before ready, not on the first vote
         rules = prepared.layout.decide_rules(s)
         m, stop = self.metrics, self._stop  # each role runs on the one role loop
-        edge_role, shard_role = (
-            EdgeRole(s, m, stop, rules, prepared.handover),
-            ShardRole(s, m, stop),
-        )
+        edge_role = EdgeRole(s, m, stop, rules, prepared.handover)
+        shard_role = ShardRole(s, m, stop)
         gather_role = GatherRole(s, m, stop, prepared.handover)
         if s.cluster.single_stage:
             edge_role.single_stage(SingleStage(s, m), shard_role, gather_role)

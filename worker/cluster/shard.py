@@ -34,8 +34,8 @@ from neardup_stream.sharded.votes import pack_records
 from worker import clients
 from worker.cluster import checkpoint
 from worker.cluster.envelope import Envelope
-from worker.cluster.shard_state import RestoredShard, ShardState
-from worker.cluster.single_stage import SingleStage
+from worker.cluster.shard_state import RestoredShard, ShardState, ShardVotes
+from worker.cluster.single_stage import SingleStage, moved, read_to_end
 from worker.codec import OutMessage
 from worker.metrics import Metrics
 from worker.partitions import Assignment, generation_of
@@ -105,10 +105,7 @@ class ShardRole:
         short = self.owned and not self.assignment.rebalancing
         group_poll(self.consumer, timeout_ms=0 if short else wait)
         followed = self.follower.follow()
-        stopped = any(self.health.is_stopped(tp.topic, tp.partition) for tp in self.log_partitions)
-        whole = len(self.owned) == self.settings.dedup.home_shards
-        self.parkable = whole and followed is not None and not stopped
-        self.parkable &= not self.follower.restores.pending()
+        self.parkable = followed is not None and self._whole()
         if followed is None:  # a rebalance is under way: no shard votes until it ends
             return {}
         if followed.gained:
@@ -140,12 +137,7 @@ class ShardRole:
         group_poll(self.consumer, timeout_ms=wait)  # nothing is read on the shards topic
         self.metrics.role_partitions.labels("shard").set(len(self.owned))
         whole = self.assignment.owned() == set(range(self.settings.dedup.home_shards))
-        now = self.consumer.group_metadata()  # a static member rejoins with a new member id
-        moved = (now.generation_id, now.member_id) != (
-            self.parked_as.generation_id,
-            self.parked_as.member_id,
-        )
-        if self.assignment.rebalancing or not whole or moved:
+        if self.assignment.rebalancing or not whole or moved(self.consumer, self.parked_as):
             stage.moved("shard")
         return True
 
@@ -154,21 +146,19 @@ class ShardRole:
         (set on its own thread each round; the edge reads it as a hint, checked again)."""
         return self.parkable
 
+    def _whole(self) -> bool:
+        """Every shard held, none restoring, no log partition stopped."""
+        stopped = any(self.health.is_stopped(tp.topic, tp.partition) for tp in self.log_partitions)
+        whole = len(self.owned) == self.settings.dedup.home_shards
+        return whole and not stopped and not self.follower.restores.pending()
+
     def _caught_up(self) -> bool:
-        """Every shard held, nothing restoring or stopped, the log read up to its last stable
+        """`_whole`, its group settled on every shard, and the log read up to its last stable
         offset (each record read was voted on and committed: the role is synchronous)."""
         every = set(range(self.settings.dedup.home_shards))
-        if set(self.owned) != every or self.assignment.owned() != every:
+        if not self._whole() or self.assignment.rebalancing or self.assignment.owned() != every:
             return False
-        if self.assignment.rebalancing or self.follower.restores.pending():
-            return False
-        if any(self.health.is_stopped(tp.topic, tp.partition) for tp in self.log_partitions):
-            return False
-        try:
-            ends = self.reader.end_offsets(self.log_partitions)
-            return all(self.reader.position(tp) >= ends[tp] for tp in self.log_partitions)
-        except Exception:  # not positioned yet, or the broker did not answer: not now
-            return False
+        return read_to_end(self.reader, self.log_partitions)
 
     def follow_single_stage(self) -> None:
         """After single-stage transactions: read the log on past what they decided."""
@@ -273,16 +263,21 @@ class ShardRole:
                     break
                 key = str(rec.offset).encode()
                 voted = self.owned.vote(tp.partition, rec.offset, env.fingerprints)
-                for s, _, changes in voted:
-                    messages += [
-                        OutMessage(c.shard_changelog, key, ch.pack(), partition=s)
-                        for ch in changes
-                        if ch.records or self.by_age  # else an empty change changes nothing
-                    ]
+                messages += self.changelog(rec.offset, voted)
                 # the votes of every held shard in one record (more only past the limit)
                 for value in pack_records([v.votes for v in voted], self.votes_limit):
                     messages.append(OutMessage(c.votes, key, value, partition=tp.partition))
         return messages
+
+    def changelog(self, offset: int, voted: list[ShardVotes]) -> list[OutMessage]:
+        """The shard changelog records of the shards' votes on log record `offset`."""
+        key, topic = str(offset).encode(), self.settings.cluster.shard_changelog
+        return [
+            OutMessage(topic, key, ch.pack(), partition=v.shard)
+            for v in voted
+            for ch in v.changes
+            if ch.records or self.by_age  # else an empty change changes nothing
+        ]
 
     def _export_lag(self) -> None:
         """Per owned shard: fingerprint-log records it has not voted on, over all partitions.

@@ -43,7 +43,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from kafka import OffsetAndMetadata, TopicPartition
+from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 
 from worker.cluster.envelope import Envelope
 from worker.cluster.ingest import Ingested
@@ -59,6 +59,22 @@ ASK_S = 60.0  # how long the edge waits for the shard and gather roles to catch 
 RETRY_S = 10.0  # after giving up (or leaving on a failure), before asking again
 MAX_RETRY_S = 300.0  # giving up again and again waits longer each time, up to this
 ROLES = ("shard", "gather")
+
+
+def moved(consumer: KafkaConsumer, parked_as: Any) -> bool:
+    """Whether a parked role's group moved since it parked: another generation, or another
+    member id (a static member that rejoined keeps the generation)."""
+    now = consumer.group_metadata()
+    return (now.generation_id, now.member_id) != (parked_as.generation_id, parked_as.member_id)
+
+
+def read_to_end(reader: KafkaConsumer, tps: list[TopicPartition]) -> bool:
+    """Whether `reader` (read_committed) read `tps` up to their last stable offsets."""
+    try:
+        ends = reader.end_offsets(tps)
+        return all(reader.position(tp) >= ends[tp] for tp in tps)
+    except Exception:  # not positioned yet, or the broker did not answer: not now
+        return False
 
 
 class LogMoved(RuntimeError):
@@ -194,8 +210,7 @@ class SingleStage:
         self, ingested: Ingested, offsets: list[int], shard: Any, gather: Any, staged: Staged
     ) -> list[OutMessage]:
         """Vote and decide each log record where it was written; the shard changelog records."""
-        s, c = self.settings, self.settings.cluster
-        by_age = s.dedup.max_age_seconds is not None
+        s = self.settings
         changelog: list[OutMessage] = []
         expect = dict(self.ends)
         for append, offset in zip(ingested.appends, offsets, strict=True):
@@ -212,13 +227,7 @@ class SingleStage:
             voted = shard.owned.vote(p, offset, env.fingerprints)
             if [v.shard for v in voted] != list(range(s.dedup.home_shards)):
                 raise RuntimeError(f"single stage: shards {[v.shard for v in voted]} voted")
-            key = str(offset).encode()
-            for v in voted:
-                changelog += [
-                    OutMessage(c.shard_changelog, key, ch.pack(), partition=v.shard)
-                    for ch in v.changes
-                    if ch.records or by_age
-                ]
+            changelog += shard.changelog(offset, voted)
             part = gather.parts[p]
             decisions, firsts = part.gatherer.decide_and_record(
                 env.fingerprints, [v.votes for v in voted]

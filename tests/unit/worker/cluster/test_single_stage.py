@@ -11,6 +11,7 @@ import pytest
 from kafka import OffsetAndMetadata, TopicPartition
 from prometheus_client import CollectorRegistry
 
+from tests.unit.clock import Clock, frozen
 from worker.cluster import single_stage as module
 from worker.cluster.handover import Handover
 from worker.cluster.ingest import Ingested, LogAppend
@@ -21,19 +22,9 @@ from worker.rejections import Rejections
 from worker.settings import Settings
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    c = Clock()
-    monkeypatch.setattr(module.time, "monotonic", c)
-    return c
+    return frozen(monkeypatch, module)
 
 
 def stage() -> SingleStage:
@@ -115,17 +106,20 @@ def test_a_log_record_not_written_where_the_log_ended_fails_the_transaction() ->
         txn.then([3, 6])  # another producer appended to log partition 1 since
 
 
+def given_up(s: SingleStage, clock: Clock) -> float:
+    """Ask, let `ASK_S` pass unanswered, then how long until it may ask again (whole s)."""
+    s.ask()
+    clock.now += module.ASK_S + 1
+    assert not s.answered()
+    start = clock.now
+    while not s.may_ask():
+        clock.now += 1
+    return clock.now - start
+
+
 def test_giving_up_again_and_again_waits_longer_each_time_until_it_enters(clock: Clock) -> None:
     s = stage()
-    waits = []
-    for _ in range(7):
-        s.ask()
-        clock.now += module.ASK_S + 1
-        assert not s.answered()
-        start = clock.now
-        while not s.may_ask():
-            clock.now += 1
-        waits.append(clock.now - start)
+    waits = [given_up(s, clock) for _ in range(7)]
     assert waits == [10, 20, 40, 80, 160, 300, 300]
     s.ask()
     s.park("shard")
@@ -133,10 +127,4 @@ def test_giving_up_again_and_again_waits_longer_each_time_until_it_enters(clock:
     assert s.answered()
     s.enter({}, {})
     s.leave()
-    s.ask()
-    clock.now += module.ASK_S + 1
-    assert not s.answered()
-    start = clock.now
-    while not s.may_ask():
-        clock.now += 1
-    assert clock.now - start == module.RETRY_S  # entering reset it
+    assert given_up(s, clock) == module.RETRY_S  # entering reset it

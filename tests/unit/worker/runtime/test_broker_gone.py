@@ -4,23 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from tests.unit.clock import Clock, frozen
 from worker.runtime import broker_gone
 from worker.runtime.broker_gone import Streak
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 @pytest.fixture
 def clock(monkeypatch: pytest.MonkeyPatch) -> Clock:
-    c = Clock()
-    monkeypatch.setattr(broker_gone.time, "monotonic", c)
-    return c
+    return frozen(monkeypatch, broker_gone, now=100.0)
 
 
 def test_a_streak_older_than_the_limit_raises_its_error(clock: Clock) -> None:

@@ -14,6 +14,7 @@ from kafka import TopicPartition
 from kafka.errors import IllegalStateError, KafkaTimeoutError
 from prometheus_client import CollectorRegistry
 
+from tests.unit.clock import frozen
 from worker.metrics import build_metrics
 from worker.partitions import Assignment
 from worker.runtime import follower as follower_module
@@ -102,17 +103,23 @@ def until_gained(f: Follower[str]) -> Followed:
             return followed
 
 
+def until_all_gained(f: Follower[str], n: int) -> set[int]:
+    """Follow until `n` partitions were taken on, in one follow or more."""
+    gained = until_gained(f).gained
+    while len(gained) < n:
+        followed = f.follow()
+        assert followed is not None
+        gained |= followed.gained
+    return gained
+
+
 def test_gained_partitions_are_restored_in_order_and_installed() -> None:
     assignment, holder, f = setup()
     assignment.on_partitions_assigned(tps(2, 0))
     assert f.follow() == Followed({0, 2}, set())
     assert holder.started == [0, 2] and f.restores.pending() == {0, 2}
     holder.go.set()
-    gained = until_gained(f).gained
-    while len(gained) < 2:
-        followed = f.follow()
-        assert followed is not None
-        gained |= followed.gained
+    until_all_gained(f, 2)
     assert holder.state == {0: "state-0", 2: "state-2"} and holder.started == [0, 2]
     f.close()
 
@@ -152,8 +159,7 @@ def test_a_restore_of_a_partition_gone_is_cancelled_and_never_installed() -> Non
 def test_a_failed_restore_starts_again_later_without_holding_up_the_loop(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    clock = [1000.0]
-    monkeypatch.setattr(follower_module.time, "monotonic", lambda: clock[0])
+    clock = frozen(monkeypatch, follower_module)
     assignment, holder, f = setup()
     holder.outcome[0] = "fail"
     holder.go.set()
@@ -162,7 +168,7 @@ def test_a_failed_restore_starts_again_later_without_holding_up_the_loop(
     while not holder.failed:
         assert f.follow() is not None
     assert f.restores.pending() == set() and holder.started == [0]  # not at once
-    clock[0] += follower_module.RETRY_S
+    clock.now += follower_module.RETRY_S
     holder.outcome.clear()
     until_gained(f)
     assert holder.started == [0, 0] and holder.state == {0: "state-0"}
@@ -172,8 +178,7 @@ def test_a_failed_restore_starts_again_later_without_holding_up_the_loop(
 def test_a_retriable_broker_error_setting_up_a_restore_is_tried_again_later(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    clock = [1000.0]
-    monkeypatch.setattr(follower_module.time, "monotonic", lambda: clock[0])
+    clock = frozen(monkeypatch, follower_module)
     assignment, holder, f = setup()
     holder.setup_errors = [KafkaTimeoutError("committed() timed out")]
     holder.go.set()
@@ -181,12 +186,8 @@ def test_a_retriable_broker_error_setting_up_a_restore_is_tried_again_later(
     assert f.follow() == Followed({0, 1}, set())  # the role goes on
     assert holder.started == [] and f.restores.pending() == set()
     assert f.follow() == Followed({0, 1}, set()) and holder.started == []  # not at once
-    clock[0] += follower_module.RETRY_S
-    gained = until_gained(f).gained
-    while len(gained) < 2:
-        followed = f.follow()
-        assert followed is not None
-        gained |= followed.gained
+    clock.now += follower_module.RETRY_S
+    until_all_gained(f, 2)
     assert holder.started == [0, 1] and holder.state == {0: "state-0", 1: "state-1"}
     f.close()
 

@@ -6,6 +6,7 @@ import pytest
 from kafka.errors import CommitFailedError, FencedInstanceIdError, ProducerFencedError
 from prometheus_client import CollectorRegistry
 
+from tests.unit.clock import Clock
 from worker.metrics import build_metrics
 from worker.runtime.membership import (
     CONFLICT_FENCES,
@@ -27,14 +28,6 @@ class Coordinator:
 class Consumer:
     def __init__(self) -> None:
         self._coordinator = Coordinator()
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def membership(
