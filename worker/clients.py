@@ -13,6 +13,7 @@ from typing import Any
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
+from worker import kafka_join
 from worker.settings import KafkaSettings, Settings
 
 log = logging.getLogger(__name__)
@@ -44,8 +45,10 @@ def make_consumer(settings: Settings, reset: str = "earliest", **extra: Any) -> 
     The sticky assignor keeps partitions where they are across rebalances, so a worker keeps
     the index of every partition that stays. read_committed also makes committed-offset
     look-ups wait for pending transactional commits (KIP-447 `require_stable`). `reset`
-    "none" leaves a missing or out-of-range position to the caller (`input_start`).
+    "none" leaves a missing or out-of-range position to the caller (`input_start`). A join
+    that completes between two polls is applied, not dropped (`kafka_join`).
     """
+    kafka_join.install()
     worker = settings.worker
     return KafkaConsumer(
         **common_config(settings.kafka),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import faulthandler
 import json
 import logging
 import os
@@ -194,6 +195,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, on_signal)
+    # `kill -USR1 <pid>`: every thread's stack on stderr (a stuck role shows where it waits)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     announce_unreachable(settings.kafka.bootstrap_servers)
     try:
         worker.run()

@@ -146,6 +146,12 @@ class WorkerProcess:
             return None
         return None if found is None else float(found.group(1))
 
+    def dump_stacks(self) -> None:
+        """Every thread's stack into its log (SIGUSR1: `faulthandler`), for a failed wait."""
+        if self.alive():
+            assert self.proc is not None
+            self.proc.send_signal(signal.SIGUSR1)
+
     def kill(self) -> None:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGKILL)

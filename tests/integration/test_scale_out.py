@@ -73,6 +73,8 @@ def wait_assigned(
         ):
             return
         time.sleep(0.5)
+    for w in workers:
+        w.dump_stacks()
     raise AssertionError(f"roles not settled on the replicas ({roles}): {held}")
 
 

@@ -109,3 +109,31 @@ def test_a_kill_inside_a_single_stage_transaction_loses_and_repeats_nothing(
             worker.stop()
     assert {str(d["id"]) for d in docs} == set(got)
     check(got, docs)
+
+
+def test_two_replicas_joining_a_single_stage_replica_settle_every_group(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+) -> None:
+    """Scaling one replica to three: the first leaves single stage and every group settles
+    over the three (its edge keeps its membership while it asks, parks and leaves). One
+    input partition carries the documents: offline `dedup` reads them in the same order."""
+    docs = stream(240, seed=64)
+    [r0] = replicas(kafka_bootstrap, topics, tmp_path, 1, partitions=3)
+    others: list[WorkerProcess] = []
+    try:
+        r0.wait_ready()
+        wait_stage(r0, True)
+        produce_to(kafka_bootstrap, topics.input, [(0, d) for d in docs[:120]])
+        others = replicas(kafka_bootstrap, topics, tmp_path, 2, partitions=3, first=1)
+        for w in others:
+            w.wait_ready()
+        wait_assigned([r0, *others], {"edge": 3, "shard": 6})
+        wait_stage(r0, False)
+        produce_to(kafka_bootstrap, topics.input, [(0, d) for d in docs[120:]])
+        got = decisions(kafka_bootstrap, topics, len(docs), timeout=240)
+    finally:
+        for w in (r0, *others):
+            if w.alive():
+                w.stop()
+    assert {str(d["id"]) for d in docs} == set(got)
+    check(got, docs)

@@ -1,0 +1,109 @@
+"""`worker.kafka_join`: a group join that completes while its consumer is away from `poll`
+is applied on the next poll, not thrown away for another rebalance (kafka-python 3.0.x).
+
+The scene is made deterministic with three members: A (the leader) and C share the input;
+C stops polling; B joins. A's join then waits for C, so it is still in flight when A goes
+away. C's poll completes the rebalance (A's task sends the leader's SyncGroup on A's I/O
+thread) while A is away. Unpatched, A's next poll starts another rebalance that waits on C,
+which no longer polls, and A keeps all it held."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+from kafka import KafkaConsumer
+from kafka.admin import KafkaAdminClient, NewTopic
+from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+
+from tests.integration.faults import wait_for
+from worker import kafka_join
+
+pytestmark = pytest.mark.integration
+PARTITIONS = 6
+
+
+def member(bootstrap: str, topic: str, name: str) -> KafkaConsumer:
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id="g-" + topic,
+        group_instance_id=name,
+        partition_assignment_strategy=(StickyPartitionAssignor,),
+        enable_auto_commit=False,
+        session_timeout_ms=10_000,
+        heartbeat_interval_ms=500,
+    )
+    consumer.subscribe([topic])
+    return consumer
+
+
+def generation(consumer: KafkaConsumer) -> int:
+    return int(consumer.group_metadata().generation_id)
+
+
+@pytest.fixture
+def topic(kafka_admin: KafkaAdminClient, unique_topic) -> Iterator[str]:  # type: ignore[no-untyped-def]
+    name = unique_topic("join")
+    kafka_admin.create_topics([NewTopic(name, PARTITIONS, 1)])
+    yield name
+
+
+def test_a_join_completed_between_polls_is_applied_not_joined_again(
+    kafka_bootstrap: str, topic: str
+) -> None:
+    assert kafka_join.install()
+    a = member(kafka_bootstrap, topic, "a")
+    c = member(kafka_bootstrap, topic, "c")
+    stop = threading.Event()
+    b: KafkaConsumer | None = None
+    try:
+        wait_for("A and C sharing the input", lambda: _both(a, c), 60, every=0)
+        b = member(kafka_bootstrap, topic, "b")  # C polls no more from here
+        joiner = b
+
+        def poll_b() -> None:
+            while not stop.is_set():
+                joiner.poll(100)
+
+        threading.Thread(target=poll_b, daemon=True).start()
+        before = generation(a)
+        wait_for("A's join in flight", lambda: _joining(a), 60, every=0)
+        # A is away from poll: C's poll completes the rebalance, A's task with it
+        wait_for("C in the next generation", lambda: _moved_on(c, before), 60, every=0)
+        task = a._coordinator._join_task
+        assert task is not None and task.is_done, "the scene needs A's join done while away"
+        settled = generation(c)
+        for _ in range(10):
+            a.poll(200)
+        held = [a.assignment(), joiner.assignment(), c.assignment()]
+        partitions = sorted(tp.partition for h in held for tp in h)
+        assert partitions == list(range(PARTITIONS)), f"A kept what it held before: {held}"
+        assert all(held), held
+        assert generation(a) == settled
+    finally:
+        stop.set()
+        for consumer in (a, b, c):
+            if consumer is not None:
+                consumer.close(autocommit=False)
+
+
+def _both(a: KafkaConsumer, c: KafkaConsumer) -> bool:
+    a.poll(100)
+    c.poll(100)
+    return (
+        bool(a.assignment())
+        and bool(c.assignment())
+        and len(a.assignment()) + len(c.assignment()) == PARTITIONS
+    )
+
+
+def _moved_on(c: KafkaConsumer, before: int) -> bool:
+    c.poll(100)
+    return generation(c) > before
+
+
+def _joining(a: KafkaConsumer) -> bool:
+    a.poll(50)
+    task = a._coordinator._join_task
+    return task is not None and not task.is_done
