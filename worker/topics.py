@@ -24,7 +24,7 @@ from typing import Any
 
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
-from kafka.errors import InvalidPartitionsError, TopicAlreadyExistsError
+from kafka.errors import InvalidPartitionsError, KafkaTimeoutError, TopicAlreadyExistsError
 
 from worker import changelog
 from worker.admission import DecideRules
@@ -83,7 +83,7 @@ def ensure_topics(settings: Settings) -> TopicLayout:
                 wanted[name] = {**spec, "configs": {MAX_MESSAGE_BYTES: limit}}
         if topics.create and wanted:
             create(admin, wanted)
-        partitions = _partition_count(admin, topics.input)
+        partitions = _partition_count(admin, topics.input, topics.create)
         if changelog_topic not in existing and topics.create:
             policy = "compact" if topics.changelog_retention_ms is None else "compact,delete"
             configs = {"cleanup.policy": policy, MAX_MESSAGE_BYTES: limit}
@@ -103,7 +103,7 @@ def ensure_topics(settings: Settings) -> TopicLayout:
 def grow_changelog(admin: KafkaAdminClient, settings: Settings, input_partitions: int) -> None:
     """Give the changelog at least `input_partitions` partitions (inputs can grow)."""
     name = changelog.topic_of(settings)
-    have = _partition_count(admin, name)
+    have = _partition_count(admin, name, settings.topics.create)
     if have >= input_partitions:
         return
     if not settings.topics.create:
@@ -191,13 +191,22 @@ def create(admin: KafkaAdminClient, topics: dict[str, dict[str, Any]]) -> None:
         log.info("topics %s already exist", sorted(topics))
 
 
-def _partition_count(admin: KafkaAdminClient, topic: str, wait_s: float = 15.0) -> int:
-    """Partitions of `topic`; waits a little for one another worker is just creating."""
+def _partition_count(
+    admin: KafkaAdminClient, topic: str, create: bool, wait_s: float = 15.0
+) -> int:
+    """Partitions of `topic`; waits a little for one another worker is just creating. Still
+    not described then: a configuration error if it does not exist and creation is off, else
+    a slow broker (a freshly started one under load took longer): `KafkaTimeoutError`, which
+    start-up retries."""
     deadline = time.monotonic() + wait_s
     while True:
         meta = admin.describe_topics([topic])
         if meta and meta[0].get("error_code", 0) == 0 and meta[0]["partitions"]:
             return len(meta[0]["partitions"])
         if time.monotonic() > deadline:
-            raise RuntimeError(f"topic {topic!r} does not exist and topic creation is off")
+            if not create and topic not in set(admin.list_topics()):
+                raise RuntimeError(f"topic {topic!r} does not exist and topic creation is off")
+            raise KafkaTimeoutError(
+                f"topic {topic!r}: the broker has not described its partitions after {wait_s:.0f} s"
+            )
         time.sleep(0.5)

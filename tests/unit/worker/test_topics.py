@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 
 import pytest
+from kafka.errors import KafkaTimeoutError
 
 from worker import topics
 
@@ -31,3 +32,38 @@ def test_no_suggestion_when_nothing_is_close_and_internal_topics_are_never_offer
     assert close == []
     assert "topic creation is off" in caplog.records[0].getMessage()
     assert "did you mean" not in caplog.records[0].getMessage()
+
+
+class SlowBroker:
+    """An admin client's two calls `_partition_count` makes: the topics listed, and a
+    description that has no partitions yet for those not in `described`."""
+
+    def __init__(self, listed: set[str], described: dict[str, int]) -> None:
+        self.listed, self.described = listed, described
+
+    def list_topics(self) -> list[str]:
+        return sorted(self.listed)
+
+    def describe_topics(self, names: list[str]) -> list[dict[str, object]]:
+        return [
+            {"topic": n, "error_code": 0, "partitions": [{}] * self.described.get(n, 0)}
+            for n in names
+        ]
+
+
+def test_a_topic_the_broker_has_not_described_yet_is_retried_not_fatal() -> None:
+    """A freshly started broker under load lists a topic it just created before it describes
+    its partitions: start-up retries (a KafkaError), it does not stop on a false 'does not
+    exist'."""
+    broker = SlowBroker({"docs"}, {})
+    with pytest.raises(KafkaTimeoutError, match="has not described its partitions"):
+        topics._partition_count(broker, "docs", create=False, wait_s=0)  # type: ignore[arg-type]
+    with pytest.raises(KafkaTimeoutError):  # just created by this worker: not listed yet
+        topics._partition_count(SlowBroker(set(), {}), "docs", create=True, wait_s=0)  # type: ignore[arg-type]
+    ready = SlowBroker({"docs"}, {"docs": 3})
+    assert topics._partition_count(ready, "docs", create=False, wait_s=0) == 3  # type: ignore[arg-type]
+
+
+def test_a_missing_topic_with_creation_off_stays_a_configuration_error() -> None:
+    with pytest.raises(RuntimeError, match="does not exist and topic creation is off"):
+        topics._partition_count(SlowBroker(set(), {}), "docs", create=False, wait_s=0)  # type: ignore[arg-type]
