@@ -33,6 +33,7 @@ def member(bootstrap: str, topic: str, name: str) -> KafkaConsumer:
         enable_auto_commit=False,
         session_timeout_ms=10_000,
         heartbeat_interval_ms=500,
+        metadata_max_age_ms=1_000,  # a topic unknown at the first join is seen within 1 s
     )
     consumer.subscribe([topic])
     return consumer
@@ -46,14 +47,30 @@ def generation(consumer: KafkaConsumer) -> int:
 def topic(kafka_admin: KafkaAdminClient, unique_topic) -> Iterator[str]:  # type: ignore[no-untyped-def]
     name = unique_topic("join")
     kafka_admin.create_topics([NewTopic(name, PARTITIONS, 1)])
+    wait_for("the topic's partitions", lambda: _described(kafka_admin, name), 60)
     yield name
+
+
+def _described(admin: KafkaAdminClient, name: str) -> bool:
+    meta = admin.describe_topics([name])
+    return (
+        bool(meta)
+        and meta[0].get("error_code", 0) == 0
+        and len(meta[0]["partitions"]) == PARTITIONS
+    )
 
 
 def test_a_join_completed_between_polls_is_applied_not_joined_again(
     kafka_bootstrap: str, topic: str
 ) -> None:
     assert kafka_join.install()
-    a = member(kafka_bootstrap, topic, "a")
+    a = member(kafka_bootstrap, topic, "a")  # alone first: the leader
+    wait_for(
+        "A holding the input",
+        lambda: a.poll(100) == {} and len(a.assignment()) == PARTITIONS,
+        60,
+        every=0,
+    )
     c = member(kafka_bootstrap, topic, "c")
     stop = threading.Event()
     b: KafkaConsumer | None = None
