@@ -204,7 +204,7 @@ def _partition_count(
         if meta and meta[0].get("error_code", 0) == 0 and meta[0]["partitions"]:
             return len(meta[0]["partitions"])
         if time.monotonic() > deadline:
-            if not create and topic not in set(admin.list_topics()):
+            if not create and topic not in admin.list_topics():
                 raise RuntimeError(f"topic {topic!r} does not exist and topic creation is off")
             raise KafkaTimeoutError(
                 f"topic {topic!r}: the broker has not described its partitions after {wait_s:.0f} s"

@@ -18,7 +18,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
 from tests.integration.faults import wait_for
-from worker import kafka_join
+from worker import kafka_join, topics
 
 pytestmark = pytest.mark.integration
 PARTITIONS = 6
@@ -47,17 +47,9 @@ def generation(consumer: KafkaConsumer) -> int:
 def topic(kafka_admin: KafkaAdminClient, unique_topic) -> Iterator[str]:  # type: ignore[no-untyped-def]
     name = unique_topic("join")
     kafka_admin.create_topics([NewTopic(name, PARTITIONS, 1)])
-    wait_for("the topic's partitions", lambda: _described(kafka_admin, name), 60)
+    # described before anyone joins: a first join that sees no partitions assigns none
+    assert topics._partition_count(kafka_admin, name, create=True, wait_s=60) == PARTITIONS
     yield name
-
-
-def _described(admin: KafkaAdminClient, name: str) -> bool:
-    meta = admin.describe_topics([name])
-    return (
-        bool(meta)
-        and meta[0].get("error_code", 0) == 0
-        and len(meta[0]["partitions"]) == PARTITIONS
-    )
 
 
 def test_a_join_completed_between_polls_is_applied_not_joined_again(
@@ -65,12 +57,7 @@ def test_a_join_completed_between_polls_is_applied_not_joined_again(
 ) -> None:
     assert kafka_join.install()
     a = member(kafka_bootstrap, topic, "a")  # alone first: the leader
-    wait_for(
-        "A holding the input",
-        lambda: a.poll(100) == {} and len(a.assignment()) == PARTITIONS,
-        60,
-        every=0,
-    )
+    wait_for("A holding the input", lambda: _holds(a, PARTITIONS), 60, every=0)
     c = member(kafka_bootstrap, topic, "c")
     stop = threading.Event()
     b: KafkaConsumer | None = None
@@ -103,6 +90,11 @@ def test_a_join_completed_between_polls_is_applied_not_joined_again(
         for consumer in (a, b, c):
             if consumer is not None:
                 consumer.close(autocommit=False)
+
+
+def _holds(a: KafkaConsumer, n: int) -> bool:
+    a.poll(100)
+    return len(a.assignment()) == n
 
 
 def _both(a: KafkaConsumer, c: KafkaConsumer) -> bool:
