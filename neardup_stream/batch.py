@@ -115,8 +115,9 @@ class Batch:
         """
         latest: dict[str, _Latest] = {}
         docs = self.docs
+        exact = [tuple(row) for row in docs.exact.tolist()]  # Python ints, once
         for i, doc_id in enumerate(self.ids):
-            content = (int(docs.exact[i, 0]), int(docs.exact[i, 1]))
+            content = exact[i]
             before = latest.get(doc_id)
             if before is None:
                 ref = stored[i]
@@ -126,7 +127,7 @@ class Batch:
                     continue
                 if ref is not None:
                     docs.prior[i] = ref
-            elif (int(docs.exact[before.row, 0]), int(docs.exact[before.row, 1])) == content:
+            elif exact[before.row] == content:
                 self.repeat_of[i] = before.row
                 continue
             else:

@@ -19,6 +19,7 @@ MAX_MESSAGE_CHARS = 2_000
 
 Method = Literal["exact", "simhash", "minhash", "sentences"]
 METHODS: tuple[Method, ...] = ("exact", "simhash", "minhash", "sentences")
+DecisionKind = Literal["unique", "duplicate"]
 
 
 class Document(BaseModel):
@@ -78,7 +79,7 @@ class Decision(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     id: str
-    decision: Literal["unique", "duplicate"]
+    decision: DecisionKind
     duplicate_of: str | None = Field(None, description="the earlier document it matched best")
     representative: str | None = Field(None, description="first document of that cluster")
     similarity: float | None = Field(None, ge=0, le=1, description="Jaccard (estimated or exact)")

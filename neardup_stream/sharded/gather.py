@@ -20,38 +20,72 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Sequence
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 import numpy as np
 
 from neardup_stream.config import DedupConfig
 from neardup_stream.index.columns import EXACT, UNIQUE
-from neardup_stream.models import METHODS, Decision
+from neardup_stream.models import METHODS, Decision, DecisionKind, Method
 from neardup_stream.sharded.changes import FirstDecisions
 from neardup_stream.sharded.fingerprints import FingerprintBatch
 from neardup_stream.sharded.quiet import StreamClocks
 from neardup_stream.sharded.votes import Votes
 
+# A first decision as the gather step keeps it: a plain tuple of strings, numbers and None
+# (`_row`), not the `Decision` itself. The collector stops tracking such a tuple (not a
+# NamedTuple, not a model), so the window of first decisions, one per live document, costs
+# the collector nothing; a `Decision` (a model with its dict and set of fields) and the tuple
+# that held it in `order` were three tracked objects per document, traversed by every full
+# collection: 19 us a document at 60,000 documents in the index, more as it grows.
+_Row = tuple[str, DecisionKind, str | None, str | None, float | None, Method | None, bool]
+_ID: Final = 0  # the fields of a `_Row` read without making the `Decision`
+_REPRESENTATIVE: Final = 3
+
+
+def _row(d: Decision) -> _Row:
+    return (d.id, d.decision, d.duplicate_of, d.representative, d.similarity, d.method, d.update)
+
+
+def _decision(row: _Row) -> Decision:
+    doc_id, decision, duplicate_of, representative, similarity, method, update = row
+    return Decision(
+        id=doc_id,
+        decision=decision,
+        duplicate_of=duplicate_of,
+        representative=representative,
+        similarity=similarity,
+        method=method,
+        update=update,
+    )
+
 
 class _Domain:
-    """First decisions of one domain's live documents, oldest first."""
+    """First decisions of one domain's live documents (as `_Row`s), oldest first."""
 
     def __init__(self, stream: int | None) -> None:
-        self.first: dict[str, Decision] = {}
-        self.order: deque[tuple[int, Decision]] = deque()  # (ts, decision) in log order
+        self.first: dict[str, _Row] = {}
+        self.order: deque[tuple[int, _Row]] = deque()  # (ts, row) in log order
         self.watermark = -(2**62)
         self.stream = stream
         self.seen = -(2**62)  # the stream's clock after its last document (`sharded.quiet`)
 
     def remember(self, ts: int, decision: Decision, config: DedupConfig) -> None:
-        self.first[decision.id] = decision  # an update replaces its id's earlier decision
-        self.order.append((ts, decision))
+        row = _row(decision)
+        self.first[decision.id] = row  # an update replaces its id's earlier decision
+        self.order.append((ts, row))
         self.expire(config)
 
+    def representative(self, match: str) -> str:
+        """The representative of a duplicate of `match`: `match`'s own, or `match`."""
+        earlier = self.first.get(match)
+        rep = None if earlier is None else earlier[_REPRESENTATIVE]
+        return match if rep is None else rep
+
     def _drop_oldest(self) -> None:
-        decision = self.order.popleft()[1]
-        if self.first.get(decision.id) is decision:  # not replaced by an update since
-            del self.first[decision.id]
+        row = self.order.popleft()[1]
+        if self.first.get(row[_ID]) is row:  # not replaced by an update since
+            del self.first[row[_ID]]
 
     def expire(self, config: DedupConfig) -> None:
         if config.max_age_seconds is not None:
@@ -103,6 +137,13 @@ class Gatherer:
         won = winners(by_shard)
         line = self.clocks.timeline(fb.stream, fb.docs.ts)
         before, after = line.before.tolist(), line.after.tolist()
+        # per document, as Python values once (numpy scalars one by one cost more than this)
+        rows = np.arange(len(fb))
+        at_home = (homes, rows)
+        seen = np.stack([v.seen for v in by_shard])[at_home].tolist()
+        update = np.stack([v.update for v in by_shard])[at_home].tolist()
+        stamps = fb.docs.ts.tolist()
+        picked = _Picked(won.shard.tolist(), won.method.tolist(), won.similarity.tolist())
         for i, (doc_id, domain) in enumerate(zip(fb.ids, fb.domains, strict=True)):
             state = self._domains.get(domain)
             fresh = state is None or self.clocks.quiet_at(state.seen, before[i])
@@ -112,14 +153,14 @@ class Gatherer:
                 part_of[domain] = _Part(domain, state, fresh, [])
                 parts.append(part_of[domain])
             made = part_of[domain].entries
-            ts = int(fb.docs.ts[i])
-            state.watermark = max(state.watermark, ts)
+            ts = stamps[i]
+            if ts > state.watermark:
+                state.watermark = ts
             state.seen = after[i]
-            home = by_shard[homes[i]]
-            if home.seen[i] and doc_id in state.first:
-                out.append(state.first[doc_id])
+            if seen[i] and doc_id in state.first:
+                out.append(_decision(state.first[doc_id]))
                 continue
-            decision = self._fresh(doc_id, i, by_shard, won, state, bool(home.update[i]))
+            decision = self._fresh(doc_id, i, by_shard, picked, state, update[i])
             state.remember(ts, decision, self.config)
             made.append((ts, decision))
             out.append(decision)
@@ -169,21 +210,19 @@ class Gatherer:
 
     @staticmethod
     def _fresh(
-        doc_id: str, i: int, votes: list[Votes], won: Winners, state: _Domain, update: bool
+        doc_id: str, i: int, votes: list[Votes], won: _Picked, state: _Domain, update: bool
     ) -> Decision:
-        shard, method = int(won.shard[i]), int(won.method[i])
+        shard, method = won.shard[i], won.method[i]
         if shard < 0 or method == UNIQUE:
             return Decision(id=doc_id, decision="unique", update=update)
         match = votes[shard].match_ids[i]
         assert match is not None
-        earlier = state.first.get(match)
-        rep = match if earlier is None or earlier.representative is None else earlier.representative
         return Decision(
             id=doc_id,
             decision="duplicate",
             duplicate_of=match,
-            representative=rep,
-            similarity=round(float(np.float32(won.similarity[i])), 6),
+            representative=state.representative(match),
+            similarity=round(float(np.float32(won.similarity[i])), 6),  # as one engine rounds
             method=METHODS[method - 1],
             update=update,
         )
@@ -199,6 +238,14 @@ class Winners(NamedTuple):
     shard: np.ndarray  # int64[n]
     similarity: np.ndarray  # float64[n]
     method: np.ndarray  # int64[n]
+
+
+class _Picked(NamedTuple):
+    """`Winners` as Python lists, read document by document."""
+
+    shard: list[int]
+    method: list[int]
+    similarity: list[float]
 
 
 def winners(votes: Sequence[Votes]) -> Winners:
