@@ -15,6 +15,7 @@ import threading
 from collections.abc import Callable
 from typing import TypeVar
 
+from neardup_stream.collector import freeze_start_up
 from worker import claims, retry, security_errors, topics
 from worker.batch import BatchRole
 from worker.changelog import topic_of
@@ -51,6 +52,7 @@ class Worker:
         if taken is None or taken:
             self._refuse(taken)
             return
+        freeze_start_up()  # before its clients: what start-up built, collections skip
         role = BatchRole(
             s, self.metrics, self._stop, self.ready, layout.decide_rules(s), layout.input_partitions
         )

@@ -16,6 +16,7 @@ import logging
 import threading
 from typing import Any, NamedTuple
 
+from neardup_stream.collector import freeze_start_up
 from neardup_stream.warmup import warm_replica
 from worker import claims, retry, security_errors, topics
 from worker.cluster import agreement as agreement_
@@ -131,6 +132,7 @@ class Replica:
         if warning is not None:
             log.warning("%s", warning)
         warm_replica(s.dedup)  # the shards' kernels load before ready, not on the first vote
+        freeze_start_up()  # numba's compiler among it: collections skip what start-up built
         rules = prepared.layout.decide_rules(s)
         m, stop = self.metrics, self._stop  # each role runs on the one role loop
         edge_role = EdgeRole(s, m, stop, rules, prepared.handover)
