@@ -30,6 +30,10 @@ and paces documents of its own (new ids) after them. (Before, each run waited fo
 `--docs` decisions only, so the one after `plain` took its latency scrape in the middle of
 its backlog: the one-replica p99 of 29-60 s reported for issue 13 was that, not a stall.)
 
+`--profile` runs each worker under py-spy (`bench.kafka_profile`: a profiling tool, not a
+dependency) and writes its summary next to its log; CPU figures then include the sampler's
+pauses, so compare them only with other profiled runs.
+
 `--checkout PATH` runs the workers of another checkout (e.g. the commit before a change: `git
 archive REV | tar -x -C PATH`), on the same documents, for a before/after comparison.
 """
@@ -56,6 +60,7 @@ from bench.kafka_metrics import (
     histogram_quantiles,
     labelled_counts,
 )
+from bench.kafka_profile import py_spy, py_spy_wrapper, summarize
 from bench.kafka_worker import WorkerProcess, WorkerTopics, read_cpu_seconds
 
 LATENCY = "neardup_decision_latency_seconds"
@@ -165,8 +170,13 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
     if name != "plain":
         extra += ["--cluster", "--home-shards", str(args.home_shards)]
 
+    exe = py_spy() if args.profile else None
+    if args.profile and exe is None:
+        log("  py-spy not found (pip install py-spy): no profile")
+
     def process(i: int) -> WorkerProcess:
         log_path = args.logs / f"{name}-r{i}.log"
+        raw = args.logs / f"{name}-r{i}-profile.txt"
         return WorkerProcess(
             args.bootstrap_servers,
             wt,
@@ -176,6 +186,7 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
             extra,
             cwd=args.checkout,
             instance=f"r{i}",
+            wrapper=py_spy_wrapper(exe, raw, 100) if exe else (),
         )
 
     # The input holds the documents produced at the start and the paced ones of earlier runs:
@@ -212,6 +223,15 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
         for w in workers:
             with contextlib.suppress(Exception):
                 w.stop()
+    if exe:  # py-spy writes its file when the worker has exited
+        for i, w in enumerate(workers):
+            with contextlib.suppress(Exception):
+                assert w.proc is not None
+                w.proc.wait(60)
+                raw = args.logs / f"{name}-r{i}-profile.txt"
+                out = args.logs / f"{name}-r{i}-profile.json"
+                out.write_text(json.dumps(summarize(raw), indent=2) + "\n")
+                log(f"  profile of {name} r{i}: {out}")
     cost = Cost(name, replicas, int(d1 - d0), round((c1 - c0) / (d1 - d0) * 1e6, 1),
                 round((c1 - c_ready) / d1 * 1e6, 1),
                 round((d1 - d0) / (t1 - t0), 1), p50, p99, index, role_us, hops)  # fmt: skip
@@ -258,6 +278,8 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=200.0, help="their documents per second")
     ap.add_argument("--logs", type=Path, default=Path("/tmp/bench-cluster-cost"))
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--profile", action="store_true",
+                    help="run the workers under py-spy; summaries next to their logs")  # fmt: skip
     ap.add_argument("--checkout", type=Path, default=REPO_ROOT, help="whose workers to run")
     args = ap.parse_args()
     os.environ["PYTHONPATH"] = str(args.checkout.resolve())  # the workers import from there
