@@ -80,6 +80,7 @@ class Cost:
     latency_p99_s: float | None
     index_documents: list[float]
     role_us_per_doc: dict[str, float]  # from ready to 100%: `neardup_role_cpu_seconds_total`
+    role_us_per_doc_10: dict[str, float]  # the same between 10% and 100%
     hops_ms: dict[str, dict[str, float]]  # paced documents, per hop (`bench.cluster_hops`)
 
 
@@ -201,9 +202,12 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
         c_ready, roles_ready = cpu(workers), role_cpu(workers)
         log(f"{name}: {replicas} process(es) ready; deciding {backlog:,} documents")
         d0, c0, t0 = wait_for(workers, 0.1 * backlog, 1800)
+        roles_10 = role_cpu(workers)
         d1, c1, t1 = wait_for(workers, backlog, 3600)
         roles = role_cpu(workers)
         role_us = {r: round((roles[r] - roles_ready.get(r, 0.0)) / d1 * 1e6, 1) for r in roles}
+        role_us_10 = {r: round((roles[r] - roles_10.get(r, 0.0)) / (d1 - d0) * 1e6, 1)
+                      for r in roles}  # fmt: skip
         _, before = decided(workers)
         p50 = p99 = None
         hops: dict[str, dict[str, float]] = {}
@@ -234,7 +238,8 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
                 log(f"  profile of {name} r{i}: {out}")
     cost = Cost(name, replicas, int(d1 - d0), round((c1 - c0) / (d1 - d0) * 1e6, 1),
                 round((c1 - c_ready) / d1 * 1e6, 1),
-                round((d1 - d0) / (t1 - t0), 1), p50, p99, index, role_us, hops)  # fmt: skip
+                round((d1 - d0) / (t1 - t0), 1), p50, p99, index, role_us, role_us_10,
+                hops)  # fmt: skip
     log(f"{name}: {cost}")
     return cost
 
@@ -314,6 +319,8 @@ def main() -> None:
               f"latency p50 {c.latency_p50_s} s p99 {c.latency_p99_s} s, index {c.index_documents}")  # fmt: skip
         roles = ", ".join(f"{r} {us}" for r, us in sorted(c.role_us_per_doc.items()))
         print(f"  CPU us/doc by role from ready (their Kafka clients included): {roles}")
+        roles = ", ".join(f"{r} {us}" for r, us in sorted(c.role_us_per_doc_10.items()))
+        print(f"  CPU us/doc by role between 10% and 100%: {roles}")
         for hop, q in c.hops_ms.items():
             print(f"  latency of the paced documents, {hop}: {q} (ms, send times)")
     if args.out:

@@ -168,12 +168,6 @@ class Deduplicator:
         """Move the event-time watermark to `ts` (if later), evicting what age excludes."""
         driver.advance(self, ts)
 
-    def _record(
-        self, batch: Batch, i: int, decision: Decision, feats: np.ndarray | None
-    ) -> FingerprintRecord:
-        """The record that reproduces row `i` of `batch` (see `outcomes.fingerprint_record`)."""
-        return outcomes.fingerprint_record(self, batch, i, decision, feats)
-
     def apply_records(self, records: Iterable[FingerprintRecord]) -> int:
         """Replay changelog records in order; returns how many were stored (`engine.persistence`)."""
         return persistence.apply_records(self, records)

@@ -12,8 +12,9 @@ one read its ids from the batch).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -158,45 +159,69 @@ def finish(
     record of every newly stored row. `feats` and `sigs` hold, by row, the shingle sets
     (precise mode) and sentence signatures (longest sentences) the records carry."""
     cols = finish_columns(engine, batch)
-    out: list[Outcome] = []
-    for i in range(len(cols)):
-        decision = cols.decision(i)
-        new = records and i not in batch.repeat_of and i not in batch.known
-        record = (
-            fingerprint_record(engine, batch, i, decision, feats.get(i), sigs.get(i))
-            if new
-            else None
-        )
-        out.append(Outcome(decision, record))
-    return out
+    decisions = [cols.decision(i) for i in range(len(cols))]
+    if not records:
+        return [Outcome(d, None) for d in decisions]
+    new = [i for i in range(len(cols)) if i not in batch.repeat_of and i not in batch.known]
+    made = fingerprint_records(
+        engine, batch, new, [StoredAs.of(decisions[i]) for i in new], feats, sigs
+    )
+    record: dict[int, FingerprintRecord] = dict(zip(new, made, strict=True))
+    return [Outcome(d, record.get(i)) for i, d in enumerate(decisions)]
 
 
-def fingerprint_record(
+class StoredAs(NamedTuple):
+    """What the record of a stored document says of its decision."""
+
+    doc_id: str
+    duplicate_of: str | None = None
+    representative: str | None = None
+    update: bool = False
+
+    @classmethod
+    def of(cls, decision: Decision) -> StoredAs:
+        return cls(decision.id, decision.duplicate_of, decision.representative, decision.update)
+
+
+def fingerprint_records(
     engine: Deduplicator,
     batch: Batch,
-    i: int,
-    decision: Decision,
-    feats: np.ndarray | None,
-    sentences: int | None = None,
-) -> FingerprintRecord:
-    """The changelog record that reproduces row `i` of `batch`, stored with `decision`."""
+    rows: Sequence[int],
+    stored: Sequence[StoredAs],
+    feats: Mapping[int, np.ndarray] | None = None,
+    sigs: Mapping[int, int] | None = None,
+) -> list[FingerprintRecord]:
+    """The changelog records that reproduce `rows` of `batch`, stored as `stored` says (one
+    each), with their shingle sets and sentence signatures by row. Each column is read once
+    for all rows: a numpy scalar a field and row cost more than the record itself."""
+    if not rows:
+        return []
     docs, out = batch.docs, batch.decisions
-    return FingerprintRecord(
-        config_id=engine.config.fingerprint_id,
-        doc_id=decision.id,
-        duplicate_of=decision.duplicate_of,
-        representative=decision.representative,
-        ts=int(docs.ts[i]),
-        method=int(out.method[i]),
-        similarity=float(out.similarity[i]),
-        nfeat=int(docs.nfeat[i]),
-        exact=(int(docs.exact[i, 0]), int(docs.exact[i, 1])),
-        simhash=int(docs.simhash[i]),
-        lsh_keys=batch.lsh_keys(i),
-        simhash_keys=batch.simhash_keys(i),
-        sketch=docs.sketch[i],
-        indexed=bool(out.indexed[i]),
-        features=feats,
-        update=decision.update,
-        sentences=sentences,
-    )
+    at = np.asarray(rows, dtype=np.int64)
+    ts, nfeat, simhash = docs.ts[at].tolist(), docs.nfeat[at].tolist(), docs.simhash[at].tolist()
+    exact = docs.exact[at].tolist()
+    method, similarity = out.method[at].tolist(), out.similarity[at].tolist()
+    indexed = out.indexed[at].tolist()
+    config_id, feats, sigs = engine.config.fingerprint_id, feats or {}, sigs or {}
+    return [
+        FingerprintRecord(
+            config_id,
+            s.doc_id,
+            s.duplicate_of,
+            s.representative,
+            ts[k],
+            method[k],
+            similarity[k],
+            nfeat[k],
+            (exact[k][0], exact[k][1]),
+            simhash[k],
+            batch.lsh_keys(i),
+            batch.simhash_keys(i),
+            docs.sketch[i],
+            indexed[k],
+            feats.get(i),
+            s.update,
+            sigs.get(i),
+        )
+        for k, (i, s) in enumerate(zip(rows, stored, strict=True))
+    ]

@@ -15,8 +15,7 @@ import numpy as np
 
 from neardup_stream.batch import Batch
 from neardup_stream.engine import driver
-from neardup_stream.engine.outcomes import fingerprint_record
-from neardup_stream.models import Decision
+from neardup_stream.engine.outcomes import StoredAs, fingerprint_records
 from neardup_stream.records import FingerprintRecord
 
 if TYPE_CHECKING:
@@ -52,9 +51,10 @@ def vote(engine: Deduplicator, batch: Batch, records: bool = False) -> Vote:
     stored = batch.stored()  # first: later rows of the batch may match these
     st.record_all([int(out.ref[i]) for i in stored], [(batch.ids[i], None, None) for i in stored])
     if records:
-        for i in stored:
-            decision = Decision(id=batch.ids[i], decision="unique", update=bool(out.update[i]))
-            made.append(fingerprint_record(engine, batch, i, decision, None))
+        updates = out.update.tolist()
+        made = fingerprint_records(
+            engine, batch, stored, [StoredAs(batch.ids[i], update=updates[i]) for i in stored]
+        )
     matches: list[str | None] = [None] * len(batch)
     for i in np.flatnonzero((out.match >= 0) & ~batch.docs.skip).tolist():
         matches[i] = st.doc_id(int(out.match[i]))

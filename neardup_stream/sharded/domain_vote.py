@@ -15,7 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from neardup_stream.deduplicator import Deduplicator
-from neardup_stream.models import Decision
+from neardup_stream.engine.outcomes import StoredAs, fingerprint_records
+from neardup_stream.records import FingerprintRecord
 from neardup_stream.sharded import merged_kernels as mk
 from neardup_stream.sharded.changes import ShardChange
 from neardup_stream.sharded.fingerprints import FingerprintBatch
@@ -109,13 +110,13 @@ def vote_domain(
         engine, positions = held
         st = engine.store
         stored = [j for j in homed.get(slot, ()) if not seen[j]]
-        made = []
+        made: list[FingerprintRecord] = []
         stored_refs, stored_ids = [refs[j] for j in stored], [batch.ids[j] for j in stored]
         st.record_all(stored_refs, [(doc_id, None, None) for doc_id in stored_ids])
-        if record:
-            for j in stored:
-                decision = Decision(id=batch.ids[j], decision="unique", update=updates[j])
-                made.append(engine._record(batch, j, decision, None))
+        if record:  # a shard stores its home documents as unique: the gather decides
+            made = fingerprint_records(
+                engine, batch, stored, [StoredAs(batch.ids[j], update=updates[j]) for j in stored]
+            )
         if stored:  # refs of one batch are consecutive
             positions.add(stored_refs[0], at[stored])
             engine.registry.add(stored_refs, stored_ids)
