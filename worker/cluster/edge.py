@@ -103,12 +103,14 @@ class EdgeRole:
         """The fingerprint-log records and dead letters of `polled`, and the next offsets."""
         if not polled:
             return None
-        out = self._ingest(polled)
+        single = self.stage is not None and self.stage.on
+        out = self._ingest(polled, payloads=not single)
         offsets = {
             TopicPartition(topic, p): OffsetAndMetadata(o, "", -1)
             for (topic, p), o in out.offsets.items()
         }
-        if self.stage is not None and self.stage.on:
+        if single:
+            assert self.stage is not None
             txn, staged = self.stage.transaction(out, offsets, self.shard, self.gather)
             return Output(txn, staged)
         plain: Output[Ingested | Staged] = Output(
@@ -236,9 +238,10 @@ class EdgeRole:
                 self.metrics.consumer_lag.labels(topic, str(p)).set(lag)
                 self.metrics.role_lag.labels("edge", str(p)).set(lag)
 
-    def _ingest(self, records: list[InputRecord]) -> Ingested:
-        """`ingest`, in input order; of inputs the previous generation decided, only the
-        fingerprint-log and payload records are kept (their dead letters were published then)."""
+    def _ingest(self, records: list[InputRecord], payloads: bool) -> Ingested:
+        """`ingest` (with or without `payloads`), in input order; of inputs the previous
+        generation decided, only the fingerprint-log and payload records are kept (their dead
+        letters were published then)."""
         c, now = self.settings.cluster, time.time()
         out = Ingested()
         for published, run in itertools.groupby(
@@ -252,6 +255,7 @@ class EdgeRole:
                 c.log_partitions,
                 now,
                 self.rejections,
+                payloads,
             )
             kept = list(range(len(part.messages)))
             if not published:

@@ -70,8 +70,10 @@ def ingest(
     log_partitions: int,
     now: float,
     rejected: Mapping[Source, Rejection] | None = None,
+    payloads: bool = True,
 ) -> Ingested:
-    """Parse, dead-letter or fingerprint every record (see the module docstring)."""
+    """Parse, dead-letter or fingerprint every record (see the module docstring); without
+    `payloads`, no payload records (a single-stage transaction: nothing would read them)."""
     admitted = BatchOutput()  # dead letters and offsets
     groups: dict[int, tuple[list[Parsed], list[str], list[InputRecord]]] = {}
     for record in records:
@@ -96,11 +98,13 @@ def ingest(
             chunk = kept[a:b]
             value = Envelope(fb, [r.source for r in chunk]).pack()
             passages = [Passage(r.source, r.timestamp_ms, r.key, r.value or b"") for r in chunk]
-            payload = PayloadRecord(passages).pack()
             out.appends.append(LogAppend(len(out.messages), passages))
             out.messages.append(OutMessage(log.fingerprints, None, value, partition=partition))
-            out.messages.append(OutMessage(log.payloads, None, payload, partition=partition))
-            out.sources += [None, None]  # they hold many inputs: none to blame
+            out.sources.append(None)  # they hold many inputs: none to blame
+            if payloads:
+                payload = PayloadRecord(passages).pack()
+                out.messages.append(OutMessage(log.payloads, None, payload, partition=partition))
+                out.sources.append(None)
             out.documents += b - a
     return out
 

@@ -154,3 +154,19 @@ def test_an_input_whose_dead_letter_was_rejected_is_dead_lettered_as_unpublishab
     assert out.dead == ["unpublishable"] and out.sources == [bad.source]
     letter = json.loads(out.messages[0].value)
     assert letter["raw_base64"] == "" and letter["message"] == "rejected"
+
+
+def test_without_payloads_the_same_log_records_and_dead_letters_and_no_payload_records() -> None:
+    """A single-stage transaction reads no payload record: the edge packs none for it."""
+    records = [record(i, doc(i, site=f"s{i % 3}")) for i in range(30)] + [record(30, b"[1]")]
+    fingerprinter = DocumentFingerprinter(CONFIG)
+    both = ingest(records, rules(), fingerprinter, LOG, 2, 1.8e9)
+    alone = ingest(records, rules(), fingerprinter, LOG, 2, 1.8e9, payloads=False)
+    assert payload_records(both) and not payload_records(alone)
+    assert [m.topic for m in alone.messages] == [m.topic for m in both.messages if m.topic != "pl"]
+    log_records = [(m.value, m.partition) for m in alone.messages if m.topic == "fp"]
+    assert log_records == [(m.value, m.partition) for m in both.messages if m.topic == "fp"]
+    assert alone.dead == both.dead == ["not_an_object"] and alone.offsets == both.offsets
+    assert [alone.messages[a.at].topic for a in alone.appends] == ["fp"] * len(alone.appends)
+    assert [a.passages for a in alone.appends] == [a.passages for a in both.appends]
+    assert len(alone.sources) == len(alone.messages) and alone.documents == both.documents == 30
