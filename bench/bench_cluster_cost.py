@@ -30,6 +30,10 @@ and paces documents of its own (new ids) after them. (Before, each run waited fo
 `--docs` decisions only, so the one after `plain` took its latency scrape in the middle of
 its backlog: the one-replica p99 of 29-60 s reported for issue 13 was that, not a stall.)
 
+`--worker-env NEARDUP_X=V` (repeatable) gives the cluster runs' workers a setting (every
+worker starts without the caller's `NEARDUP_*` environment otherwise), e.g.
+`NEARDUP_CLUSTER__SINGLE_STAGE=false` for the three stages at W = 1.
+
 `--profile` runs each worker under py-spy (`bench.kafka_profile`: a profiling tool, not a
 dependency) and writes its summary next to its log; CPU figures then include the sampler's
 pauses, so compare them only with other profiled runs.
@@ -188,6 +192,7 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
             cwd=args.checkout,
             instance=f"r{i}",
             wrapper=py_spy_wrapper(exe, raw, 100) if exe else (),
+            settings_env=dict(kv.split("=", 1) for kv in args.worker_env if name != "plain"),
         )
 
     # The input holds the documents produced at the start and the paced ones of earlier runs:
@@ -283,6 +288,9 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=200.0, help="their documents per second")
     ap.add_argument("--logs", type=Path, default=Path("/tmp/bench-cluster-cost"))
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--worker-env", action="append", default=[], metavar="NEARDUP_X=V",
+                    help="a setting for the cluster runs' workers, e.g. "
+                         "NEARDUP_CLUSTER__SINGLE_STAGE=false (three stages at W = 1)")  # fmt: skip
     ap.add_argument("--profile", action="store_true",
                     help="run the workers under py-spy; summaries next to their logs")  # fmt: skip
     ap.add_argument("--checkout", type=Path, default=REPO_ROOT, help="whose workers to run")

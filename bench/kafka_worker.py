@@ -17,7 +17,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,6 +99,7 @@ class WorkerProcess:
     cwd: Path = REPO_ROOT  # the checkout whose worker/ and neardup_stream/ run
     instance: str = "bench"
     metrics_port: int = 0
+    settings_env: Mapping[str, str] = field(default_factory=dict)  # NEARDUP_* for the worker
     proc: subprocess.Popen[bytes] | None = None
     spawned_at: float = 0.0
     _log_file: Any = field(default=None, repr=False)
@@ -123,6 +124,7 @@ class WorkerProcess:
             *self.extra_args,
         ]
         env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
+        env.update(self.settings_env)  # only the settings the caller chose
         self._log_file = open(self.log_path, "ab")  # noqa: SIM115 (kept open for the child)
         self.spawned_at = time.monotonic()
         self.proc = subprocess.Popen(
