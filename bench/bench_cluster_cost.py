@@ -179,9 +179,11 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
     if args.profile and exe is None:
         log("  py-spy not found (pip install py-spy): no profile")
 
+    def samples(i: int) -> Path:  # py-spy's raw samples of process i
+        return args.logs / f"{name}-r{i}-profile.txt"
+
     def process(i: int) -> WorkerProcess:
         log_path = args.logs / f"{name}-r{i}.log"
-        raw = args.logs / f"{name}-r{i}-profile.txt"
         return WorkerProcess(
             args.bootstrap_servers,
             wt,
@@ -191,7 +193,7 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
             extra,
             cwd=args.checkout,
             instance=f"r{i}",
-            wrapper=py_spy_wrapper(exe, raw, 100) if exe else (),
+            wrapper=py_spy_wrapper(exe, samples(i), 100) if exe else (),
             settings_env=dict(kv.split("=", 1) for kv in args.worker_env if name != "plain"),
         )
 
@@ -237,9 +239,8 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
             with contextlib.suppress(Exception):
                 assert w.proc is not None
                 w.proc.wait(60)
-                raw = args.logs / f"{name}-r{i}-profile.txt"
-                out = args.logs / f"{name}-r{i}-profile.json"
-                out.write_text(json.dumps(summarize(raw), indent=2) + "\n")
+                out = samples(i).with_suffix(".json")
+                out.write_text(json.dumps(summarize(samples(i)), indent=2) + "\n")
                 log(f"  profile of {name} r{i}: {out}")
     cost = Cost(name, replicas, int(d1 - d0), round((c1 - c0) / (d1 - d0) * 1e6, 1),
                 round((c1 - c_ready) / d1 * 1e6, 1),
