@@ -63,7 +63,12 @@ class DedupConfig(BaseModel):
         DEFAULT_SEED, ge=0, lt=2**32, description="hash seed; part of every fingerprint"
     )
     shards: int = Field(4, ge=1, le=1024, description="index shards (shard = key mod shards)")
-    bucket_cap: int = Field(64, ge=1, description="max documents per LSH/SimHash bucket key")
+    bucket_cap: int = Field(
+        64,
+        ge=1,
+        description="max documents per LSH/SimHash bucket key (each of S home shards keeps "
+        "ceil(bucket_cap / S))",
+    )
     home_shards: int = Field(
         1,
         ge=1,
@@ -131,6 +136,13 @@ class DedupConfig(BaseModel):
         ):
             raise ValueError("bands * rows must be <= num_perm")
         return self
+
+    @property
+    def shard_bucket_cap(self) -> int:
+        """Live entries one home shard keeps under a bucket key: `bucket_cap` split over the
+        home shards (rounded up), so S shards together keep ~`bucket_cap` per key, as one
+        engine does, and a crowded key costs a probe ~`bucket_cap` candidates at any S."""
+        return -(-self.bucket_cap // self.home_shards)
 
     @cached_property
     def banding(self) -> tuple[int, int]:

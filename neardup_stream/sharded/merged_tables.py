@@ -47,6 +47,7 @@ class MergedTables:
 
     def __init__(self, config: DedupConfig, template: DedupConfig) -> None:
         self.config = config
+        self.cap = template.bucket_cap  # each shard's cap per key (`shard_bucket_cap`)
         self.bits = 32 - max(1, (config.home_shards - 1).bit_length())
         self.tables: dict[str, BucketTable] = {}
         self.dead: dict[str, int] = {}  # evictions per domain since its table was compacted
@@ -81,7 +82,7 @@ class MergedTables:
 
     def table(self, domain: str) -> BucketTable:
         if domain not in self.tables:
-            self.tables[domain] = BucketTable(self.config.bucket_cap, self.config.shards, 16)
+            self.tables[domain] = BucketTable(self.cap, self.config.shards, 16)
             self.dead[domain] = 0
         return self.tables[domain]
 

@@ -6,7 +6,8 @@ shard are stored (after their own comparison, so later documents of the batch se
 Every shard sees every document, so each engine's event-time watermark, and with it
 retention by age, is the same on every shard. Retention by count keeps
 ceil(max_docs / home_shards) documents per shard and domain, so `max_docs` bounds each domain
-across all shards (docs/engine-semantics.md, "max_docs").
+across all shards (docs/engine-semantics.md, "max_docs"); likewise each shard keeps
+ceil(bucket_cap / home_shards) live entries per bucket key (`DedupConfig.shard_bucket_cap`).
 
 An engine lives only while it stores something: one left empty (a shard votes on every
 document of a domain but stores only its home documents; age retention evicts the rest) is
@@ -79,7 +80,9 @@ class ShardVoter:
         per_shard = None
         if config.max_docs is not None:
             per_shard = math.ceil(config.max_docs / config.home_shards)
-        self.engine_config = config.model_copy(update={"max_docs": per_shard})
+        self.engine_config = config.model_copy(
+            update={"max_docs": per_shard, "bucket_cap": config.shard_bucket_cap}
+        )
         self._engines: dict[str, tuple[Deduplicator, Positions]] = {}
         self.idle: dict[str, int] = {}  # watermark of each domain whose engine was freed
         self.clocks = StreamClocks(config)

@@ -146,3 +146,35 @@ def test_settings_and_shards_are_checked() -> None:
     fb = batches(config, corpus(10))[0]
     with pytest.raises(ValueError, match="shard 2 is not held"):
         replica.vote_and_record(fb, shards=[2])
+
+
+def test_a_crowded_key_keeps_bucket_cap_entries_over_all_shards_as_one_engine_does() -> None:
+    config = DedupConfig(home_shards=4, bucket_cap=8)
+    assert config.shard_bucket_cap == 2  # ceil(8 / 4): each shard's share of a key
+    text = " ".join(f"token{i % 97}x{i % 13}" for i in range(400))
+    docs = [Document(id=f"copy-{i}", text=text) for i in range(120)]  # every key crowded
+    voters = [ShardVoter(config, s) for s in range(4)]
+    replica = ReplicaVoter(config, range(4))
+    for fb in batches(config, docs):
+        got = replica.vote_and_record(fb)
+        for v in voters:
+            assert got[v.shard][0].pack() == v.vote_and_record(fb)[0].pack()
+    for domain in ("0", "1"):
+        per_key: dict[int, int] = {}
+        for v in voters:
+            engine, _ = v.engine(domain)
+            keys, refs = engine.index.key_refs()
+            st = engine.store
+            live = ((refs.astype(np.int64) - st.base) & 0xFFFFFFFF) < st.count
+            counts = np.unique(keys[live], return_counts=True)
+            assert counts[1].max() == config.shard_bucket_cap  # capped per shard
+            for key, n in zip(*(c.tolist() for c in counts), strict=True):
+                per_key[key] = per_key.get(key, 0) + n
+        assert set(per_key.values()) == {config.bucket_cap}  # all shards: one engine's cap
+
+
+def test_the_shard_cap_splits_bucket_cap_over_the_home_shards() -> None:
+    assert DedupConfig(bucket_cap=64).shard_bucket_cap == 64  # one engine: unchanged
+    assert DedupConfig(bucket_cap=64, home_shards=24).shard_bucket_cap == 3
+    assert DedupConfig(bucket_cap=1, home_shards=24).shard_bucket_cap == 1
+    assert ShardVoter(DedupConfig(home_shards=24), 5).engine_config.bucket_cap == 3

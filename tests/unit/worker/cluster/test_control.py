@@ -103,3 +103,16 @@ def test_another_pipeline_on_the_same_internal_topics_is_told_to_use_its_own() -
     assert v.other_pipeline and not v.ok
     text = control.explain(v, cluster, mine, "neardup.control")
     assert "another pipeline" in text and "'other-input'" in text and "--group-id" in text
+
+
+def test_a_replica_of_a_build_that_capped_each_shard_at_bucket_cap_is_refused() -> None:
+    # Builds before the per-shard cap kept `bucket_cap` per key in every shard: same
+    # settings, other candidates. Their record has no `dedup.shard_bucket_cap`.
+    mine = record(home_shards=24, bucket_cap=64)
+    assert mine.settings["dedup.shard_bucket_cap"] == 3
+    older = mine._replace(
+        settings={k: v for k, v in mine.settings.items() if k != "dedup.shard_bucket_cap"}
+    )
+    v = control.verdict(older, mine)
+    assert not v.ok
+    assert v.differences == [Difference("dedup.shard_bucket_cap", "(absent)", 3)]
