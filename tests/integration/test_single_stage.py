@@ -13,6 +13,7 @@ import pytest
 from tests.integration.harness import Topics, WorkerProcess, decisions, read_all
 from tests.integration.test_scale_out import offline, produce_to, replicas, wait_assigned
 from tests.integration.test_worker import stream
+from worker.cluster.envelope import is_decided, sources_of
 
 pytestmark = pytest.mark.integration
 
@@ -55,6 +56,11 @@ def test_one_replica_decides_in_one_transaction_a_batch_like_offline_dedup(
     # nothing went through the roles' hops: no payload and no votes records
     for hop in ("payloads", "votes"):
         assert read_all(kafka_bootstrap, f"{topics.input}.{hop}", 0, timeout=5) == []
+    # and the log records are decided ones: every input once, no fingerprints
+    log = read_all(kafka_bootstrap, f"{topics.input}.fingerprints", 1, timeout=30)
+    assert log and all(is_decided(r.value) for r in log)
+    logged = [s for r in log for s in sources_of(r.value, topics.input)]
+    assert len(logged) == len(set(logged)) == len(docs)
 
 
 def test_a_second_replica_joining_and_leaving_hands_over_without_a_difference(

@@ -24,7 +24,7 @@ from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from worker import clients, failpoints, retry
 from worker.admission import DecideRules
 from worker.cluster.handover import Handover
-from worker.cluster.ingest import Ingested, LogAppend, LogTopics, ingest
+from worker.cluster.ingest import Ingested, LogTopics, ingest
 from worker.cluster.single_stage import RETRY_S, SingleStage, Staged
 from worker.input_start import InputStart
 from worker.metrics import Metrics
@@ -104,7 +104,7 @@ class EdgeRole:
         if not polled:
             return None
         single = self.stage is not None and self.stage.on
-        out = self._ingest(polled, payloads=not single)
+        out = self._ingest(polled, single_stage=single)
         offsets = {
             TopicPartition(topic, p): OffsetAndMetadata(o, "", -1)
             for (topic, p), o in out.offsets.items()
@@ -238,8 +238,8 @@ class EdgeRole:
                 self.metrics.consumer_lag.labels(topic, str(p)).set(lag)
                 self.metrics.role_lag.labels("edge", str(p)).set(lag)
 
-    def _ingest(self, records: list[InputRecord], payloads: bool) -> Ingested:
-        """`ingest` (with or without `payloads`), in input order; of inputs the previous
+    def _ingest(self, records: list[InputRecord], single_stage: bool) -> Ingested:
+        """`ingest` (for a `single_stage` transaction or not), in input order; of inputs the previous
         generation decided, only the fingerprint-log and payload records are kept (their dead
         letters were published then)."""
         c, now = self.settings.cluster, time.time()
@@ -255,7 +255,7 @@ class EdgeRole:
                 c.log_partitions,
                 now,
                 self.rejections,
-                payloads,
+                single_stage,
             )
             kept = list(range(len(part.messages)))
             if not published:
@@ -265,7 +265,7 @@ class EdgeRole:
                 part.sources = [part.sources[i] for i in kept]
                 part.dead = []
             at = {old: len(out.messages) + new for new, old in enumerate(kept)}
-            out.appends += [LogAppend(at[a.at], a.passages) for a in part.appends]
+            out.appends += [a._replace(at=at[a.at]) for a in part.appends]
             out.messages += part.messages
             out.sources += part.sources
             out.dead += part.dead

@@ -10,6 +10,11 @@ joined by the first document's input coordinates (`Envelope.join_key`).
 Format "NE", version 2. Version 1 carried the payloads inline: this build refuses it in the
 shard and gather roles (an upgrade starts a new generation, docs/operations/settings-change.md)
 and reads its input coordinates for a handover from such a generation (`sources_of`).
+
+Version 3 is a *decided* record (`decided_record`): a single-stage replica's, which voted and
+decided its documents in the transaction that appended it and committed every shard's and
+log partition's checkpoint past it. It carries the input coordinates only (a handover reads
+them); no role reads it, so the shard and gather roles refuse it like any unreadable record.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ from worker.records import Source
 MAGIC = b"NE"
 VERSION = 2
 INLINE_PAYLOADS = 1  # the version that carried each document's key and value inline
+DECIDED = 3  # a single-stage replica's record: input coordinates only (module docstring)
 _HEAD = struct.Struct("<2sBI")  # magic, version, length of the fingerprint batch
 _SOURCES = np.dtype([("partition", "<i4"), ("offset", "<i8")])  # one per document
 _V1_DOC = struct.Struct("<iqqii")  # partition, offset, timestamp, key length, value length
@@ -57,11 +63,17 @@ class Envelope:
         return JoinKey.of(self.sources[0])
 
     def pack(self) -> bytes:
-        fb = self.fingerprints.pack()
         if len(self.sources) != len(self.fingerprints):
             raise ValueError("one source per document")
-        coords = np.array([(s.partition, s.offset) for s in self.sources], dtype=_SOURCES)
-        return b"".join([_HEAD.pack(MAGIC, VERSION, len(fb)), fb, coords.tobytes()])
+        return packed(self.fingerprints.pack(), self.sources)
+
+    @staticmethod
+    def placed(fb: FingerprintBatch, offset: int, partition: int) -> FingerprintBatch:
+        """`fb` as the record at `offset` of log `partition`: its documents' positions count
+        from that offset, and the partition is their stream (its clock:
+        `neardup_stream.sharded.quiet`)."""
+        positions = (np.int64(offset) << POSITION_BITS) + np.arange(len(fb), dtype=np.int64)
+        return replace(fb, positions=positions, stream=partition)
 
     @classmethod
     def unpack(
@@ -81,6 +93,12 @@ class Envelope:
                 "topic: start a new generation with cluster.handover_from "
                 "(docs/operations/settings-change.md)"
             )
+        if version == DECIDED:
+            raise ValueError(
+                "fingerprint-log record decided by a single-stage replica (format 3, no "
+                "fingerprints): that transaction committed every shard's and log partition's "
+                "checkpoint past it, so reading it means a checkpoint went back"
+            )
         if version != VERSION:
             raise ValueError(f"fingerprint-log record format {version}, this build reads {VERSION}")
         at = _HEAD.size + size
@@ -90,9 +108,25 @@ class Envelope:
             raise ValueError("fingerprint-log record is truncated")
         coords = np.frombuffer(data, dtype=_SOURCES, count=n, offset=at)
         sources = [Source(input_topic, p, o) for p, o in coords.tolist()]
-        positions = (np.int64(offset) << POSITION_BITS) + np.arange(n, dtype=np.int64)
-        fb = replace(fb, positions=positions, stream=partition)
-        return cls(fb, sources)
+        return cls(cls.placed(fb, offset, partition), sources)
+
+
+def packed(fingerprints: bytes, sources: list[Source]) -> bytes:
+    """A fingerprint-log record (format 2) of a packed `FingerprintBatch` and its sources."""
+    coords = np.array([(s.partition, s.offset) for s in sources], dtype=_SOURCES)
+    return b"".join([_HEAD.pack(MAGIC, VERSION, len(fingerprints)), fingerprints, coords.tobytes()])
+
+
+def decided_record(sources: list[Source]) -> bytes:
+    """The log record of documents a single-stage replica decided (format 3): where each
+    came from, no fingerprints (module docstring)."""
+    coords = np.array([(s.partition, s.offset) for s in sources], dtype=_SOURCES)
+    return b"".join([_HEAD.pack(MAGIC, DECIDED, 0), coords.tobytes()])
+
+
+def is_decided(data: bytes) -> bool:
+    """Whether `data` is a decided record (`decided_record`)."""
+    return len(data) >= _HEAD.size and data[:2] == MAGIC and data[2] == DECIDED
 
 
 def sources_of(data: bytes, input_topic: str) -> list[Source]:
@@ -104,7 +138,7 @@ def sources_of(data: bytes, input_topic: str) -> list[Source]:
     """
     version, size = _head(data)
     at = _HEAD.size + size
-    if version == VERSION:
+    if version in (VERSION, DECIDED):
         count, rest = divmod(len(data) - at, _SOURCES.itemsize)
         if rest:
             raise ValueError("fingerprint-log record is truncated")

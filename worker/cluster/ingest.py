@@ -23,7 +23,7 @@ from neardup_stream.models import Parsed
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.home import domain_partition
 from worker.admission import DecideRules, admit, record_times
-from worker.cluster.envelope import POSITION_BITS, Envelope
+from worker.cluster.envelope import POSITION_BITS, decided_record, packed
 from worker.cluster.payloads import Passage, PayloadRecord
 from worker.codec import OutMessage
 from worker.records import BatchOutput, InputRecord, Rejection, Source
@@ -42,11 +42,12 @@ class LogTopics(NamedTuple):
 
 
 class LogAppend(NamedTuple):
-    """One fingerprint-log record of an `Ingested`: where it is among the messages, and
-    its documents' passages (what its payload record holds)."""
+    """One fingerprint-log record of an `Ingested`: where it is among the messages, its
+    documents' passages (what its payload record holds) and their packed fingerprints."""
 
     at: int
     passages: list[Passage]
+    fingerprints: bytes  # a packed `FingerprintBatch` (a single stage votes on it)
 
 
 @dataclass
@@ -70,10 +71,11 @@ def ingest(
     log_partitions: int,
     now: float,
     rejected: Mapping[Source, Rejection] | None = None,
-    payloads: bool = True,
+    single_stage: bool = False,
 ) -> Ingested:
-    """Parse, dead-letter or fingerprint every record (see the module docstring); without
-    `payloads`, no payload records (a single-stage transaction: nothing would read them)."""
+    """Parse, dead-letter or fingerprint every record (see the module docstring). For a
+    `single_stage` transaction, which votes and decides them itself, no payload records and
+    decided log records (`envelope.decided_record`): no role would read more."""
     admitted = BatchOutput()  # dead letters and offsets
     groups: dict[int, tuple[list[Parsed], list[str], list[InputRecord]]] = {}
     for record in records:
@@ -96,12 +98,14 @@ def ingest(
                 docs[a:b], domains[a:b], np.arange(b - a), now, record_times(kept[a:b])
             )
             chunk = kept[a:b]
-            value = Envelope(fb, [r.source for r in chunk]).pack()
+            inputs = [r.source for r in chunk]
+            packed_fb = fb.pack()
+            value = decided_record(inputs) if single_stage else packed(packed_fb, inputs)
             passages = [Passage(r.source, r.timestamp_ms, r.key, r.value or b"") for r in chunk]
-            out.appends.append(LogAppend(len(out.messages), passages))
+            out.appends.append(LogAppend(len(out.messages), passages, packed_fb))
             out.messages.append(OutMessage(log.fingerprints, None, value, partition=partition))
             out.sources.append(None)  # they hold many inputs: none to blame
-            if payloads:
+            if not single_stage:
                 payload = PayloadRecord(passages).pack()
                 out.messages.append(OutMessage(log.payloads, None, payload, partition=partition))
                 out.sources.append(None)

@@ -7,9 +7,12 @@ records, reads their offsets inside the transaction, votes with the shard role's
 `ShardState`, decides with the gather role's `Gatherer`s, and commits outputs, dead letters,
 shard and gather changelog records and the offsets of all three groups (input offsets; each
 shard's checkpoint; each log partition's votes commit with its next log offset) in one
-transaction. No payload and no votes records: nothing would read them. Outcomes and state
-are what the three roles would have committed, so restores and a later hand-over to the
-roles' ordinary path change nothing (docs/design/scale-out.md, "a single-stage replica").
+transaction. No payload and no votes records, and the log records are decided ones (their
+documents' input coordinates, no fingerprints: `envelope.decided_record`): nothing would read
+more, since every checkpoint moves past them in the same transaction. The fingerprints are
+voted on from memory (`LogAppend.fingerprints`). Outcomes and state are what the three roles
+would have committed, so restores and a later hand-over to the roles' ordinary path change
+nothing (docs/design/scale-out.md, "a single-stage replica").
 
 Handing over between the threads (`SingleStage`, shared by the three roles):
 
@@ -45,6 +48,7 @@ from typing import Any
 
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 
+from neardup_stream.sharded.fingerprints import FingerprintBatch
 from worker.cluster.envelope import Envelope
 from worker.cluster.ingest import Ingested
 from worker.cluster.outcomes import Outcomes
@@ -223,15 +227,14 @@ class SingleStage:
                     f"{expect.get(p)}: another producer appended"
                 )
             expect[p] = offset + 1
-            env = Envelope.unpack(message.value, s.dedup.fingerprint_id, s.topics.input, offset, p)
-            voted = shard.owned.vote(p, offset, env.fingerprints)
+            fb = FingerprintBatch.unpack(append.fingerprints, s.dedup.fingerprint_id)
+            fb = Envelope.placed(fb, offset, p)
+            voted = shard.owned.vote(p, offset, fb)
             if [v.shard for v in voted] != list(range(s.dedup.home_shards)):
                 raise RuntimeError(f"single stage: shards {[v.shard for v in voted]} voted")
             changelog += shard.changelog(offset, voted)
             part = gather.parts[p]
-            decisions, firsts = part.gatherer.decide_and_record(
-                env.fingerprints, [v.votes for v in voted]
-            )
+            decisions, firsts = part.gatherer.decide_and_record(fb, [v.votes for v in voted])
             part.join.decided(offset)
             staged.outcomes.add_record(p, offset, decisions, append.passages, firsts)
             staged.ends[p] = offset + 2  # after its transaction's commit marker

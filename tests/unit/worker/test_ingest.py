@@ -11,7 +11,7 @@ from neardup_stream.fingerprint.compact_set import compact_limit
 from neardup_stream.mapping import InputMapping
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.home import domain_partition
-from worker.cluster.envelope import Envelope
+from worker.cluster.envelope import Envelope, is_decided, packed, sources_of
 from worker.cluster.ingest import LogTopics, ingest
 from worker.cluster.payloads import PayloadRecord
 from worker.decide import DecideRules, InputRecord, Source
@@ -156,16 +156,24 @@ def test_an_input_whose_dead_letter_was_rejected_is_dead_lettered_as_unpublishab
     assert letter["raw_base64"] == "" and letter["message"] == "rejected"
 
 
-def test_without_payloads_the_same_log_records_and_dead_letters_and_no_payload_records() -> None:
-    """A single-stage transaction reads no payload record: the edge packs none for it."""
+def test_a_single_stage_ingest_writes_decided_log_records_and_no_payload_records() -> None:
+    """A single-stage transaction votes from memory and reads no payload record: its log
+    records carry only their documents' sources, its appends the same fingerprints."""
     records = [record(i, doc(i, site=f"s{i % 3}")) for i in range(30)] + [record(30, b"[1]")]
     fingerprinter = DocumentFingerprinter(CONFIG)
     both = ingest(records, rules(), fingerprinter, LOG, 2, 1.8e9)
-    alone = ingest(records, rules(), fingerprinter, LOG, 2, 1.8e9, payloads=False)
+    alone = ingest(records, rules(), fingerprinter, LOG, 2, 1.8e9, single_stage=True)
     assert payload_records(both) and not payload_records(alone)
     assert [m.topic for m in alone.messages] == [m.topic for m in both.messages if m.topic != "pl"]
-    log_records = [(m.value, m.partition) for m in alone.messages if m.topic == "fp"]
-    assert log_records == [(m.value, m.partition) for m in both.messages if m.topic == "fp"]
+    full = [m for m in both.messages if m.topic == "fp"]
+    decided = [m for m in alone.messages if m.topic == "fp"]
+    assert [m.partition for m in decided] == [m.partition for m in full]
+    for d, f, a, b in zip(decided, full, alone.appends, both.appends, strict=True):
+        assert is_decided(d.value) and not is_decided(f.value)
+        assert sources_of(d.value, "in") == sources_of(f.value, "in")
+        assert len(d.value) < len(f.value) // 10  # no fingerprints
+        assert a.fingerprints == b.fingerprints  # what the full record carries:
+        assert packed(a.fingerprints, sources_of(f.value, "in")) == f.value
     assert alone.dead == both.dead == ["not_an_object"] and alone.offsets == both.offsets
     assert [alone.messages[a.at].topic for a in alone.appends] == ["fp"] * len(alone.appends)
     assert [a.passages for a in alone.appends] == [a.passages for a in both.appends]

@@ -12,7 +12,14 @@ from neardup_stream.config import DedupConfig
 from neardup_stream.sharded import votes
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from worker.cluster import ingest
-from worker.cluster.envelope import POSITION_BITS, Envelope, JoinKey, sources_of
+from worker.cluster.envelope import (
+    POSITION_BITS,
+    Envelope,
+    JoinKey,
+    decided_record,
+    is_decided,
+    sources_of,
+)
 from worker.records import Source
 
 CONFIG = DedupConfig()
@@ -65,3 +72,16 @@ def test_a_log_record_holds_as_many_documents_as_a_votes_record_may_name() -> No
     """The edge cuts log records at the documents positions can number; the votes reader
     refuses a record claiming more: one bound, stated in the worker and in the core."""
     assert ingest.MAX_DOCUMENTS == 1 << POSITION_BITS == votes.MAX_DOCUMENTS
+
+
+def test_a_decided_record_carries_inputs_only_and_no_role_reads_it() -> None:
+    sources = [src(0, 8), src(2, 9), src(1, 3)]
+    full = envelope(sources).pack()
+    decided = decided_record(sources)
+    assert is_decided(decided) and not is_decided(full) and not is_decided(b"XX")
+    assert len(decided) == 7 + 12 * len(sources)  # the head and each input's coordinates
+    assert sources_of(decided, "docs") == sources_of(full, "docs") == sources  # a handover's
+    with pytest.raises(ValueError, match=r"single-stage replica .* checkpoint went back"):
+        Envelope.unpack(decided, CONFIG.fingerprint_id, "docs", 5, 0)
+    with pytest.raises(ValueError, match="truncated"):
+        sources_of(decided[:-1], "docs")

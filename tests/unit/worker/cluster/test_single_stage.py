@@ -96,7 +96,7 @@ def test_a_log_record_not_written_where_the_log_ended_fails_the_transaction() ->
             OutMessage(c.payloads, None, b"payloads", partition=1),
         ],
         sources=[None, None, None],
-        appends=[LogAppend(1, [])],
+        appends=[LogAppend(1, [], b"fingerprints")],
     )
     roles: Any = Roles(s.settings)
     txn, _ = s.transaction(ingested, {}, roles, roles)
