@@ -44,16 +44,50 @@ class ShardChange:
     reset: bool  # the domain started afresh before these documents
 
     def pack(self) -> bytes:
+        encoded = [rec.encode() for rec in self.records]
+        return self._pack(encoded, self.positions, self.watermark, self.reset)
+
+    def pack_parts(self, limit: int) -> list[bytes]:
+        """The change as records of at most ~`limit` bytes each, applying to the same state
+        (one record, `pack`, when it fits), as `FirstDecisions.pack_parts` splits: every
+        part but the last carries the highest event time of its own records as watermark
+        (the state's watermark reaches that anyway while they apply), the last carries
+        `watermark`; only the first resets the domain; all carry its stream and `seen`. One
+        record larger than `limit` still forms a part of its own."""
+        encoded = [rec.encode() for rec in self.records]
+        base = 64 + len(self.domain.encode("utf-8", "surrogatepass"))
+        needs = [_LEN.size + 8 + len(e) for e in encoded]
+        if base + sum(needs) <= limit or len(encoded) < 2:
+            return [self._pack(encoded, self.positions, self.watermark, self.reset)]
+        parts: list[bytes] = []
+        start, size = 0, base
+        for i, need in enumerate(needs):
+            if i > start and size + need > limit:
+                watermark = max(r.ts for r in self.records[start:i])
+                reset = self.reset and not parts
+                parts.append(
+                    self._pack(encoded[start:i], self.positions[start:i], watermark, reset)
+                )
+                start, size = i, base
+            size += need
+        last = self._pack(
+            encoded[start:], self.positions[start:], self.watermark, not parts and self.reset
+        )
+        return [*parts, last]
+
+    def _pack(
+        self, encoded: list[bytes], positions: np.ndarray, watermark: int, reset: bool
+    ) -> bytes:
+        """Format "NS" v2 of `encoded` records at `positions`."""
         domain = self.domain.encode("utf-8", "surrogatepass")
         stream = -1 if self.stream is None else self.stream
         parts = [
-            _SHARD.pack(b"NS", 2, self.watermark, len(domain), len(self.records)),
-            _MARK.pack(self.seen, stream, self.reset),
+            _SHARD.pack(b"NS", 2, watermark, len(domain), len(encoded)),
+            _MARK.pack(self.seen, stream, reset),
             domain,
-            self.positions.astype("<i8").tobytes(),
+            positions.astype("<i8").tobytes(),
         ]
-        for rec in self.records:
-            data = rec.encode()
+        for data in encoded:
             parts += [_LEN.pack(len(data)), data]
         return b"".join(parts)
 

@@ -75,7 +75,10 @@ def ingest(
 ) -> Ingested:
     """Parse, dead-letter or fingerprint every record (see the module docstring). For a
     `single_stage` transaction, which votes and decides them itself, no payload records and
-    decided log records (`envelope.decided_record`): no role would read more."""
+    decided log records (`envelope.decided_record`): no role would read more. Those hold all
+    of a log partition's documents of the batch (up to `MAX_DOCUMENTS`): no record carries
+    their values, and the shard changelog splits what it would not fit
+    (`ShardChange.pack_parts`), so the per-record work is done once a batch."""
     admitted = BatchOutput()  # dead letters and offsets
     groups: dict[int, tuple[list[Parsed], list[str], list[InputRecord]]] = {}
     for record in records:
@@ -93,7 +96,13 @@ def ingest(
     out = Ingested(admitted.messages, sources, admitted.offsets, 0, admitted.dead)
     for partition, (docs, domains, kept) in sorted(groups.items()):
         room = fingerprint_bytes(fingerprinter.config)
-        for a, b in _chunks(kept, rules.max_message_bytes, room):
+        if single_stage:  # no record carries values, the shard changelog splits (docstring)
+            chunks = [
+                (a, min(a + MAX_DOCUMENTS, len(kept))) for a in range(0, len(kept), MAX_DOCUMENTS)
+            ]
+        else:
+            chunks = _chunks(kept, rules.max_message_bytes, room)
+        for a, b in chunks:
             fb = fingerprinter.batch(
                 docs[a:b], domains[a:b], np.arange(b - a), now, record_times(kept[a:b])
             )

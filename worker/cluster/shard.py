@@ -272,11 +272,13 @@ class ShardRole:
     def changelog(self, offset: int, voted: list[ShardVotes]) -> list[OutMessage]:
         """The shard changelog records of the shards' votes on log record `offset`."""
         key, topic = str(offset).encode(), self.settings.cluster.shard_changelog
+        limit = self.settings.worker.output_max_message_bytes // 2
         return [
-            OutMessage(topic, key, ch.pack(), partition=v.shard)
+            OutMessage(topic, key, part, partition=v.shard)
             for v in voted
             for ch in v.changes
             if ch.records or self.by_age  # else an empty change changes nothing
+            for part in ch.pack_parts(limit)
         ]
 
     def _export_lag(self) -> None:

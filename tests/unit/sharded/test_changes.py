@@ -15,10 +15,11 @@ from tests.unit.sharded.test_sharded import corpus
 
 
 def run(
-    config: DedupConfig, docs: list[Document], stop_at: int | None
+    config: DedupConfig, docs: list[Document], stop_at: int | None, limit: int | None = None
 ) -> tuple[list[Decision], int]:
     """Decide `docs` in batches of 40; at batch `stop_at`, rebuild every shard and the gather
-    step from the packed changes recorded so far. Returns decisions and changes replayed."""
+    step from the packed changes recorded so far (each shard change in records of about
+    `limit` bytes, when given). Returns decisions and change records replayed."""
     fingerprinter = DocumentFingerprinter(config)
     voters = [ShardVoter(config, s) for s in range(config.home_shards)]
     gatherer = Gatherer(config)
@@ -45,7 +46,8 @@ def run(
         for voter, log in zip(voters, shard_log, strict=True):
             v, changes = voter.vote_and_record(fb)
             votes.append(v)
-            log.extend(c.pack() for c in changes)
+            for c in changes:
+                log.extend([c.pack()] if limit is None else c.pack_parts(limit))
         decisions, firsts = gatherer.decide_and_record(fb, votes)
         gather_log.extend(f.pack() for f in firsts)
         out += decisions
@@ -65,6 +67,38 @@ def test_a_restore_from_recorded_changes_decides_as_if_never_stopped(retention: 
         restored, replayed = run(config, docs, stop_at)
         assert replayed > 0
         assert restored == straight, f"stopped at batch {stop_at}"
+
+
+@pytest.mark.parametrize(
+    "retention", [{}, {"max_age_seconds": 1500}, {"max_docs": 300}, {"max_docs": 200}]
+)
+def test_shard_changes_split_into_parts_restore_the_same_state(retention: dict) -> None:
+    config = DedupConfig(home_shards=3, **retention)
+    docs = corpus(1600, seed=29, replays=0.08, timed=True, jitter=300)
+    straight, _ = run(config, docs, None)
+    _, whole = run(config, docs, 23)
+    restored, parts = run(config, docs, 23, limit=2500)  # a few records a part
+    assert parts > whole * 3 // 2  # split, and replayed part by part
+    assert restored == straight
+
+
+def test_a_shard_change_that_fits_is_one_record_and_parts_carry_their_own_watermark() -> None:
+    config = DedupConfig(home_shards=1)
+    fingerprinter = DocumentFingerprinter(config)
+    docs = corpus(30, seed=5, timed=True)
+    fb = fingerprinter.batch(docs, [""] * 30, np.arange(30, dtype=np.int64), 1.8e9)
+    [change] = ShardVoter(config, 0).vote_and_record(fb)[1]
+    assert change.pack_parts(1 << 30) == [change.pack()]
+    parts = [ShardChange.unpack(p) for p in change.pack_parts(3000)]
+    assert len(parts) > 2 and [p.reset for p in parts] == [change.reset] + [False] * (
+        len(parts) - 1
+    )
+    assert [r.encode() for p in parts for r in p.records] == [r.encode() for r in change.records]
+    assert np.array_equal(np.concatenate([p.positions for p in parts]), change.positions)
+    for p in parts[:-1]:
+        assert p.watermark == max(r.ts for r in p.records) <= change.watermark
+    assert parts[-1].watermark == change.watermark
+    assert {(p.stream, p.seen) for p in parts} == {(change.stream, change.seen)}
 
 
 def test_recorded_changes_that_are_cut_short_are_refused() -> None:

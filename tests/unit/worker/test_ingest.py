@@ -10,6 +10,7 @@ from neardup_stream.config import DedupConfig
 from neardup_stream.fingerprint.compact_set import compact_limit
 from neardup_stream.mapping import InputMapping
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
+from neardup_stream.sharded.fingerprints import FingerprintBatch
 from neardup_stream.sharded.home import domain_partition
 from worker.cluster.envelope import Envelope, is_decided, packed, sources_of
 from worker.cluster.ingest import LogTopics, ingest
@@ -95,6 +96,24 @@ def test_log_records_are_split_to_stay_within_the_message_limit() -> None:
     assert all(len(m.value) <= limit + 64 * 1024 for m in out.messages)
     assert [s.offset for e in envs for s in e.sources] == list(range(30))
     assert [p.source.offset for r in payload_records(out) for p in r.passages] == list(range(30))
+
+
+def test_a_single_stage_batch_is_one_decided_log_record_per_log_partition() -> None:
+    """Nothing carries values in single stage (and the shard changelog splits its changes):
+    the per-record work is done once per log partition and batch."""
+    limit = 64 * 1024
+    records = [record(i, doc(i, site=f"s{i % 2}", size=9000)) for i in range(30)]
+    fingerprinter = DocumentFingerprinter(CONFIG)
+    split = ingest(records, rules(limit), fingerprinter, LOG, 2, 1.8e9)
+    out = ingest(records, rules(limit), fingerprinter, LOG, 2, 1.8e9, single_stage=True)
+    assert len(split.appends) > 4 and len(out.appends) == 2
+    logged = [m for m in out.messages if m.topic == "fp"]
+    assert sorted(m.partition for m in logged) == [0, 1]
+    inputs = [s.offset for m in logged for s in sources_of(m.value, "in")]
+    assert sorted(inputs) == list(range(30))
+    for m, a in zip(logged, out.appends, strict=True):
+        fb = FingerprintBatch.unpack(a.fingerprints, CONFIG.fingerprint_id)
+        assert [int(i[1:]) for i in fb.ids] == [s.offset for s in sources_of(m.value, "in")]
 
 
 def test_small_documents_carrying_their_shingle_sets_stay_within_the_limit() -> None:
