@@ -113,8 +113,11 @@ class VoteJoin(Generic[T]):
         return self.records[0].appended_ms if self.records else None
 
     def first_needed(self, default: int) -> int:
-        """The first votes record still needed; `default` (the read position) when none."""
+        """The first votes record still needed: of the votes held, of those dropped, or
+        `default` (the read position: nothing from there on was taken), whichever is first.
+        (After a rewind, votes held were read past the position read from again.)"""
         needed = min(self.votes_at.values(), default=default)
+        needed = min(needed, default)
         return needed if self.dropped_from is None else min(needed, self.dropped_from)
 
     @property

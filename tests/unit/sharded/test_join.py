@@ -209,3 +209,19 @@ def test_a_record_decided_without_the_join_moves_its_next_past_it() -> None:
     join.add_record(Pending(9, "held", 0, 1))
     with pytest.raises(ValueError, match="out of order"):
         join.decided(10)  # record 9 is undecided
+
+
+def test_after_a_rewind_the_votes_commit_is_where_reading_starts_again() -> None:
+    """Votes kept past a dropped votes record (on a record read meanwhile) must not move the
+    commit past the record read again: a restart would skip the dropped votes."""
+    join: VoteJoin[int] = VoteJoin(1, 0, ahead_budget=10)
+    join.add_votes(3, votes(0), 0, 8)  # ahead of the records: kept
+    join.add_votes(4, votes(0), 1, 8)  # over the budget: dropped, read again from 1
+    join.add_record(Pending(3, 3, 0, 1))
+    join.add_record(Pending(4, 4, 0, 1))
+    join.add_votes(5, votes(0), 2, 4)  # kept
+    ready = join.ready()
+    assert ready is not None and ready.offset == 3
+    join.pop()
+    assert join.rewind() == 1  # the role seeks the votes consumer back to 1
+    assert join.first_needed(1) == 1  # not 2, the first votes record still held
