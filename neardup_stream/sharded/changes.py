@@ -56,24 +56,16 @@ class ShardChange:
         record larger than `limit` still forms a part of its own."""
         encoded = [rec.encode() for rec in self.records]
         base = 64 + len(self.domain.encode("utf-8", "surrogatepass"))
-        needs = [_LEN.size + 8 + len(e) for e in encoded]
-        if base + sum(needs) <= limit or len(encoded) < 2:
-            return [self._pack(encoded, self.positions, self.watermark, self.reset)]
-        parts: list[bytes] = []
-        start, size = 0, base
-        for i, need in enumerate(needs):
-            if i > start and size + need > limit:
-                watermark = max(r.ts for r in self.records[start:i])
-                reset = self.reset and not parts
-                parts.append(
-                    self._pack(encoded[start:i], self.positions[start:i], watermark, reset)
-                )
-                start, size = i, base
-            size += need
-        last = self._pack(
-            encoded[start:], self.positions[start:], self.watermark, not parts and self.reset
-        )
-        return [*parts, last]
+        spans = _spans([_LEN.size + 8 + len(e) for e in encoded], base, limit)
+        return [
+            self._pack(
+                encoded[a:b],
+                self.positions[a:b],
+                self.watermark if b == len(encoded) else max(r.ts for r in self.records[a:b]),
+                self.reset and a == 0,
+            )
+            for a, b in spans
+        ]
 
     def _pack(
         self, encoded: list[bytes], positions: np.ndarray, watermark: int, reset: bool
@@ -126,6 +118,19 @@ class ShardChange:
         return cls(domain, int(watermark), positions, records, *mark)
 
 
+def _spans(needs: list[int], base: int, limit: int) -> list[tuple[int, int]]:
+    """Ranges of items, in order, each within `limit` bytes with `base` bytes of its own
+    (items of `needs` bytes; one item larger than `limit` forms a range of its own)."""
+    spans: list[tuple[int, int]] = []
+    start, size = 0, base
+    for i, need in enumerate(needs):
+        if i > start and size + need > limit:
+            spans.append((start, i))
+            start, size = i, base
+        size += need
+    return [*spans, (start, len(needs))]
+
+
 def _json(value: object) -> bytes:
     """Compact JSON (ASCII: other characters, lone surrogates too, escaped)."""
     return json.dumps(value, separators=(",", ":")).encode()
@@ -172,18 +177,14 @@ class FirstDecisions:
         if base + len(whole) - 1 <= limit or len(rows) < 2:
             return [self._pack(whole, self.watermark, self.reset)]
         encoded = [_json(row) for row in rows]
-        parts: list[bytes] = []
-        start, size = 0, base
-        for i, row in enumerate(encoded):
-            need = len(row) + 1
-            if i > start and size + need > limit:
-                watermark = max(ts for ts, _ in self.entries[start:i])
-                reset = self.reset and not parts
-                parts.append(self._pack(_list(encoded[start:i]), watermark, reset))
-                start, size = i, base
-            size += need
-        parts.append(self._pack(_list(encoded[start:]), self.watermark, self.reset and not parts))
-        return parts
+        return [
+            self._pack(
+                _list(encoded[a:b]),
+                self.watermark if b == len(encoded) else max(ts for ts, _ in self.entries[a:b]),
+                self.reset and a == 0,
+            )
+            for a, b in _spans([len(row) + 1 for row in encoded], base, limit)
+        ]
 
     def _pack(self, rows: bytes, watermark: int, reset: bool) -> bytes:
         """Format "NG" v3: JSON [domain, watermark, rows, stream, seen, reset], `rows` being

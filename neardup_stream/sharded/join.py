@@ -116,8 +116,7 @@ class VoteJoin(Generic[T]):
         """The first votes record still needed: of the votes held, of those dropped, or
         `default` (the read position: nothing from there on was taken), whichever is first.
         (After a rewind, votes held were read past the position read from again.)"""
-        needed = min(self.votes_at.values(), default=default)
-        needed = min(needed, default)
+        needed = min([default, *self.votes_at.values()])
         return needed if self.dropped_from is None else min(needed, self.dropped_from)
 
     @property

@@ -88,11 +88,11 @@ class ReplicaVoter:
                 np.ascontiguousarray(keys[order]),
                 np.ascontiguousarray(refs[order]),
                 voter.shard,
-                self._template.config.bucket_cap,
+                self._merged.cap,
                 st.window,
                 self.bits,
             )
-            engine.index = ShardedIndex(self.config.shards, self._template.config.bucket_cap)
+            engine.index = ShardedIndex(self.config.shards, self._merged.cap)
 
     def remove(self, shard: int) -> None:
         """Stop holding `shard` (moved to another replica): its entries are dropped."""

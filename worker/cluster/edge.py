@@ -239,9 +239,9 @@ class EdgeRole:
                 self.metrics.role_lag.labels("edge", str(p)).set(lag)
 
     def _ingest(self, records: list[InputRecord], single_stage: bool) -> Ingested:
-        """`ingest` (for a `single_stage` transaction or not), in input order; of inputs the previous
-        generation decided, only the fingerprint-log and payload records are kept (their dead
-        letters were published then)."""
+        """`ingest` (for a `single_stage` transaction or not), in input order; of inputs the
+        previous generation decided, only the fingerprint-log and payload records are kept
+        (their dead letters were published then)."""
         c, now = self.settings.cluster, time.time()
         out = Ingested()
         for published, run in itertools.groupby(

@@ -113,15 +113,18 @@ class Envelope:
 
 def packed(fingerprints: bytes, sources: list[Source]) -> bytes:
     """A fingerprint-log record (format 2) of a packed `FingerprintBatch` and its sources."""
-    coords = np.array([(s.partition, s.offset) for s in sources], dtype=_SOURCES)
-    return b"".join([_HEAD.pack(MAGIC, VERSION, len(fingerprints)), fingerprints, coords.tobytes()])
+    return b"".join([_HEAD.pack(MAGIC, VERSION, len(fingerprints)), fingerprints, _coords(sources)])
 
 
 def decided_record(sources: list[Source]) -> bytes:
     """The log record of documents a single-stage replica decided (format 3): where each
     came from, no fingerprints (module docstring)."""
-    coords = np.array([(s.partition, s.offset) for s in sources], dtype=_SOURCES)
-    return b"".join([_HEAD.pack(MAGIC, DECIDED, 0), coords.tobytes()])
+    return _HEAD.pack(MAGIC, DECIDED, 0) + _coords(sources)
+
+
+def _coords(sources: list[Source]) -> bytes:
+    """Each document's input coordinates, as a record carries them after its fingerprints."""
+    return np.array([(s.partition, s.offset) for s in sources], dtype=_SOURCES).tobytes()
 
 
 def is_decided(data: bytes) -> bool:

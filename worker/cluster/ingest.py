@@ -94,8 +94,8 @@ def ingest(
         kept.append(record)
     sources: list[Source | None] = list(admitted.message_sources)
     out = Ingested(admitted.messages, sources, admitted.offsets, 0, admitted.dead)
+    room = fingerprint_bytes(fingerprinter.config)
     for partition, (docs, domains, kept) in sorted(groups.items()):
-        room = fingerprint_bytes(fingerprinter.config)
         if single_stage:  # no record carries values, the shard changelog splits (docstring)
             chunks = [
                 (a, min(a + MAX_DOCUMENTS, len(kept))) for a in range(0, len(kept), MAX_DOCUMENTS)
