@@ -142,6 +142,35 @@ def test_a_refused_message_is_blamed_on_its_input_and_nothing_commits(
     assert committed is not None and committed.offset == 3
 
 
+def test_a_transaction_whose_verify_refuses_where_it_was_written_commits_nothing(
+    make: Callable[..., Setup],
+) -> None:
+    """`Transaction.verify` gets every message's offset once delivered, before the commit; if
+    it raises, the transaction fails and nothing of it commits (the single stage's log check)."""
+    setup = make()
+    publisher: Publisher[str] = Publisher(setup.settings, setup.consumer, "edge")
+    written: list[list[int]] = []
+
+    def refuse(offsets: list[int]) -> None:
+        written.append(offsets)
+        raise RuntimeError("not where it was decided")
+
+    try:
+        failure = publisher.publish(setup.txn([b"a", b"b"], 2)._replace(verify=refuse), "no")
+        assert failure is not None and "not where it was decided" in str(failure.error)
+        assert written == [[0, 1]] and failure.rejected is None
+        publisher.reset()  # aborts what it left open
+        assert setup.committed() is None
+        txn = setup.txn([b"c"], 3)._replace(verify=written.append)
+        assert publisher.publish(txn, "yes") is None
+    finally:
+        publisher.close()
+    assert len(written) == 2 and written[1][0] > 1  # after the aborted records
+    assert [m.value for m in read_all(setup.bootstrap, setup.out, 1)] == [b"c"]
+    committed = setup.committed()
+    assert committed is not None and committed.offset == 3
+
+
 def test_a_fenced_publisher_fails_and_commits_nothing(make: Callable[..., Setup]) -> None:
     setup = make()
     old: Publisher[str] = Publisher(setup.settings, setup.consumer, "shard")

@@ -2,9 +2,10 @@
 
 A replica whose edge owns every input partition, whose shard role holds all S shards and
 whose gather role holds every log partition, with everything appended to the log decided,
-needs no internal hop but the log: the edge thread appends the batch's fingerprint-log
-records, reads their offsets inside the transaction, votes with the shard role's
-`ShardState`, decides with the gather role's `Gatherer`s, and commits outputs, dead letters,
+needs no internal hop but the log: the edge thread places the batch's fingerprint-log
+records where the log ends (`ends`; the transaction checks, before its commit, that they
+were written there), votes with the shard role's `ShardState`, decides with the gather
+role's `Gatherer`s, and commits outputs, dead letters,
 shard and gather changelog records and the offsets of all three groups (input offsets; each
 shard's checkpoint; each log partition's votes commit with its next log offset) in one
 transaction. No payload and no votes records, and the log records are decided ones (their
@@ -29,7 +30,8 @@ Handing over between the threads (`SingleStage`, shared by the three roles):
 * **Safety.** Every single-stage transaction commits the shard and gather offsets with the
   metadata taken when entering: after any rebalance of those groups the broker refuses them
   (KIP-447), and the transaction aborts. Each log record must be written where the log ended
-  (`ends`): a record another producer appended in between fails the transaction. A failed
+  (`ends`): a record another producer appended in between fails the transaction before its
+  commit (`Transaction.verify`), so the votes and decisions made there never commit. A failed
   transaction rebuilds all three roles' state (as three failed role transactions would) and
   leaves.
 * **Leaving.** A parked role whose group moved (a rebalance began, or records arrived for
@@ -43,6 +45,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -181,52 +184,69 @@ class SingleStage:
         shard: Any,
         gather: Any,
     ) -> tuple[Transaction, Staged]:
-        """The batch's transaction: its log records and dead letters first, the rest once
-        the log records' offsets are known (`Transaction.then`)."""
+        """The batch's transaction, its log records decided where the log ends (`ends`):
+        `verify` fails it if one was written elsewhere (`LogMoved`), before the commit."""
         c = self.settings.cluster
-        first = [i for i, m in enumerate(ingested.messages) if m.topic != c.payloads]
-        where = {at: n for n, at in enumerate(first)}  # message -> its place in `first`
+        first = self._first(ingested)
         staged = Staged(ingested, Outcomes(self.settings, gather.rejections, gather.handover))
+        placed = self.placements(ingested)
+        messages = self._decide(ingested, placed, shard, gather, staged)
+        edge = [ingested.messages[i] for i in first]
+        sources: list[Source | None] = [ingested.sources[i] for i in first]
+        return Transaction(
+            [*edge, *messages, *staged.outcomes.messages],
+            [*sources, *([None] * len(messages)), *staged.outcomes.sources],
+            {**edge_offsets, **shard.checkpoints(), **gather.checkpoints(gather.parked_at)},
+            {c.shards: self.groups["shard"], c.votes: self.groups["gather"]},
+            self.check(ingested, placed),
+        ), staged
 
-        def then(written: list[int]) -> Transaction:
-            messages = self._decide(
-                ingested, [written[where[a.at]] for a in ingested.appends], shard, gather, staged
-            )
-            offsets = {**shard.checkpoints(), **gather.checkpoints(gather.parked_at)}
-            groups = {c.shards: self.groups["shard"], c.votes: self.groups["gather"]}
-            sources: list[Source | None] = [None] * len(messages)
-            return Transaction(
-                [*messages, *staged.outcomes.messages],
-                [*sources, *staged.outcomes.sources],
-                offsets,
-                groups,
-            )
+    def check(self, ingested: Ingested, placed: list[int]) -> Callable[[list[int]], None]:
+        """The transaction's `verify`: each log record was written where it was `placed`
+        (its place in the transaction: after the edge's messages before it)."""
+        where = {at: n for n, at in enumerate(self._first(ingested))}  # -> place in it
+        expected = [
+            (where[a.at], ingested.messages[a.at].partition, offset)
+            for a, offset in zip(ingested.appends, placed, strict=True)
+        ]
 
-        txn = Transaction(
-            [ingested.messages[i] for i in first],
-            [ingested.sources[i] for i in first],
-            edge_offsets,
-            then=then,
-        )
-        return txn, staged
+        def verify(written: list[int]) -> None:
+            for n, p, offset in expected:
+                if written[n] != offset:
+                    raise LogMoved(
+                        f"log partition {p}: a record was written at {written[n]}, the log "
+                        f"ended at {offset}: another producer appended"
+                    )
+
+        return verify
+
+    def _first(self, ingested: Ingested) -> list[int]:
+        """The edge's messages the transaction begins with (all but payload records)."""
+        payloads = self.settings.cluster.payloads
+        return [i for i, m in enumerate(ingested.messages) if m.topic != payloads]
+
+    def placements(self, ingested: Ingested) -> list[int]:
+        """Where each of the batch's log records will be, if nothing else appends first: its
+        log partition's end (`ends`), one after another within the batch."""
+        expect, placed = dict(self.ends), []
+        for append in ingested.appends:
+            p = ingested.messages[append.at].partition
+            if p not in expect:
+                raise LogMoved(f"log partition {p}: where it ends is not known")
+            placed.append(expect[p])
+            expect[p] += 1
+        return placed
 
     def _decide(
         self, ingested: Ingested, offsets: list[int], shard: Any, gather: Any, staged: Staged
     ) -> list[OutMessage]:
-        """Vote and decide each log record where it was written; the shard changelog records."""
+        """Vote and decide each log record where it will be written; the shard changelog
+        records."""
         s = self.settings
         changelog: list[OutMessage] = []
-        expect = dict(self.ends)
         for append, offset in zip(ingested.appends, offsets, strict=True):
-            message = ingested.messages[append.at]
-            p = message.partition
+            p = ingested.messages[append.at].partition
             assert p is not None
-            if offset != expect.get(p):
-                raise LogMoved(
-                    f"log partition {p}: a record was written at {offset}, the log ended at "
-                    f"{expect.get(p)}: another producer appended"
-                )
-            expect[p] = offset + 1
             fb = FingerprintBatch.unpack(append.fingerprints, s.dedup.fingerprint_id)
             fb = Envelope.placed(fb, offset, p)
             voted = shard.owned.vote(p, offset, fb)

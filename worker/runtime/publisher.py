@@ -52,14 +52,15 @@ class Transaction(NamedTuple):
 
     A single-stage replica's transaction commits offsets of several groups (`groups`: the
     group metadata per offsets topic; a topic not named commits in the publisher's consumer's
-    group) and is made in two parts: `then` gets the offsets its `messages` were written at
-    (inside the transaction) and gives the rest, whose offsets and groups it adds."""
+    group). It decided its log records where the log ended, before writing them: `verify`
+    gets the offsets every message was written at, once all are delivered and before the
+    commit, and raises if one is not where it was decided (the transaction then aborts)."""
 
     messages: Sequence[OutMessage]
     sources: Sequence[Source | None]
     offsets: Mapping[TopicPartition, OffsetAndMetadata]
     groups: Mapping[str, Any] | None = None
-    then: Callable[[list[int]], Transaction] | None = None
+    verify: Callable[[list[int]], None] | None = None
 
 
 class NotAMember(RuntimeError):
@@ -137,17 +138,6 @@ class Publisher(Generic[T]):
             if exactly_once:
                 p.begin_transaction()
             self._send(sent, txn.messages)
-            if txn.then is not None:  # the rest, from where the first part was written
-                wait = max(0.0, deadline - time.monotonic())
-                p.flush(timeout=wait)  # not after linger_ms
-                more = txn.then([int(f.get(timeout=wait).offset) for f in sent.futures])
-                sent.txn = Transaction(  # first: a refusal is blamed on its message
-                    [*txn.messages, *more.messages],
-                    [*txn.sources, *more.sources],
-                    {**txn.offsets, **more.offsets},
-                    {**(txn.groups or {}), **(more.groups or {})},
-                )
-                self._send(sent, more.messages)
             if not exactly_once:
                 _delivered(sent.futures, deadline)
                 self.consumer.commit(dict(txn.offsets))
@@ -201,8 +191,10 @@ class Publisher(Generic[T]):
                 producer.send_offsets_to_transaction(offsets, metadata)
             failpoints.hit(f"{self.name}_produced")
             sent.offsets_added.set()
-            if not self.in_flight:  # a role reads its deliveries before it commits
-                _delivered(sent.futures, sent.deadline)
+            if not self.in_flight or sent.txn.verify is not None:  # before the commit
+                written = _delivered(sent.futures, sent.deadline)
+                if sent.txn.verify is not None:
+                    sent.txn.verify(written)
             producer.commit_transaction()
             failpoints.hit(f"{self.name}_committed")
             self._count(sent.carried)
@@ -256,8 +248,8 @@ class Publisher(Generic[T]):
         self.producer.close(timeout=10)
 
 
-def _delivered(futures: Sequence[Any], deadline: float) -> None:
-    """Wait for every delivery until `deadline`; raise the first failure. (Not `flush`: once
-    the broker refused a batch, kafka-python splits it and `flush` fails on the old batch.)"""
-    for future in futures:
-        future.get(timeout=max(0.0, deadline - time.monotonic()))
+def _delivered(futures: Sequence[Any], deadline: float) -> list[int]:
+    """Wait for every delivery until `deadline`; the offsets written at, or raise the first
+    failure. (Not `flush`: once the broker refused a batch, kafka-python splits it and
+    `flush` fails on the old batch.)"""
+    return [int(f.get(timeout=max(0.0, deadline - time.monotonic())).offset) for f in futures]

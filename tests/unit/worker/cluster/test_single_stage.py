@@ -1,24 +1,19 @@
 """The single-stage hand-over between a replica's role threads (`SingleStage`): asked, both
 roles park, then it is on; a group that moves while parked keeps it off (or ends it); the
 edge gives up after `ASK_S`; a log record not written where the log ended fails the
-transaction before anything is voted."""
+transaction before its commit."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from kafka import OffsetAndMetadata, TopicPartition
 from prometheus_client import CollectorRegistry
 
 from tests.unit.clock import Clock, frozen
 from worker.cluster import single_stage as module
-from worker.cluster.handover import Handover
 from worker.cluster.ingest import Ingested, LogAppend
 from worker.cluster.single_stage import LogMoved, SingleStage
 from worker.codec import OutMessage
 from worker.metrics import build_metrics
-from worker.rejections import Rejections
 from worker.settings import Settings
 
 
@@ -74,18 +69,9 @@ def test_the_edge_gives_up_when_a_role_does_not_park(clock: Clock) -> None:
     assert not s.parked("gather")
 
 
-class Roles:
-    """What the transaction reads of the shard and gather roles (none of it is reached)."""
-
-    def __init__(self, settings: Settings) -> None:
-        self.rejections = Rejections(settings.topics.dlq)
-        self.handover = Handover("", {})
-
-    def checkpoints(self) -> dict[TopicPartition, OffsetAndMetadata]:
-        raise AssertionError("not reached")
-
-
 def test_a_log_record_not_written_where_the_log_ended_fails_the_transaction() -> None:
+    """Records are decided where their log partition ends, one after another; `verify`
+    (run by the publisher once all are delivered, before the commit) refuses any elsewhere."""
     s = stage()
     c = s.settings.cluster
     s.enter({"shard": None, "gather": None}, {0: 10, 1: 4})
@@ -94,16 +80,23 @@ def test_a_log_record_not_written_where_the_log_ended_fails_the_transaction() ->
             OutMessage(s.settings.topics.dlq, None, b"dead"),
             OutMessage(c.fingerprints, None, b"log", partition=1),
             OutMessage(c.payloads, None, b"payloads", partition=1),
+            OutMessage(c.fingerprints, None, b"log", partition=1),
+            OutMessage(c.fingerprints, None, b"log", partition=0),
         ],
-        sources=[None, None, None],
-        appends=[LogAppend(1, [], b"fingerprints")],
+        sources=[None] * 5,
+        appends=[LogAppend(1, [], b""), LogAppend(3, [], b""), LogAppend(4, [], b"")],
     )
-    roles: Any = Roles(s.settings)
-    txn, _ = s.transaction(ingested, {}, roles, roles)
-    assert [m.topic for m in txn.messages] == [s.settings.topics.dlq, c.fingerprints]
-    assert txn.then is not None
-    with pytest.raises(LogMoved, match="written at 6, the log ended at 4"):
-        txn.then([3, 6])  # another producer appended to log partition 1 since
+    placed = s.placements(ingested)
+    assert placed == [4, 5, 10]
+    verify = s.check(ingested, placed)
+    verify([0, 4, 5, 10])  # the dead letter, then the three log records where placed
+    with pytest.raises(
+        LogMoved, match="partition 1: a record was written at 6, the log ended at 5"
+    ):
+        verify([0, 4, 6, 11])  # another producer appended to log partition 1 in between
+    s.enter({}, {0: 10})
+    with pytest.raises(LogMoved, match="log partition 1: where it ends is not known"):
+        s.placements(ingested)
 
 
 def given_up(s: SingleStage, clock: Clock) -> float:
