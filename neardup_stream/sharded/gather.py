@@ -18,91 +18,26 @@ here as on the shards, with the same clock: that of the fingerprint-log partitio
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Sequence
-from typing import Final, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 
 from neardup_stream.config import DedupConfig
 from neardup_stream.index.columns import EXACT, UNIQUE
-from neardup_stream.models import METHODS, Decision, DecisionKind, Method
+from neardup_stream.models import METHODS, Decision
 from neardup_stream.sharded.changes import FirstDecisions
+from neardup_stream.sharded.decision_window import DecisionWindow
 from neardup_stream.sharded.fingerprints import FingerprintBatch
 from neardup_stream.sharded.quiet import StreamClocks
 from neardup_stream.sharded.votes import Votes
-
-# A first decision as the gather step keeps it: a plain tuple of strings, numbers and None
-# (`_row`), not the `Decision` itself. The collector stops tracking such a tuple (not a
-# NamedTuple, not a model), so the window of first decisions, one per live document, costs
-# the collector nothing; a `Decision` (a model with its dict and set of fields) and the tuple
-# that held it in `order` were three tracked objects per document, traversed by every full
-# collection (180,000 more tracked objects after 60,000 documents, none now), so the
-# collector's cost grew with the index.
-_Row = tuple[str, DecisionKind, str | None, str | None, float | None, Method | None, bool]
-_ID: Final = 0  # the fields of a `_Row` read without making the `Decision`
-_REPRESENTATIVE: Final = 3
-
-
-def _row(d: Decision) -> _Row:
-    return (d.id, d.decision, d.duplicate_of, d.representative, d.similarity, d.method, d.update)
-
-
-def _decision(row: _Row) -> Decision:
-    doc_id, decision, duplicate_of, representative, similarity, method, update = row
-    return Decision(
-        id=doc_id,
-        decision=decision,
-        duplicate_of=duplicate_of,
-        representative=representative,
-        similarity=similarity,
-        method=method,
-        update=update,
-    )
-
-
-class _Domain:
-    """First decisions of one domain's live documents (as `_Row`s), oldest first."""
-
-    def __init__(self, stream: int | None) -> None:
-        self.first: dict[str, _Row] = {}
-        self.order: deque[tuple[int, _Row]] = deque()  # (ts, row) in log order
-        self.watermark = -(2**62)
-        self.stream = stream
-        self.seen = -(2**62)  # the stream's clock after its last document (`sharded.quiet`)
-
-    def remember(self, ts: int, decision: Decision, config: DedupConfig) -> None:
-        row = _row(decision)
-        self.first[decision.id] = row  # an update replaces its id's earlier decision
-        self.order.append((ts, row))
-        self.expire(config)
-
-    def representative(self, match: str) -> str:
-        """The representative of a duplicate of `match`: `match`'s own, or `match`."""
-        earlier = self.first.get(match)
-        rep = None if earlier is None else earlier[_REPRESENTATIVE]
-        return match if rep is None else rep
-
-    def _drop_oldest(self) -> None:
-        row = self.order.popleft()[1]
-        if self.first.get(row[_ID]) is row:  # not replaced by an update since
-            del self.first[row[_ID]]
-
-    def expire(self, config: DedupConfig) -> None:
-        if config.max_age_seconds is not None:
-            cutoff = self.watermark - config.max_age_seconds
-            while self.order and self.order[0][0] < cutoff:
-                self._drop_oldest()
-        if config.max_docs is not None:
-            while len(self.order) > config.max_docs:
-                self._drop_oldest()
 
 
 class _Part(NamedTuple):
     """One domain's first decisions in a batch, made without forgetting it between."""
 
     domain: str
-    state: _Domain
+    state: DecisionWindow
     reset: bool
     entries: list[tuple[int, Decision]]
 
@@ -112,7 +47,7 @@ class Gatherer:
 
     def __init__(self, config: DedupConfig) -> None:
         self.config = config
-        self._domains: dict[str, _Domain] = {}
+        self._domains: dict[str, DecisionWindow] = {}
         self.clocks = StreamClocks(config)
 
     def decide(self, fb: FingerprintBatch, votes: Sequence[Votes]) -> list[Decision]:
@@ -149,7 +84,7 @@ class Gatherer:
             state = self._domains.get(domain)
             fresh = state is None or self.clocks.quiet_at(state.seen, before[i])
             if state is None or fresh:
-                state = self._domains[domain] = _Domain(fb.stream)
+                state = self._domains[domain] = DecisionWindow(fb.stream)
             if fresh or domain not in part_of:
                 part_of[domain] = _Part(domain, state, fresh, [])
                 parts.append(part_of[domain])
@@ -158,8 +93,9 @@ class Gatherer:
             if ts > state.watermark:
                 state.watermark = ts
             state.seen = after[i]
-            if seen[i] and doc_id in state.first:
-                out.append(_decision(state.first[doc_id]))
+            again = state.decision(doc_id) if seen[i] else None
+            if again is not None:
+                out.append(again)
                 continue
             decision = self._fresh(doc_id, i, by_shard, picked, state, update[i])
             state.remember(ts, decision, self.config)
@@ -176,7 +112,7 @@ class Gatherer:
         """Replay one recorded change (a restore from the gather changelog)."""
         state = self._domains.get(change.domain)
         if state is None or change.reset:
-            state = self._domains[change.domain] = _Domain(change.stream)
+            state = self._domains[change.domain] = DecisionWindow(change.stream)
         for ts, decision in change.entries:
             state.watermark = max(state.watermark, ts)
             state.remember(ts, decision, self.config)
@@ -211,7 +147,7 @@ class Gatherer:
 
     @staticmethod
     def _fresh(
-        doc_id: str, i: int, votes: list[Votes], won: _Picked, state: _Domain, update: bool
+        doc_id: str, i: int, votes: list[Votes], won: _Picked, state: DecisionWindow, update: bool
     ) -> Decision:
         shard, method = won.shard[i], won.method[i]
         if shard < 0 or method == UNIQUE:
@@ -229,7 +165,7 @@ class Gatherer:
         )
 
     def __len__(self) -> int:
-        return sum(len(d.first) for d in self._domains.values())
+        return sum(len(d) for d in self._domains.values())
 
 
 class Winners(NamedTuple):

@@ -220,18 +220,15 @@ def test_settings_that_cannot_shard_are_refused() -> None:
 
 
 def test_the_gather_window_holds_nothing_the_cycle_collector_must_traverse() -> None:
-    """One tracked object per live document made every full collection grow with the
-    index (`gather._Row`): the gather step's first decisions must be untracked."""
+    """A tracked object per live document, or a tracked container of them, made every full
+    collection grow with the index: from the gather step's first decisions (`DecisionWindow`)
+    the collector must visit a few objects whatever their number."""
     dedup = ShardedDeduplicator(DedupConfig(home_shards=3))
     decisions = in_batches(dedup, corpus(600, seed=5, replays=0.1), 100)
     assert sum(d.is_duplicate for d in decisions) > 100
-    # The collector untracks a tuple of untracked items when it meets one: a (ts, row)
-    # entry met before its row is untracked on the next collection.
-    gc.collect()
-    gc.collect()
-    held = [row for state in dedup.gatherer._domains.values() for row in state.first.values()]
-    assert len(held) == len(dedup.gatherer) > 400
-    assert not any(gc.is_tracked(row) for row in held)
-    assert not any(
-        gc.is_tracked(entry) for s in dedup.gatherer._domains.values() for entry in s.order
-    )
+    windows = list(dedup.gatherer._domains.values())
+    assert sum(len(w) for w in windows) == len(dedup.gatherer) > 400
+    for w in windows:  # what a full collection visits from a window: not one per document
+        visited = [gc.get_referents(v) for v in vars(w).values() if gc.is_tracked(v)]
+        assert sum(len(r) for r in visited) <= len(vars(w)), visited
+        assert w.decision(next(iter(w.first))) is not None
