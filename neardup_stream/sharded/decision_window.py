@@ -20,6 +20,9 @@ import math
 from array import array
 
 from neardup_stream.config import DedupConfig
+from neardup_stream.engine.outcomes import stored_decision
+from neardup_stream.index.columns import UNIQUE
+from neardup_stream.index.doc_store import StoredDecision
 from neardup_stream.models import METHODS, Decision
 
 _COMPACT_AT = 4096  # dropped rows kept at the head of the columns before they are cut
@@ -36,8 +39,7 @@ class DecisionWindow:
         self._base = 0  # number of the row at index 0 of the columns
         self._head = 0  # index of the oldest row kept
         self._ts = array("q")
-        self._duplicate = array("b")  # 1: a duplicate
-        self._method = array("b")  # index in METHODS, -1: none
+        self._method = array("b")  # UNIQUE, or 1 + the index of its name in METHODS
         self._similarity = array("d")  # nan: none
         self._update = array("b")
         self._ids: dict[int, str] = {}
@@ -55,8 +57,8 @@ class DecisionWindow:
         """Keep `decision` (an update replaces its id's earlier one), then expire."""
         n = self._base + len(self._ts)
         self._ts.append(ts)
-        self._duplicate.append(decision.decision == "duplicate")
-        self._method.append(-1 if decision.method is None else METHODS.index(decision.method))
+        method = decision.method
+        self._method.append(UNIQUE if method is None else 1 + METHODS.index(method))
         similarity = decision.similarity
         self._similarity.append(math.nan if similarity is None else similarity)
         self._update.append(decision.update)
@@ -74,15 +76,15 @@ class DecisionWindow:
         if n is None:
             return None
         i = n - self._base
-        method, similarity = self._method[i], self._similarity[i]
-        return Decision(
-            id=doc_id,
-            decision="duplicate" if self._duplicate[i] else "unique",
-            duplicate_of=self._duplicate_of.get(n),
-            representative=self._representative.get(n),
-            similarity=None if math.isnan(similarity) else similarity,
-            method=None if method < 0 else METHODS[method],
-            update=bool(self._update[i]),
+        return stored_decision(
+            StoredDecision(
+                doc_id,
+                self._duplicate_of.get(n),
+                self._representative.get(n),
+                self._similarity[i],
+                self._method[i],
+                bool(self._update[i]),
+            )
         )
 
     def representative(self, match: str) -> str:
@@ -114,7 +116,7 @@ class DecisionWindow:
     def _compact(self) -> None:
         """Cut the dropped rows from the head of the columns (row numbers stay)."""
         head = self._head
-        for column in (self._ts, self._duplicate, self._method, self._similarity, self._update):
+        for column in (self._ts, self._method, self._similarity, self._update):
             del column[:head]
         self._base += head
         self._head = 0
