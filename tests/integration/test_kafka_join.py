@@ -24,7 +24,7 @@ pytestmark = pytest.mark.integration
 PARTITIONS = 6
 
 
-def member(bootstrap: str, topic: str, name: str) -> KafkaConsumer:
+def member(bootstrap: str, topic: str, name: str, *, first: bool = False) -> KafkaConsumer:
     consumer = KafkaConsumer(
         bootstrap_servers=bootstrap,
         group_id="g-" + topic,
@@ -35,6 +35,8 @@ def member(bootstrap: str, topic: str, name: str) -> KafkaConsumer:
         heartbeat_interval_ms=500,
         metadata_max_age_ms=1_000,  # a topic unknown at the first join is seen within 1 s
     )
+    if first:  # the group's first join assigns from what the leader knows: let it know all
+        wait_for(f"{name} knowing {topic}", lambda: consumer.partitions_for_topic(topic), 30)
     consumer.subscribe([topic])
     return consumer
 
@@ -56,8 +58,11 @@ def test_a_join_completed_between_polls_is_applied_not_joined_again(
     kafka_bootstrap: str, topic: str
 ) -> None:
     assert kafka_join.install()
-    a = member(kafka_bootstrap, topic, "a")  # alone first: the leader
-    wait_for("A holding the input", lambda: _holds(a, PARTITIONS), 60, every=0)
+    a = member(kafka_bootstrap, topic, "a", first=True)  # alone first: the leader
+    try:
+        wait_for("A holding the input", lambda: _holds(a, PARTITIONS), 60, every=0)
+    except AssertionError as timeout:
+        raise AssertionError(f"{timeout}: A at {_where(a)}") from None
     c = member(kafka_bootstrap, topic, "c")
     stop = threading.Event()
     b: KafkaConsumer | None = None
@@ -95,6 +100,19 @@ def test_a_join_completed_between_polls_is_applied_not_joined_again(
 def _holds(a: KafkaConsumer, n: int) -> bool:
     a.poll(100)
     return len(a.assignment()) == n
+
+
+def _where(consumer: KafkaConsumer) -> str:
+    """A member's group state, for a failure message."""
+    coordinator = consumer._coordinator
+    task = coordinator._join_task
+    return (
+        f"generation {generation(consumer)}, state {coordinator.state}, "
+        f"holding {sorted(tp.partition for tp in consumer.assignment())}, "
+        f"join task {'none' if task is None else ('done' if task.is_done else 'in flight')}, "
+        f"rejoin needed {coordinator.need_rejoin()}, partitions known "
+        f"{consumer.partitions_for_topic(next(iter(consumer.subscription() or ['']), ''))}"
+    )
 
 
 def _both(a: KafkaConsumer, c: KafkaConsumer) -> bool:

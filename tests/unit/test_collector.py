@@ -26,7 +26,9 @@ class _Node:
 def test_what_start_up_built_is_frozen_and_what_comes_later_is_collected(unfrozen: None) -> None:
     built = [_Node() for _ in range(100)]
     frozen = freeze_start_up()
-    assert frozen >= 100 and frozen == gc.get_freeze_count()
+    # other threads of the test process (clients left by earlier tests) may free frozen
+    # objects meanwhile: the count can only fall
+    assert frozen >= 100 and 100 <= gc.get_freeze_count() <= frozen
     tracked = {id(o) for o in gc.get_objects()}  # the generations a collection traverses
     assert not any(id(node) in tracked for node in built)
 
