@@ -62,7 +62,7 @@ def test_a_join_completed_between_polls_is_applied_not_joined_again(
     try:
         wait_for("A holding the input", lambda: _holds(a, PARTITIONS), 60, every=0)
     except AssertionError as timeout:
-        raise AssertionError(f"{timeout}: A at {_where(a)}") from None
+        raise AssertionError(f"{timeout}: A at {_where(a, topic)}") from None
     c = member(kafka_bootstrap, topic, "c")
     stop = threading.Event()
     b: KafkaConsumer | None = None
@@ -102,7 +102,7 @@ def _holds(a: KafkaConsumer, n: int) -> bool:
     return len(a.assignment()) == n
 
 
-def _where(consumer: KafkaConsumer) -> str:
+def _where(consumer: KafkaConsumer, topic: str) -> str:
     """A member's group state, for a failure message."""
     coordinator = consumer._coordinator
     task = coordinator._join_task
@@ -110,8 +110,8 @@ def _where(consumer: KafkaConsumer) -> str:
         f"generation {generation(consumer)}, state {coordinator.state}, "
         f"holding {sorted(tp.partition for tp in consumer.assignment())}, "
         f"join task {'none' if task is None else ('done' if task.is_done else 'in flight')}, "
-        f"rejoin needed {coordinator.need_rejoin()}, partitions known "
-        f"{consumer.partitions_for_topic(next(iter(consumer.subscription() or ['']), ''))}"
+        f"rejoin needed {coordinator.need_rejoin()}, "
+        f"partitions known {consumer.partitions_for_topic(topic)}"
     )
 
 
