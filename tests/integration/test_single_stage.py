@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
+from kafka import KafkaAdminClient
+from kafka.admin import NewTopic
 
 from tests.integration.harness import Topics, WorkerProcess, decisions, read_all
 from tests.integration.test_scale_out import offline, produce_to, replicas, wait_assigned
@@ -61,6 +63,29 @@ def test_one_replica_decides_in_one_transaction_a_batch_like_offline_dedup(
     assert log and all(is_decided(r.value) for r in log)
     logged = [s for r in log for s in sources_of(r.value, topics.input)]
     assert len(logged) == len(set(logged)) == len(docs)
+
+
+def test_a_replica_started_on_a_backlog_decides_it_all_in_single_stage(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path, kafka_admin: KafkaAdminClient
+) -> None:
+    """Documents waiting when the replica starts: its edge appends nothing until the shard
+    and gather roles settled, so the first batch is already single stage (no payload or
+    votes record: nothing went through the three stages and a hand-over)."""
+    kafka_admin.create_topics([NewTopic(topics.input, 1, 1)])
+    docs = stream(400, seed=65)
+    produce_to(kafka_bootstrap, topics.input, [(0, d) for d in docs])
+    [worker] = replicas(kafka_bootstrap, topics, tmp_path, 1)
+    try:
+        worker.wait_ready()
+        got = decisions(kafka_bootstrap, topics, len(docs), timeout=240)
+        assert worker.gauge("neardup_single_stage") == 1.0
+    finally:
+        worker.stop()
+    check(got, docs)
+    for hop in ("payloads", "votes"):
+        assert read_all(kafka_bootstrap, f"{topics.input}.{hop}", 0, timeout=5) == []
+    log = read_all(kafka_bootstrap, f"{topics.input}.fingerprints", 1, timeout=30)
+    assert log and all(is_decided(r.value) for r in log)
 
 
 def test_a_second_replica_joining_and_leaving_hands_over_without_a_difference(

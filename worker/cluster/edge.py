@@ -38,6 +38,7 @@ from worker.settings import Settings
 
 log = logging.getLogger(__name__)
 HOLD_POLL_MS = 50  # the edge's membership polls while the others park
+START_HOLD_S = 60.0  # at start, how long it waits at most for the others to settle
 
 
 class EdgeRole:
@@ -68,6 +69,8 @@ class EdgeRole:
         self.stage: SingleStage | None = None  # `single_stage`: with these two roles
         self.shard: Any = None
         self.gather: Any = None
+        self._starting = True  # until the shard and gather roles first settle
+        self._start_deadline: float | None = None
 
     def start(self) -> None:
         self.consumer.subscribe([self.settings.topics.input])
@@ -154,7 +157,29 @@ class EdgeRole:
         if stage.may_ask() and whole and self._owns_inputs():
             stage.ask()
             return False
-        return True
+        return not self._waits_at_start()
+
+    def _waits_at_start(self) -> bool:
+        """At start, read no input until its own group assigned and the shard and gather
+        roles settle (assigned, nothing restoring: `single_stage.settled`), at most
+        `START_HOLD_S`: the edge then asks before its first append if this replica is the
+        whole cluster, instead of appending for the three stages and handing over once they
+        caught up. Once over, never again."""
+        if not self._starting:
+            return False
+        now = time.monotonic()
+        if self._start_deadline is None:
+            self._start_deadline = now + START_HOLD_S
+        joined = self.consumer.group_metadata().generation_id >= 0
+        settled = joined and self.shard.settled and self.gather.settled
+        if settled or now > self._start_deadline:
+            self._starting = False
+            if not settled:
+                log.warning(
+                    "edge: the groups did not settle in %.0f s; appending for the three stages",
+                    START_HOLD_S,
+                )
+        return self._starting
 
     def _hold(self) -> list[InputRecord]:
         """While the shard and gather roles are asked to park: read nothing, but keep the

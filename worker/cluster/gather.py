@@ -39,7 +39,7 @@ from worker.cluster.gather_inputs import GatherInputs
 from worker.cluster.gather_state import PayloadMismatch
 from worker.cluster.handover import Handover
 from worker.cluster.outcomes import Outcomes
-from worker.cluster.single_stage import SingleStage, moved, read_to_end
+from worker.cluster.single_stage import SingleStage, moved, read_to_end, settled
 from worker.metrics import Metrics
 from worker.partitions import Assignment, generation_of
 from worker.rejections import Rejections
@@ -84,6 +84,7 @@ class GatherRole:
         self.stage: SingleStage | None = None  # set by the replica: parks for single stage
         self.parked_as: Any = None  # its group metadata when it parked
         self.parkable = False  # every log partition held, none restoring or stopped
+        self.settled = False  # assigned, nothing restoring (`single_stage.settled`)
         self.parked_at: dict[int, int] = {}  # its votes positions then (they do not move)
 
     def start(self) -> None:
@@ -100,6 +101,8 @@ class GatherRole:
         polled = group_poll(self.consumer, timeout_ms=w.poll_timeout_ms, max_records=w.max_batch)
         followed = self.follow.follow()
         self.parkable = followed is not None and self._whole()
+        restores = self.follow.follower.restores
+        self.settled = settled(self.assignment, restores, followed is not None)
         fresh = followed or set()
         self.metrics.role_partitions.labels("gather").set(len(self.parts))
         for tp, recs in polled.items():

@@ -35,7 +35,7 @@ from worker import clients
 from worker.cluster import checkpoint
 from worker.cluster.envelope import Envelope
 from worker.cluster.shard_state import RestoredShard, ShardState, ShardVotes
-from worker.cluster.single_stage import SingleStage, moved, read_to_end
+from worker.cluster.single_stage import SingleStage, moved, read_to_end, settled
 from worker.codec import OutMessage
 from worker.metrics import Metrics
 from worker.partitions import Assignment, generation_of
@@ -69,6 +69,7 @@ class ShardRole:
         self.stage: SingleStage | None = None  # set by the replica: parks for single stage
         self.parked_as: Any = None  # its group metadata when it parked
         self.parkable = False  # every shard held, none restoring or stopped (`holds_all`)
+        self.settled = False  # assigned, nothing restoring (`single_stage.settled`)
         self.by_age = settings.dedup.max_age_seconds is not None  # watermarks matter
         self.votes_limit = settings.worker.output_max_message_bytes // 2
         c = settings.cluster
@@ -106,6 +107,7 @@ class ShardRole:
         group_poll(self.consumer, timeout_ms=0 if short else wait)
         followed = self.follower.follow()
         self.parkable = followed is not None and self._whole()
+        self.settled = settled(self.assignment, self.follower.restores, followed is not None)
         if followed is None:  # a rebalance is under way: no shard votes until it ends
             return {}
         if followed.gained:

@@ -57,8 +57,10 @@ from worker.cluster.ingest import Ingested
 from worker.cluster.outcomes import Outcomes
 from worker.codec import OutMessage
 from worker.metrics import Metrics
+from worker.partitions import Assignment
 from worker.records import Source
 from worker.runtime.publisher import Transaction
+from worker.runtime.restore import Restores
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -73,6 +75,14 @@ def moved(consumer: KafkaConsumer, parked_as: Any) -> bool:
     member id (a static member that rejoined keeps the generation)."""
     now = consumer.group_metadata()
     return (now.generation_id, now.member_id) != (parked_as.generation_id, parked_as.member_id)
+
+
+def settled(assignment: Assignment, restores: Restores[Any], followed: bool) -> bool:
+    """Whether a shard or gather role's group assigned it partitions, is not rebalancing
+    (`followed`) and nothing assigned is restoring: at start, the edge appends nothing until
+    both roles are (`EdgeRole`), so that a replica that is the whole cluster decides its
+    first batch in single stage. Set on the role's thread each round, read as a hint."""
+    return followed and assignment.seen_assignment and not restores.pending()
 
 
 def read_to_end(reader: KafkaConsumer, tps: list[TopicPartition]) -> bool:
