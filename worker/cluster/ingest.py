@@ -21,7 +21,6 @@ from neardup_stream.fingerprint.compact_set import compact_limit
 from neardup_stream.mapping import domain_of
 from neardup_stream.models import Parsed
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
-from neardup_stream.sharded.fingerprints import FingerprintBatch
 from neardup_stream.sharded.home import domain_partition
 from worker.admission import DecideRules, admit, record_times
 from worker.cluster.envelope import POSITION_BITS, decided_record, packed
@@ -44,12 +43,11 @@ class LogTopics(NamedTuple):
 
 class LogAppend(NamedTuple):
     """One fingerprint-log record of an `Ingested`: where it is among the messages, its
-    documents' passages (what its payload record holds) and their fingerprints (a single
-    stage votes on them as they are: what the record carries packed, when it carries them)."""
+    documents' passages (what its payload record holds) and their packed fingerprints."""
 
     at: int
     passages: list[Passage]
-    fingerprints: FingerprintBatch
+    fingerprints: bytes  # a packed `FingerprintBatch` (a single stage votes on it)
 
 
 @dataclass
@@ -110,9 +108,10 @@ def ingest(
             )
             chunk = kept[a:b]
             inputs = [r.source for r in chunk]
-            value = decided_record(inputs) if single_stage else packed(fb.pack(), inputs)
+            packed_fb = fb.pack()
+            value = decided_record(inputs) if single_stage else packed(packed_fb, inputs)
             passages = [Passage(r.source, r.timestamp_ms, r.key, r.value or b"") for r in chunk]
-            out.appends.append(LogAppend(len(out.messages), passages, fb))
+            out.appends.append(LogAppend(len(out.messages), passages, packed_fb))
             out.messages.append(OutMessage(log.fingerprints, None, value, partition=partition))
             out.sources.append(None)  # they hold many inputs: none to blame
             if not single_stage:
