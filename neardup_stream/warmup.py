@@ -74,6 +74,13 @@ def _warm_sharded(config: DedupConfig, docs: list[Document]) -> None:
     fb = fingerprinter.batch(docs, [""] * len(docs), np.arange(len(docs)), 0.0)
     replica = ReplicaVoter(config, range(config.home_shards))
     voted = replica.vote_and_record(fb)
+    # A store that grows is replaced alone in the merged table's list of stores (`set_store`):
+    # every replica's first growth would compile it.
+    held = next(s for s in replica.shards if replica.voter(s).holds(""))
+    store = replica.voter(held).engine("")[0].store
+    store.reserve(store.capacity + 1)
+    n = len(docs)
+    replica.vote_and_record(fingerprinter.batch(docs, [""] * n, np.arange(n, 2 * n), 0.0))
     for shard, (_, changes) in voted.items():
         restored = ShardVoter(config, shard)
         for change in changes:

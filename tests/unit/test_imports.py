@@ -148,3 +148,35 @@ def test_a_replica_s_warm_up_loads_the_kernels_its_first_vote_runs(tmp_path: Pat
     before, *signatures = _run_fresh(script, tmp_path)
     assert before == 0
     assert all(n >= 1 for n in signatures)
+
+
+def test_a_replica_s_votes_compile_nothing_after_its_warm_up(tmp_path: Path) -> None:
+    """Votes that grow the shards' stores (a grown store is replaced alone in the typed list:
+    `set_store`) and evict from their windows find every signature of the merged-table
+    kernels loaded by `warm_replica`, in a fresh process: nothing compiles on a live vote."""
+    script = (
+        "import json\n"
+        "import numpy as np\n"
+        "from neardup_stream.config import DedupConfig\n"
+        "from neardup_stream.models import Document\n"
+        "from neardup_stream.sharded import merged_kernels as mk\n"
+        "from neardup_stream.sharded.deduplicator import DocumentFingerprinter\n"
+        "from neardup_stream.sharded.replica import ReplicaVoter\n"
+        "from neardup_stream.warmup import warm_replica\n"
+        "kernels = [k for k in vars(mk).values() if hasattr(k, 'dispatcher')]\n"
+        "config = DedupConfig(home_shards=4, max_docs=400)\n"
+        "warm_replica(config)\n"
+        "def counts():\n"
+        "    return {k.dispatcher.py_func.__name__: len(k.dispatcher.signatures) for k in kernels}\n"
+        "warm = counts()\n"
+        "replica = ReplicaVoter(config, range(4))\n"
+        "fingerprinter = DocumentFingerprinter(config)\n"
+        "for b in range(6):\n"
+        "    docs = [Document(id=f'{b}-{i}', text=f'document {b} {i} ' * 9) for i in range(100)]\n"
+        "    at = np.arange(b * 100, b * 100 + 100)\n"
+        "    replica.vote_and_record(fingerprinter.batch(docs, [''] * 100, at, 0.0))\n"
+        "print(json.dumps([warm, counts()]))\n"
+    )
+    warm, voted = _run_fresh(script, tmp_path)
+    assert "set_store" in warm and warm["vote_batch"] >= 1
+    assert voted == warm
