@@ -21,6 +21,7 @@ from neardup_stream.fingerprint.compact_set import compact_limit
 from neardup_stream.mapping import domain_of
 from neardup_stream.models import Parsed
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
+from neardup_stream.sharded.fingerprints import FingerprintBatch
 from neardup_stream.sharded.home import domain_partition
 from worker.admission import DecideRules, admit, record_times
 from worker.cluster.envelope import POSITION_BITS, decided_record, packed
@@ -43,11 +44,12 @@ class LogTopics(NamedTuple):
 
 class LogAppend(NamedTuple):
     """One fingerprint-log record of an `Ingested`: where it is among the messages, its
-    documents' passages (what its payload record holds) and their packed fingerprints."""
+    documents' passages (what its payload record holds) and their fingerprints (a single
+    stage votes on them as they are: what the record carries packed, when it carries them)."""
 
     at: int
     passages: list[Passage]
-    fingerprints: bytes  # a packed `FingerprintBatch` (a single stage votes on it)
+    fingerprints: FingerprintBatch
 
 
 @dataclass
@@ -108,10 +110,9 @@ def ingest(
             )
             chunk = kept[a:b]
             inputs = [r.source for r in chunk]
-            packed_fb = fb.pack()
-            value = decided_record(inputs) if single_stage else packed(packed_fb, inputs)
+            value = decided_record(inputs) if single_stage else packed(fb.pack(), inputs)
             passages = [Passage(r.source, r.timestamp_ms, r.key, r.value or b"") for r in chunk]
-            out.appends.append(LogAppend(len(out.messages), passages, packed_fb))
+            out.appends.append(LogAppend(len(out.messages), passages, fb))
             out.messages.append(OutMessage(log.fingerprints, None, value, partition=partition))
             out.sources.append(None)  # they hold many inputs: none to blame
             if not single_stage:

@@ -51,7 +51,6 @@ from typing import Any
 
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 
-from neardup_stream.sharded.fingerprints import FingerprintBatch
 from worker.cluster.envelope import Envelope
 from worker.cluster.ingest import Ingested
 from worker.cluster.outcomes import Outcomes
@@ -257,8 +256,7 @@ class SingleStage:
         for append, offset in zip(ingested.appends, offsets, strict=True):
             p = ingested.messages[append.at].partition
             assert p is not None
-            fb = FingerprintBatch.unpack(append.fingerprints, s.dedup.fingerprint_id)
-            fb = Envelope.placed(fb, offset, p)
+            fb = Envelope.placed(append.fingerprints, offset, p)
             voted = shard.owned.vote(p, offset, fb)
             if [v.shard for v in voted] != list(range(s.dedup.home_shards)):
                 raise RuntimeError(f"single stage: shards {[v.shard for v in voted]} voted")

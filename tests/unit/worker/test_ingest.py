@@ -10,7 +10,6 @@ from neardup_stream.config import DedupConfig
 from neardup_stream.fingerprint.compact_set import compact_limit
 from neardup_stream.mapping import InputMapping
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
-from neardup_stream.sharded.fingerprints import FingerprintBatch
 from neardup_stream.sharded.home import domain_partition
 from worker.cluster.envelope import Envelope, is_decided, packed, sources_of
 from worker.cluster.ingest import LogTopics, ingest
@@ -112,8 +111,9 @@ def test_a_single_stage_batch_is_one_decided_log_record_per_log_partition() -> N
     inputs = [s.offset for m in logged for s in sources_of(m.value, "in")]
     assert sorted(inputs) == list(range(30))
     for m, a in zip(logged, out.appends, strict=True):
-        fb = FingerprintBatch.unpack(a.fingerprints, CONFIG.fingerprint_id)
-        assert [int(i[1:]) for i in fb.ids] == [s.offset for s in sources_of(m.value, "in")]
+        assert [int(i[1:]) for i in a.fingerprints.ids] == [
+            s.offset for s in sources_of(m.value, "in")
+        ]
 
 
 def test_small_documents_carrying_their_shingle_sets_stay_within_the_limit() -> None:
@@ -191,9 +191,41 @@ def test_a_single_stage_ingest_writes_decided_log_records_and_no_payload_records
         assert is_decided(d.value) and not is_decided(f.value)
         assert sources_of(d.value, "in") == sources_of(f.value, "in")
         assert len(d.value) < len(f.value) // 10  # no fingerprints
-        assert a.fingerprints == b.fingerprints  # what the full record carries:
-        assert packed(a.fingerprints, sources_of(f.value, "in")) == f.value
+        assert a.fingerprints.pack() == b.fingerprints.pack()  # what the full record carries:
+        assert packed(a.fingerprints.pack(), sources_of(f.value, "in")) == f.value
     assert alone.dead == both.dead == ["not_an_object"] and alone.offsets == both.offsets
     assert [alone.messages[a.at].topic for a in alone.appends] == ["fp"] * len(alone.appends)
     assert [a.passages for a in alone.appends] == [a.passages for a in both.appends]
     assert len(alone.sources) == len(alone.messages) and alone.documents == both.documents == 30
+
+
+def test_a_single_stage_votes_on_what_a_shard_would_unpack_from_the_full_record() -> None:
+    """In single stage the fingerprints are voted on as fingerprinted, never packed: every
+    column (values, dtypes, shapes), id, domain and position equals what a shard role gets
+    from the three stages' log record at the same place, over documents of every kind (a
+    small one carrying its shingle set, an empty text, CJK, astral characters, a long one)."""
+    texts = ["ok", "", "近似重复检测是关键步骤。" * 3, "𝒜𝒷 emoji 😀 " * 20, "long text " * 900]
+    texts += [f"document {i} " * (i + 1) for i in range(25)]
+    values = [
+        json.dumps({"id": f"d{i}", "text": t, "site": f"s{i % 3}"}) for i, t in enumerate(texts)
+    ]
+    records = [record(i, v.encode()) for i, v in enumerate(values)]
+    fingerprinter = DocumentFingerprinter(CONFIG)
+    alone = ingest(records, rules(), fingerprinter, LOG, 2, 1.8e9, single_stage=True)
+    both = ingest(records, rules(), fingerprinter, LOG, 2, 1.8e9)
+    full = [m for m in both.messages if m.topic == "fp"]
+    assert len(full) == len(alone.appends) == 2
+    for offset, (m, a) in enumerate(zip(full, alone.appends, strict=True), start=40):
+        unpacked = Envelope.unpack(m.value, CONFIG.fingerprint_id, "in", offset, m.partition)
+        got, want = Envelope.placed(a.fingerprints, offset, m.partition), unpacked.fingerprints
+        assert (got.ids, got.domains, got.blocks, got.stream) == (
+            want.ids,
+            want.domains,
+            want.blocks,
+            want.stream,
+        )
+        assert np.array_equal(got.positions, want.positions)
+        for name in want.docs._fields:
+            mine, theirs = getattr(got.docs, name), getattr(want.docs, name)
+            assert mine.dtype == theirs.dtype and mine.shape == theirs.shape, name
+            assert np.array_equal(mine, theirs), name
