@@ -49,7 +49,10 @@ def test_a_replica_stalled_in_a_step_exits_promptly_on_sigterm_and_loses_nothing
         assert cluster.stop(0) == 0
 
         armed = ",".join(f"{p}=stall" for p in points)
-        cluster.start(0, failpoints=armed, env=SLOW_BROKER)
+        # A lone replica decides in single stage (its shard role parked from the start, no
+        # shard transaction): the roles' path, as in a larger cluster, is what stalls there.
+        roles = {"NEARDUP_CLUSTER__SINGLE_STAGE": "false"} if "shard_produced" in points else {}
+        cluster.start(0, failpoints=armed, env={**SLOW_BROKER, **roles})
         produce_docs(kafka_bootstrap, topics.input, second)
         for p in points:
             wait_for(f"{p} to stall", lambda p=p: stalled(cluster, p), 180)
