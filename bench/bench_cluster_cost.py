@@ -24,7 +24,7 @@ role's work on every document, and is the figure to compare. Then `--trickle` mo
 at `--rate` per second and the produce-to-decision latency of those (the worker's
 `neardup_decision_latency_seconds`, from the record timestamp to the committed decision) is
 read as p50 / p99, and, finer than that histogram's buckets, hop by hop from the records'
-own send times (`bench.cluster_hops`: input to output; for ``w1`` also edge, shard,
+own send times (`bench.cluster_hops`: input to output; for a cluster run on the three stages also edge, shard,
 gather). Those stay in the input topic: a later run decides them as part of its backlog,
 and paces documents of its own (new ids) after them. (Before, each run waited for
 `--docs` decisions only, so the one after `plain` took its latency scrape in the middle of
@@ -224,10 +224,9 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
             wait_for(workers, backlog + args.trickle, 600)
             _, after = decided(workers)
             p50, p99 = quantiles(after, before)  # over the processes' summed buckets
-            # the edge / shard / gather split needs one edge and one log partition
-            split = (f"{group}.payloads", f"{group}.fingerprints", f"{group}.votes")
+            split = (f"{group}.fingerprints", f"{group}.votes")
             hops = cluster_hops.hops(args.bootstrap_servers, inputs[parts], args.trickle,
-                                     [wt.unique, wt.duplicate], split if name == "w1" else None)  # fmt: skip
+                                     [wt.unique, wt.duplicate], None if name == "plain" else split)  # fmt: skip
         _, texts = decided(workers)
         index = [_gauge(t, "neardup_index_documents") for t in texts]
     finally:

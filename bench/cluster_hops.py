@@ -6,8 +6,9 @@ carries the time its producer sent it (CreateTime), so once the paced documents 
 their path can be read back from the topics (read_committed: only what committed):
 
 * ``output``: input record -> its output record (unique or duplicate topic), for any run;
-* for a cluster (one edge, one log partition, so the k-th payloads record and the k-th
-  fingerprint-log record are one edge transaction's):
+* for a cluster, any number of edges and log partitions (each fingerprint-log record
+  names the inputs it holds, `envelope.sources_of`, and votes record keys name the log
+  offset they vote on, in the votes partition of the same number):
   ``edge``: input -> the log record holding it (poll, fingerprint, and a commit in flight);
   ``shard``: log record -> the last shard's votes on it (the edge's commit, the marker
   reaching the readers, the vote);
@@ -25,7 +26,7 @@ from collections.abc import Iterable
 
 from bench.kafka_broker import read_committed
 from bench.kafka_latency import percentile
-from worker.cluster.payloads import PayloadRecord
+from worker.cluster.envelope import is_decided, sources_of
 
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "max": 1.0}
 
@@ -44,13 +45,15 @@ def hops(
     input_topic: str,
     paced: int,
     outputs: list[str],
-    cluster: tuple[str, str, str] | None = None,
+    cluster: tuple[str, str] | None = None,
 ) -> dict[str, dict[str, float]]:
     """Per hop, latency quantiles of the `paced` input records sent last (keyed by document
-    id). `cluster`: the run's payloads, fingerprint-log and votes topics (one edge, one log
-    partition), for the edge / shard / gather split."""
+    id). `cluster`: the run's fingerprint-log and votes topics, for the edge / shard /
+    gather split."""
     inputs = sorted(read_committed(bootstrap, input_topic), key=lambda r: r.timestamp)
-    sent = {r.key: r.timestamp / 1000 for r in inputs[len(inputs) - paced :]}
+    last = inputs[len(inputs) - paced :]
+    sent = {r.key: r.timestamp / 1000 for r in last}
+    key_of = {(r.partition, r.offset): r.key for r in last}
     out: dict[bytes, float] = {}
     for topic in outputs:
         out.update(
@@ -59,22 +62,26 @@ def hops(
     result = {"output": quantiles_ms(out[k] - sent[k] for k in out)}
     if cluster is None:
         return result
-    payloads_topic, log_topic, votes_topic = cluster
-    last_vote: dict[int, float] = {}
+    log_topic, votes_topic = cluster
+    last_vote: dict[tuple[int, int], float] = {}
     for v in read_committed(bootstrap, votes_topic):
-        at = int(v.key)
+        at = (v.partition, int(v.key))
         last_vote[at] = max(last_vote.get(at, 0.0), v.timestamp / 1000)
     edge, shard, gather = [], [], []
-    logs = read_committed(bootstrap, log_topic)
-    payloads = read_committed(bootstrap, payloads_topic)
-    if len(payloads) != len(logs):  # a single-stage replica wrote no payloads: one hop
-        return result
-    for payload, record in zip(payloads, logs, strict=True):
-        appended, voted = record.timestamp / 1000, last_vote[record.offset]
-        for passage in PayloadRecord.unpack(payload.value, input_topic).passages:
-            if passage.key in sent and passage.key in out:
-                edge.append(appended - sent[passage.key])
-                shard.append(voted - appended)
-                gather.append(out[passage.key] - voted)
-    result.update(edge=quantiles_ms(edge), shard=quantiles_ms(shard), gather=quantiles_ms(gather))
+    for record in read_committed(bootstrap, log_topic):
+        if is_decided(record.value):  # a single-stage replica's: no votes, one hop
+            continue
+        appended = record.timestamp / 1000
+        voted = last_vote.get((record.partition, record.offset))
+        for source in sources_of(record.value, input_topic):
+            key = key_of.get((source.partition, source.offset))
+            if key is None or key not in out or voted is None:
+                continue
+            edge.append(appended - sent[key])
+            shard.append(voted - appended)
+            gather.append(out[key] - voted)
+    if edge:
+        result.update(
+            edge=quantiles_ms(edge), shard=quantiles_ms(shard), gather=quantiles_ms(gather)
+        )
     return result
