@@ -117,6 +117,39 @@ def test_in_flight_mode_counts_what_committed_once_settled(make: Callable[..., S
 
 
 @pytest.mark.parametrize("in_flight", [False, True], ids=["synchronous", "in-flight"])
+def test_a_publisher_commits_on_one_thread_until_a_reset_gives_it_another(
+    make: Callable[..., Setup], in_flight: bool
+) -> None:
+    """No thread is started per transaction (`runtime.committer`); a reset, which follows
+    every failure and may leave a commit that never returns, moves commits to a new one."""
+    setup = make()
+    threads: list[threading.Thread] = []
+    publisher: Publisher[int] = Publisher(
+        setup.settings,
+        setup.consumer,
+        "batch",
+        in_flight=in_flight,
+        on_committed=lambda *_: threads.append(threading.current_thread()),
+    )
+    try:
+        for i in range(4):
+            if i == 2:
+                publisher.reset()
+            assert publisher.publish(setup.txn([b"x%d" % i], i + 1), i) is None
+            assert publisher.settle() is None
+    finally:
+        publisher.close()
+    assert len(threads) == 4
+    assert threads[0] is threads[1] and threads[2] is threads[3]
+    assert threads[1] is not threads[2]
+    assert {t.name for t in threads} == {"batch-commit"}
+    threads[0].join(timeout=10)  # stopped by the reset, once its last commit returned
+    assert not threads[0].is_alive()
+    values = [m.value for m in read_all(setup.bootstrap, setup.out, 4)]
+    assert values == [b"x%d" % i for i in range(4)]
+
+
+@pytest.mark.parametrize("in_flight", [False, True], ids=["synchronous", "in-flight"])
 def test_a_refused_message_is_blamed_on_its_input_and_nothing_commits(
     make: Callable[..., Setup], in_flight: bool
 ) -> None:

@@ -9,8 +9,8 @@ default partitioner puts it, found for all of a batch's keys at once (`worker.pa
 
 Two modes. Synchronous (`in_flight=False`, the roles): `publish` returns once the commit
 ended. In flight (the single worker): `publish` returns once the offsets are added, the
-commit finishes in a helper thread while the loop polls and steps the next batch (the kernels
-release the GIL), and `settle` waits for it. Either way everything after the sends runs under
+commit finishes on the publisher's commit thread (`runtime.committer`) while the loop polls
+and steps the next batch (the kernels release the GIL), and `settle` waits for it. Either way everything after the sends runs under
 one deadline (`kafka.request_timeout_ms`): kafka-python's `send_offsets_to_transaction` and
 `commit_transaction` have no timeout and can wait forever (a record of the transaction
 failed, or the group rebalances, which only the loop's next poll would complete). A commit
@@ -38,6 +38,7 @@ from worker import clients, failpoints
 from worker.codec import OutMessage
 from worker.partitioning import placed
 from worker.records import Source
+from worker.runtime.committer import Committer
 from worker.runtime.policy import Blame, blame
 from worker.settings import Settings
 
@@ -128,6 +129,7 @@ class Publisher(Generic[T]):
         self.producer: KafkaProducer = clients.make_producer(settings)
         self._sent: _Sent[T] | None = None
         self._lock = threading.Lock()
+        self._committer = Committer(f"{name}-commit")
 
     def publish(self, txn: Transaction, carried: T) -> PublishFailure[T] | None:
         """Send `txn` and commit it (in flight: start its commit; `settle` ends it)."""
@@ -146,9 +148,7 @@ class Publisher(Generic[T]):
             commits = self._commits(sent.txn)
         except BaseException as exc:
             return self._failure(sent, exc)
-        threading.Thread(
-            target=self._finish, args=(sent, p, commits), daemon=True, name=f"{self.name}-commit"
-        ).start()
+        self._committer.submit(lambda: self._finish(sent, p, commits))
         with self._lock:
             self._sent = sent
         if not self.in_flight:
@@ -185,7 +185,7 @@ class Publisher(Generic[T]):
         producer: KafkaProducer,
         commits: list[tuple[Any, dict[TopicPartition, Any]]],
     ) -> None:
-        """Helper thread: add the offsets, then commit, then count what committed."""
+        """On the commit thread: add the offsets, then commit, then count what committed."""
         try:
             for metadata, offsets in commits:
                 producer.send_offsets_to_transaction(offsets, metadata)
@@ -237,7 +237,10 @@ class Publisher(Generic[T]):
         return failure
 
     def reset(self) -> None:
-        """Replace the producer: the new one's init_transactions aborts what is open."""
+        """Replace the producer: the new one's init_transactions aborts what is open. The
+        commit thread too: an abandoned commit may never return (`runtime.committer`)."""
+        self._committer.stop()
+        self._committer = Committer(f"{self.name}-commit")
         try:
             self.producer.close(timeout=5)
         except Exception:
@@ -245,6 +248,7 @@ class Publisher(Generic[T]):
         self.producer = clients.make_producer(self.settings)
 
     def close(self) -> None:
+        self._committer.stop()
         self.producer.close(timeout=10)
 
 
