@@ -83,11 +83,22 @@ def test_a_join_completed_between_polls_is_applied_not_joined_again(
         task = a._coordinator._join_task
         assert task is not None and task.is_done, "the scene needs A's join done while away"
         settled = generation(c)
-        for _ in range(10):
-            a.poll(200)
+
+        def applied() -> bool:  # polled until then, not a fixed number of polls: under load
+            a.poll(200)  # A's I/O thread may take longer than a few polls to hand it over
+            held = [a.assignment(), joiner.assignment(), c.assignment()]
+            return sorted(tp.partition for h in held for tp in h) == list(range(PARTITIONS))
+
+        # Unpatched, A rejoins instead: that rebalance waits on C, which no longer polls
+        # (its poll interval is 300 s), so A keeps what it held past this wait.
+        try:
+            wait_for("A applying the join completed while it was away", applied, 30, every=0)
+        except AssertionError as timeout:
+            held = [a.assignment(), joiner.assignment(), c.assignment()]
+            raise AssertionError(
+                f"{timeout}: A kept what it held before: {held}; A at {_where(a, topic)}"
+            ) from None
         held = [a.assignment(), joiner.assignment(), c.assignment()]
-        partitions = sorted(tp.partition for h in held for tp in h)
-        assert partitions == list(range(PARTITIONS)), f"A kept what it held before: {held}"
         assert all(held), held
         assert generation(a) == settled
     finally:
