@@ -24,8 +24,8 @@ role's work on every document, and is the figure to compare. Then `--trickle` mo
 at `--rate` per second and the produce-to-decision latency of those (the worker's
 `neardup_decision_latency_seconds`, from the record timestamp to the committed decision) is
 read as p50 / p99, and, finer than that histogram's buckets, hop by hop from the records'
-own send times (`bench.cluster_hops`: input to output; for a cluster run on the three stages also edge, shard,
-gather). Those stay in the input topic: a later run decides them as part of its backlog,
+own send times (`bench.cluster_hops`: input to output; for a cluster run on the three
+stages also edge, shard, gather). Those stay in the input topic: a later run decides them as part of its backlog,
 and paces documents of its own (new ids) after them. (Before, each run waited for
 `--docs` decisions only, so the one after `plain` took its latency scrape in the middle of
 its backlog: the one-replica p99 of 29-60 s reported for issue 13 was that, not a stall.)

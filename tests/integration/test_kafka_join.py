@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from kafka import KafkaConsumer
+from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
@@ -84,21 +84,22 @@ def test_a_join_completed_between_polls_is_applied_not_joined_again(
         assert task is not None and task.is_done, "the scene needs A's join done while away"
         settled = generation(c)
 
+        def holding() -> list[set[TopicPartition]]:
+            return [a.assignment(), joiner.assignment(), c.assignment()]
+
         def applied() -> bool:  # polled until then, not a fixed number of polls: under load
             a.poll(200)  # A's I/O thread may take longer than a few polls to hand it over
-            held = [a.assignment(), joiner.assignment(), c.assignment()]
-            return sorted(tp.partition for h in held for tp in h) == list(range(PARTITIONS))
+            return sorted(tp.partition for h in holding() for tp in h) == list(range(PARTITIONS))
 
         # Unpatched, A rejoins instead: that rebalance waits on C, which no longer polls
         # (its poll interval is 300 s), so A keeps what it held past this wait.
         try:
             wait_for("A applying the join completed while it was away", applied, 30, every=0)
         except AssertionError as timeout:
-            held = [a.assignment(), joiner.assignment(), c.assignment()]
             raise AssertionError(
-                f"{timeout}: A kept what it held before: {held}; A at {_where(a, topic)}"
+                f"{timeout}: A kept what it held before: {holding()}; A at {_where(a, topic)}"
             ) from None
-        held = [a.assignment(), joiner.assignment(), c.assignment()]
+        held = holding()
         assert all(held), held
         assert generation(a) == settled
     finally:

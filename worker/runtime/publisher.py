@@ -10,12 +10,13 @@ default partitioner puts it, found for all of a batch's keys at once (`worker.pa
 Two modes. Synchronous (`in_flight=False`, the roles): `publish` returns once the commit
 ended. In flight (the single worker): `publish` returns once the offsets are added, the
 commit finishes on the publisher's commit thread (`runtime.committer`) while the loop polls
-and steps the next batch (the kernels release the GIL), and `settle` waits for it. Either way everything after the sends runs under
-one deadline (`kafka.request_timeout_ms`): kafka-python's `send_offsets_to_transaction` and
-`commit_transaction` have no timeout and can wait forever (a record of the transaction
-failed, or the group rebalances, which only the loop's next poll would complete). A commit
-that cannot complete is abandoned; the caller then `reset`s the producer (the new one's
-`init_transactions` fences the old and aborts what it left open) and rewinds.
+and steps the next batch (the kernels release the GIL), and `settle` waits for it. Either
+way everything after the sends runs under one deadline (`kafka.request_timeout_ms`):
+kafka-python's `send_offsets_to_transaction` and `commit_transaction` have no timeout and
+can wait forever (a record of the transaction failed, or the group rebalances, which only the
+loop's next poll would complete). A commit that cannot complete is abandoned; the caller
+then `reset`s the producer (the new one's `init_transactions` fences the old and aborts what
+it left open) and rewinds.
 
 A failure names the one message the broker refused for a deterministic reason, if any
 (`runtime.policy.blame`), and the input it answers for: the loop dead-letters that input on
