@@ -129,7 +129,7 @@ class BatchRole:
         sources: list[Source | None] = [*output.message_sources, *([alone] * len(records))]
         return Output(Transaction([*output.messages, *records], sources, offsets), output)
 
-    def committed(self, carried: BatchOutput) -> None:
+    def committed(self, carried: BatchOutput, at: float) -> None:
         """Counted on the commit thread (`counted`): nothing more once settled."""
 
     def counted(self, carried: BatchOutput, committed_at: float) -> None:

@@ -184,6 +184,12 @@ class ClusterSettings(_Section):
         "and log partition), decide each batch in one transaction, with no payload or votes "
         "records; decisions are the same either way",
     )
+    overlap_commits: bool = Field(
+        True,
+        description="the shard and gather roles commit each transaction while they read and "
+        "step the next batch (`runtime.overlap`), as the single worker does; false: each "
+        "commit ends before the next poll",
+    )
     handover_from: str | None = Field(
         None,
         min_length=1,

@@ -92,7 +92,7 @@ class EchoRole:
         sources = [s for s, _ in polled]
         return Output(Transaction(messages, sources, offsets), len(polled))
 
-    def committed(self, carried: int) -> None:
+    def committed(self, carried: int, at: float) -> None:
         raise AssertionError("an in-flight role is counted on the commit thread")
 
     def rebuild(self) -> None:
@@ -134,7 +134,7 @@ class SyncEcho(EchoRole):
     """The echo role run synchronously (as the cluster roles are): counted once committed,
     rewound to the committed offsets by `rebuild`."""
 
-    def committed(self, carried: int) -> None:
+    def committed(self, carried: int, at: float) -> None:
         self.committed_batches.append(carried)
 
     def rebuild(self) -> None:

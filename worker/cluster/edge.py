@@ -121,12 +121,12 @@ class EdgeRole:
         )
         return plain
 
-    def committed(self, carried: Ingested | Staged) -> None:
+    def committed(self, carried: Ingested | Staged, at: float) -> None:
         if isinstance(carried, Staged):  # a single-stage transaction: all three roles'
             assert self.stage is not None
             self.stage.committed(carried)
-            carried.outcomes.account(self.metrics)
-            self.shard.committed(None)  # its gauges
+            carried.outcomes.account(self.metrics, at)
+            self.shard.committed(None, at)  # its gauges
             carried = carried.ingested
         for reason in carried.dead:
             self.metrics.dlq.labels(reason).inc()

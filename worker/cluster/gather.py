@@ -45,6 +45,7 @@ from worker.partitions import Assignment, generation_of
 from worker.rejections import Rejections
 from worker.runtime.broker_gone import group_poll
 from worker.runtime.health import RoleHealth, Stop, forget_series
+from worker.runtime.overlap import PendingCommit
 from worker.runtime.publisher import Transaction
 from worker.runtime.role import Limits, Output
 from worker.settings import Settings
@@ -73,8 +74,12 @@ class GatherRole:
         self.inputs = GatherInputs(settings, self.health)
         self.role, self.consumer = self.inputs.role, self.inputs.consumer  # for the runner
         self.parts = self.inputs.parts  # the owned log partitions
+        self.pending = PendingCommit()  # settled before a revoke or a park (`runtime.overlap`)
         self.assignment = Assignment(
-            settings.cluster.votes, metrics, lambda: None, generation=generation_of(self.consumer)
+            settings.cluster.votes,
+            metrics,
+            self.pending.before_revoke,
+            generation=generation_of(self.consumer),
         )
         self.follow = GatherFollow(
             settings, metrics, stop, self.health, self.inputs, self.assignment
@@ -139,7 +144,7 @@ class GatherRole:
         stage = self.stage
         assert stage is not None
         if not stage.parked("gather"):
-            if stage.asking and self._caught_up():
+            if stage.asking and self.pending.settle() and self._caught_up():
                 self.parked_as = self.consumer.group_metadata()  # taken on its own thread
                 self.parked_at = {p: self.inputs.votes_position(p) for p in self.parts}
                 stage.park("gather")
@@ -200,8 +205,8 @@ class GatherRole:
             for p, commit in gathering.commits(joins, positions, resume).items()
         }
 
-    def committed(self, carried: Outcomes) -> None:
-        carried.account(self.metrics)
+    def committed(self, carried: Outcomes, at: float) -> None:
+        carried.account(self.metrics, at)
 
     def rebuild(self) -> None:
         """Every owned partition ran ahead of the commit: restored again from its changelog

@@ -79,10 +79,12 @@ class Outcomes:
         self.sources.append(source)
         self.size += len(message.value) + len(message.key or b"")
 
-    def account(self, metrics: Metrics) -> None:
-        """Count the committed transaction; its dead-lettered inputs are settled."""
-        count_decisions(metrics, self.timestamps_ms, self.counts, time.time())
-        metrics.batch_seconds.observe(time.perf_counter() - self.started)
+    def account(self, metrics: Metrics, committed_at: float) -> None:
+        """Count the transaction that committed at `committed_at` (wall time; counted later
+        when the commit overlapped the next round); its dead-lettered inputs are settled."""
+        count_decisions(metrics, self.timestamps_ms, self.counts, committed_at)
+        since = max(0.0, time.time() - committed_at)
+        metrics.batch_seconds.observe(max(0.0, time.perf_counter() - since - self.started))
         for source in self.dead:
             metrics.dlq.labels("unpublishable").inc()
             self.rejections.pop(source, None)

@@ -30,6 +30,7 @@ from worker.cluster.single_stage import SingleStage
 from worker.metrics import Metrics
 from worker.runtime import shutdown
 from worker.runtime.membership import InstanceConflict
+from worker.runtime.overlap import Overlapped
 from worker.runtime.runner import RoleRunner
 from worker.settings import Settings
 
@@ -141,8 +142,16 @@ class Replica:
         if s.cluster.single_stage:
             edge_role.single_stage(SingleStage(s, m), shard_role, gather_role)
         edge = RoleRunner(edge_role, m, stop)
-        shard = RoleRunner(shard_role, m, stop)
-        gather = RoleRunner(gather_role, m, stop)
+        overlap = s.cluster.overlap_commits
+        shard = RoleRunner(
+            shard_role, m, stop, Overlapped(shard_role, shard_role.pending, m) if overlap else None
+        )
+        gather = RoleRunner(
+            gather_role,
+            m,
+            stop,
+            Overlapped(gather_role, gather_role.pending, m) if overlap else None,
+        )
         runners: list[Any] = [edge, shard, gather]
         self._roles = runners  # (roles: healthy() hook for /healthz)
         threads = {  # named by role: a stack dump (py-spy dump) says which role is which

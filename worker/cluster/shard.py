@@ -43,6 +43,7 @@ from worker.rejections import Rejections
 from worker.runtime.broker_gone import group_poll
 from worker.runtime.follower import Follower
 from worker.runtime.health import RoleHealth, Stop, forget_series
+from worker.runtime.overlap import PendingCommit
 from worker.runtime.publisher import Transaction
 from worker.runtime.replay import Unreadable
 from worker.runtime.restore import RestoreFn, Restores, changelog_restore
@@ -75,8 +76,9 @@ class ShardRole:
         c = settings.cluster
         self.max_records = c.max_records
         self.log_partitions = [TopicPartition(c.fingerprints, p) for p in range(c.log_partitions)]
+        self.pending = PendingCommit()  # settled before a revoke or a park (`runtime.overlap`)
         self.assignment = Assignment(
-            c.shards, metrics, lambda: None, generation=generation_of(self.consumer)
+            c.shards, metrics, self.pending.before_revoke, generation=generation_of(self.consumer)
         )
         self._lost_upto: dict[int, int] = {}  # per log partition: losses reported below this
         restores: Restores[RestoredShard] = Restores(
@@ -132,7 +134,7 @@ class ShardRole:
         stage = self.stage
         assert stage is not None
         if not stage.parked("shard"):
-            if stage.asking and self._caught_up():
+            if stage.asking and self.pending.settle() and self._caught_up():
                 self.parked_as = self.consumer.group_metadata()  # taken on its own thread
                 stage.park("shard")
             return stage.parked("shard")
@@ -156,7 +158,8 @@ class ShardRole:
 
     def _caught_up(self) -> bool:
         """`_whole`, its group settled on every shard, and the log read up to its last stable
-        offset (each record read was voted on and committed: the role is synchronous)."""
+        offset (each record read was voted on and committed: the caller settled the commit
+        in flight, if any)."""
         every = set(range(self.settings.dedup.home_shards))
         if not self._whole() or self.assignment.rebalancing or self.assignment.owned() != every:
             return False
@@ -177,7 +180,7 @@ class ShardRole:
             for s in self.owned
         }
 
-    def committed(self, carried: None) -> None:
+    def committed(self, carried: None, at: float) -> None:
         m = self.metrics
         m.index_documents.set(self.owned.documents())
         m.index_entries.set(self.owned.index_entries())

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Generic
 
 from kafka.errors import FencedInstanceIdError, KafkaError
@@ -129,7 +130,7 @@ class RoleRunner(Generic[Polled, Carried]):
             if role.health is not None:
                 role.health.succeeded()
             self.metrics.role_transactions.labels(role.name).inc()
-            role.committed(output.carried)
+            role.committed(output.carried, time.time())
 
     def _round_in_flight(
         self, hooks: InFlight[Polled, Carried], polled: Polled, limits: Limits

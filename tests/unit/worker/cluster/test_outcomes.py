@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 from prometheus_client import CollectorRegistry
 
@@ -39,7 +40,7 @@ def test_a_rejected_input_gets_its_dead_letter_and_the_rest_their_decisions() ->
     assert out.sources == [passage(i).source for i in range(3)]
     assert out.counts == [("unique", "none"), ("duplicate", "exact")]
     registry = CollectorRegistry()
-    out.account(build_metrics(registry))
+    out.account(build_metrics(registry), time.time())
     assert registry.get_sample_value("neardup_dlq_messages_total", {"reason": "unpublishable"}) == 1
     assert registry.get_sample_value("neardup_decision_latency_seconds_count") == 2
     assert not rejections  # settled once committed
@@ -81,7 +82,7 @@ def test_every_document_counted_has_its_latency_observed_already() -> None:
         inc(amount)
 
     counter.inc = inc_and_look  # type: ignore[method-assign]
-    out.account(metrics)
+    out.account(metrics, time.time())
     assert seen and all(count == 3.0 for count in seen)  # every increment came after all three
     assert (
         registry.get_sample_value(
