@@ -25,7 +25,8 @@ ENV = "NEARDUP_FAILPOINTS"
 POINTS = frozenset(
     {
         "batch_produced",  # every output sent and offsets added; the commit not started
-        "commit_inflight",  # the commit runs on the commit thread; the loop goes on
+        "commit_inflight",  # the commit runs on the commit thread; the loop goes on (the
+        # single worker; in a replica, the shard or gather role whose commit is first in flight)
         "batch_committed",  # the commit returned, before the loop accounts for it
         "restore_batch",  # one batch of changelog records applied during a restore
         "snapshot_saved",  # a snapshot was renamed into place

@@ -93,10 +93,15 @@ def produce_to(bootstrap: str, topic: str, placed: list[tuple[int, dict[str, obj
 
 
 def run(
-    bootstrap: str, topics: Topics, tmp_path: Path, n: int, docs: list[dict[str, object]]
+    bootstrap: str,
+    topics: Topics,
+    tmp_path: Path,
+    n: int,
+    docs: list[dict[str, object]],
+    env_extra: dict[str, str] | None = None,
 ) -> dict[str, list[tuple[str, str | None]]]:
     tmp_path.mkdir(parents=True, exist_ok=True)
-    workers = replicas(bootstrap, topics, tmp_path, n)
+    workers = replicas(bootstrap, topics, tmp_path, n, env_extra=env_extra)
     try:
         for w in workers:
             w.wait_ready()
@@ -120,6 +125,19 @@ def test_one_and_three_replicas_decide_exactly_like_offline_dedup(
         got = run(kafka_bootstrap, topics, tmp_path / f"w{n}", n, docs)
         assert {k: v[0] for k, v in got.items()} == want, f"W = {n}"
         assert sum(len(v) for v in got.values()) == len(docs), f"W = {n}: not exactly once"
+
+
+def test_three_replicas_committing_synchronously_decide_the_same(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+) -> None:
+    """`cluster.overlap_commits=false`: the shard and gather roles end each commit before
+    their next poll (the default overlaps them, `runtime.overlap`); decisions are offline's."""
+    docs = stream(150, seed=37)
+    want = offline(docs)
+    sync = {"NEARDUP_CLUSTER__OVERLAP_COMMITS": "false"}
+    got = run(kafka_bootstrap, topics, tmp_path / "sync", 3, docs, env_extra=sync)
+    assert {k: v[0] for k, v in got.items()} == want
+    assert sum(len(v) for v in got.values()) == len(docs), "not exactly once"
 
 
 def test_pairs_split_across_partitions_are_caught_and_a_killed_replica_loses_nothing(
