@@ -2,9 +2,9 @@
 
 A `Role` polls, steps (an `Output`: one `Transaction` and what it carries until committed),
 counts what committed and rebuilds what ran ahead of a failed commit, within the `Limits` the
-failure policy sets. A role whose commit stays in flight (the single worker) adds `InFlight`
-and judges a step that raises with a `Verdict`. Each cluster role has its own group
-(`role_settings`).
+failure policy sets. A role whose commit stays in flight (the single worker; the shard and
+gather roles through `runtime.overlap`) adds `InFlight` and judges a step that raises with a
+`Verdict`. Each cluster role has its own group (`role_settings`).
 """
 
 from __future__ import annotations
@@ -84,7 +84,8 @@ class Verdict(Enum):
 
 
 class InFlight(Protocol[PolledIn, Carried]):
-    """What a role whose commit stays in flight adds to `Role` (the single worker)."""
+    """What a role whose commit stays in flight adds to `Role` (the single worker, and the
+    shard and gather roles through `runtime.overlap.Overlapped`)."""
 
     def bind(self, settle: Callable[[], PublishFailure[Carried] | None]) -> None: ...
     def revoke_failure(self) -> PublishFailure[Carried] | None: ...  # settled before a revoke

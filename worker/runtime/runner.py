@@ -25,13 +25,15 @@ Per round (`docs/design/runtime.md`, "The role interface"):
 The role owns its state and what it reads; the runner owns the publisher, the policy and
 the order of these steps, so each fix to them is written once.
 
-In flight (`InFlight`, the single worker): the commit of a batch runs while the next one is
-polled and stepped; the runner settles it before publishing the next batch, when a round
-has nothing to publish, and (through `bind`) the role settles it from its rebalance listener
-before a revoke, a failure the runner then handles after the poll. A step that raises is
-judged by the role (`Verdict`): bisected (`policy.bisect()`, no backoff), dead-lettered or
-retried. Failures are counted by the role, committed batches on the commit thread; between
-rounds the role snapshots and exports its gauges (`between`, which may settle).
+In flight (`InFlight`: the single worker; the shard and gather roles through
+`runtime.overlap`): the commit of a batch runs while the next one is polled and stepped; the
+runner settles it before publishing the next batch, when a round has nothing to publish, and
+before it closes the role's producer, and (through `bind`) the role settles it from its
+rebalance listener before a revoke, a failure the runner then handles after the poll. A step
+that raises is judged by the role (`Verdict`): bisected (`policy.bisect()`, no backoff),
+dead-lettered or retried. Failures are counted by the role, committed batches on the commit
+thread; between rounds the role snapshots and exports its gauges (`between`, which may
+settle).
 """
 
 from __future__ import annotations
@@ -260,6 +262,8 @@ class RoleRunner(Generic[Polled, Carried]):
 
     def close(self) -> None:
         try:
+            if self.in_flight is not None:  # the last commit ends before its producer closes
+                self.publisher.settle()
             self.publisher.close()
         finally:
             self.role.close()
