@@ -196,7 +196,12 @@ class RoleRunner(Generic[Polled, Carried]):
             self.role.rejections.unpublishable(rejected.source, rejected.why)
         if backoff and rejected is None:
             delay = self.policy.failed()
-            log.error("a batch failed; retrying in %.1f s", delay, exc_info=failure.error)
+            log.error(
+                "%s: a batch failed; retrying in %.1f s",
+                self.role.name,
+                delay,
+                exc_info=failure.error,
+            )
             shutdown.pause(self._stop, delay)
         retry.until_done(
             self._stop, self.role.role.worker.retry_backoff_max_s, self.publisher.reset
