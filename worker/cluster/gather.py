@@ -74,7 +74,8 @@ class GatherRole:
         self.inputs = GatherInputs(settings, self.health)
         self.role, self.consumer = self.inputs.role, self.inputs.consumer  # for the runner
         self.parts = self.inputs.parts  # the owned log partitions
-        self.pending = PendingCommit()  # settled before a revoke or a park (`runtime.overlap`)
+        # settled before a revoke or a park (`runtime.overlap`)
+        self.pending: PendingCommit[Outcomes] = PendingCommit()
         self.assignment = Assignment(
             settings.cluster.votes,
             metrics,

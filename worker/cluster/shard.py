@@ -76,7 +76,8 @@ class ShardRole:
         c = settings.cluster
         self.max_records = c.max_records
         self.log_partitions = [TopicPartition(c.fingerprints, p) for p in range(c.log_partitions)]
-        self.pending = PendingCommit()  # settled before a revoke or a park (`runtime.overlap`)
+        # settled before a revoke or a park (`runtime.overlap`)
+        self.pending: PendingCommit[None] = PendingCommit()
         self.assignment = Assignment(
             c.shards, metrics, self.pending.before_revoke, generation=generation_of(self.consumer)
         )

@@ -36,15 +36,15 @@ from worker.runtime.publisher import PublishFailure
 from worker.runtime.role import Carried, Polled, Role, Verdict
 
 
-class PendingCommit:
+class PendingCommit(Generic[Carried]):
     """A role's handle on its commit in flight: settled before a revoke or a park. Without
     a runner bound (synchronous commits) nothing is ever in flight."""
 
     def __init__(self) -> None:
-        self._settle: Callable[[], PublishFailure[object] | None] | None = None
-        self._failure: PublishFailure[object] | None = None
+        self._settle: Callable[[], PublishFailure[Carried] | None] | None = None
+        self._failure: PublishFailure[Carried] | None = None
 
-    def bind(self, settle: Callable[[], PublishFailure[object] | None]) -> None:
+    def bind(self, settle: Callable[[], PublishFailure[Carried] | None]) -> None:
         self._settle = settle
 
     def settle(self) -> bool:
@@ -60,7 +60,7 @@ class PendingCommit:
         """The rebalance listener's hook (`partitions.Assignment`)."""
         self.settle()
 
-    def take_failure(self) -> PublishFailure[object] | None:
+    def take_failure(self) -> PublishFailure[Carried] | None:
         failure, self._failure = self._failure, None
         return failure
 
@@ -76,15 +76,17 @@ class Committed(Generic[Carried]):
 class Overlapped(Generic[Polled, Carried]):
     """`runtime.role.InFlight` for a synchronous role that owns a `PendingCommit`."""
 
-    def __init__(self, role: Role[Polled, Carried], pending: PendingCommit, metrics: Metrics):
+    def __init__(
+        self, role: Role[Polled, Carried], pending: PendingCommit[Carried], metrics: Metrics
+    ) -> None:
         self.role, self.pending, self.metrics = role, pending, metrics
         self._committed: queue.SimpleQueue[Committed[Carried]] = queue.SimpleQueue()
 
     def bind(self, settle: Callable[[], PublishFailure[Carried] | None]) -> None:
-        self.pending.bind(settle)  # type: ignore[arg-type]  # it only keeps the failure
+        self.pending.bind(settle)
 
     def revoke_failure(self) -> PublishFailure[Carried] | None:
-        return self.pending.take_failure()  # type: ignore[return-value]
+        return self.pending.take_failure()
 
     def counted(self, carried: Carried, committed_at: float) -> None:
         self._committed.put(Committed(carried, committed_at))  # on the commit thread
