@@ -95,12 +95,13 @@ class Overlapped(Generic[Polled, Carried]):
         return Verdict.RETRY  # a role's step raising fails the batch, as its commit would
 
     def aborted(self) -> None:
+        self._count()  # commits before the failure first: they must not reset its streak
         self.metrics.role_failures.labels(self.role.name).inc()
         if self.role.health is not None:
             self.role.health.failed()
 
     def recover(self, carried: Carried | None, polled: Polled | None) -> None:
-        self._count()  # what committed before the failure
+        self._count()  # what committed before a failed read (counted without `aborted`)
         self.role.rebuild()
 
     def between(self, settled: Callable[[], bool]) -> None:
