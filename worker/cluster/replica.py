@@ -142,16 +142,13 @@ class Replica:
         if s.cluster.single_stage:
             edge_role.single_stage(SingleStage(s, m), shard_role, gather_role)
         edge = RoleRunner(edge_role, m, stop)
-        overlap = s.cluster.overlap_commits
-        shard = RoleRunner(
-            shard_role, m, stop, Overlapped(shard_role, shard_role.pending, m) if overlap else None
-        )
-        gather = RoleRunner(
-            gather_role,
-            m,
-            stop,
-            Overlapped(gather_role, gather_role.pending, m) if overlap else None,
-        )
+
+        def overlapped(role: ShardRole | GatherRole) -> Overlapped[Any, Any] | None:
+            """The role's commits in flight, unless `cluster.overlap_commits` is off."""
+            return Overlapped(role, role.pending, m) if s.cluster.overlap_commits else None
+
+        shard = RoleRunner(shard_role, m, stop, overlapped(shard_role))
+        gather = RoleRunner(gather_role, m, stop, overlapped(gather_role))
         runners: list[Any] = [edge, shard, gather]
         self._roles = runners  # (roles: healthy() hook for /healthz)
         threads = {  # named by role: a stack dump (py-spy dump) says which role is which

@@ -34,6 +34,7 @@ from typing import Generic
 from worker.metrics import Metrics
 from worker.runtime.publisher import PublishFailure
 from worker.runtime.role import Carried, Polled, Role, Verdict
+from worker.runtime.runner import count_commit
 
 
 class PendingCommit(Generic[Carried]):
@@ -114,7 +115,4 @@ class Overlapped(Generic[Polled, Carried]):
                 done = self._committed.get_nowait()
             except queue.Empty:
                 return
-            self.metrics.role_transactions.labels(self.role.name).inc()
-            if self.role.health is not None:
-                self.role.health.succeeded()
-            self.role.committed(done.carried, done.at)
+            count_commit(self.role, self.metrics, done.carried, done.at)

@@ -41,7 +41,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Generic
+from typing import Any, Generic
 
 from kafka.errors import FencedInstanceIdError, KafkaError
 
@@ -56,6 +56,15 @@ from worker.runtime.role import Carried, InFlight, Limits, Polled, Role, Verdict
 
 log = logging.getLogger(__name__)
 MIN_TXN_BYTES = 1 << 20  # the byte cap never shrinks below this
+
+
+def count_commit(role: Role[Any, Carried], metrics: Metrics, carried: Carried, at: float) -> None:
+    """A role's transaction committed at `at` (wall time): count it, end the role's failure
+    streak, and let the role count what it carried (in flight: `runtime.overlap`)."""
+    metrics.role_transactions.labels(role.name).inc()
+    if role.health is not None:
+        role.health.succeeded()
+    role.committed(carried, at)
 
 
 class RoleRunner(Generic[Polled, Carried]):
@@ -129,10 +138,7 @@ class RoleRunner(Generic[Polled, Carried]):
                 continue
             policy.succeeded()
             self._unread.ended()
-            if role.health is not None:
-                role.health.succeeded()
-            self.metrics.role_transactions.labels(role.name).inc()
-            role.committed(output.carried, time.time())
+            count_commit(role, self.metrics, output.carried, time.time())
 
     def _round_in_flight(
         self, hooks: InFlight[Polled, Carried], polled: Polled, limits: Limits
