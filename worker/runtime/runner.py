@@ -13,7 +13,9 @@ Per round (`docs/design/runtime.md`, "The role interface"):
    deadline, fenced by the role consumer's group metadata);
 5. committed: `role.committed`, the policy and the role's health reset; failed: the
    producer is replaced, an input the broker refused for good is dead-lettered on the
-   replay (no backoff), anything else counts a failure and backs off; either way
+   replay (no backoff), a record refused for good that answers for the whole batch (a
+   changelog record too large for its topic) halves the replay at once (no backoff),
+   anything else counts a failure and backs off; either way
    `role.rebuild()` drops the state that ran ahead of the commit and rewinds. A failure
    (or a poll) that says the group fenced the role's static membership makes its consumer
    rejoin (`runtime.membership`). A group poll the broker cannot serve
@@ -192,15 +194,16 @@ class RoleRunner(Generic[Polled, Carried]):
         polled: Polled | None,
         backoff: bool = True,
     ) -> None:
-        """Drop what was not committed: count it, dead-letter what the broker refused or
-        back off, replace the producer, and let the role rebuild what the failed batches
+        """Drop what was not committed: count it, dead-letter what the broker refused,
+        halve a batch too large for a record of its own (`_bisected`) or back off, replace
+        the producer, and let the role rebuild what the failed batches
         (and `polled`) touched and rewind."""
         hooks.aborted()
         self.membership.fenced(failure.error)
         rejected = failure.rejected
         if rejected is not None and self.role.rejections is not None:
             self.role.rejections.unpublishable(rejected.source, rejected.why)
-        if backoff and rejected is None:
+        if backoff and rejected is None and not self._bisected(failure):
             delay = self.policy.failed()
             log.error(
                 "%s: a batch failed; retrying in %.1f s",
@@ -213,6 +216,24 @@ class RoleRunner(Generic[Polled, Carried]):
             self._stop, self.role.role.worker.retry_backoff_max_s, self.publisher.reset
         )
         hooks.recover(failure.carried, polled)
+
+    def _bisected(self, failure: PublishFailure[Carried] | PublishFailure[None]) -> bool:
+        """A refusal for good of a message that answers for no single input (a changelog or
+        log record too large for its topic: its size is the batch's): sending the same batch
+        again fails the same way, so the replay is half the size at once, without backoff,
+        while halving still shrinks it. Once the batch is one input the refusal is blamed on
+        that input (the role's `sources`), or, if not, backs off as any other failure."""
+        if failure.blamed is None or self.policy.shrunk(self.role.max_records) <= 1:
+            return False
+        self.policy.bisect()
+        log.warning(
+            "%s: the broker refused a record of the batch for good (%s); retrying with half "
+            "the batch (%d records at most)",
+            self.role.name,
+            failure.blamed.why,
+            self.policy.shrunk(self.role.max_records),
+        )
+        return True
 
     def _poll_failed(self, error: BrokerGone) -> None:
         """A group poll the broker could not serve (`runtime.broker_gone`): nothing was read,
@@ -254,6 +275,9 @@ class RoleRunner(Generic[Polled, Carried]):
         if rejected is not None and role.rejections is not None:
             # the replay dead-letters it (smaller each time): no backoff
             role.rejections.unpublishable(rejected.source, rejected.why)
+        elif self._bisected(failure):
+            if role.health is not None:
+                role.health.failed()
         else:
             delay = self.policy.failed()
             if role.health is not None:
