@@ -190,6 +190,13 @@ class ClusterSettings(_Section):
         "step the next batch (`runtime.overlap`), as the single worker does; false: each "
         "commit ends before the next poll",
     )
+    start_hold_s: float = Field(
+        60.0,
+        ge=0,
+        description="at start, how long the edge reads no input at most while this replica's "
+        "shard and gather roles are assigned and restore, so that a replica that is the whole "
+        "cluster decides its first batch in single stage; then it appends for the three stages",
+    )
     handover_from: str | None = Field(
         None,
         min_length=1,

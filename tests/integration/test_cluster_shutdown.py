@@ -52,10 +52,15 @@ def test_a_replica_stalled_in_a_step_exits_promptly_on_sigterm_and_loses_nothing
         # A lone replica decides in single stage (its shard role parked from the start, no
         # shard transaction): the roles' path, as in a larger cluster, is what stalls there.
         roles = {"NEARDUP_CLUSTER__SINGLE_STAGE": "false"} if "shard_produced" in points else {}
-        cluster.start(0, failpoints=armed, env={**SLOW_BROKER, **roles})
+        # With a restore stalled, the edge appends (and reaches its transaction) only once it
+        # stops waiting for the roles to settle: after `cluster.start_hold_s`, 60 s by default.
+        hold = {"NEARDUP_CLUSTER__START_HOLD_S": "5"} if "edge_produced" in points else {}
+        cluster.start(0, failpoints=armed, env={**SLOW_BROKER, **roles, **hold})
         produce_docs(kafka_bootstrap, topics.input, second)
         for p in points:
             wait_for(f"{p} to stall", lambda p=p: stalled(cluster, p), 180)
+        if hold:
+            assert "the groups did not settle in 5 s" in cluster.logs()
         assert cluster.stop(0, timeout=GENEROUS_S) == 0
         assert "not waiting for" in cluster.logs()  # the deadline ended the wait
 

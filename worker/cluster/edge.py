@@ -38,7 +38,6 @@ from worker.settings import Settings
 
 log = logging.getLogger(__name__)
 HOLD_POLL_MS = 50  # the edge's membership polls while the others park
-START_HOLD_S = 60.0  # at start, how long it waits at most for the others to settle
 
 
 class EdgeRole:
@@ -162,14 +161,14 @@ class EdgeRole:
     def _waits_at_start(self) -> bool:
         """At start, read no input until its own group assigned and the shard and gather
         roles settle (assigned, nothing restoring: `single_stage.settled`), at most
-        `START_HOLD_S`: the edge then asks before its first append if this replica is the
+        `cluster.start_hold_s`: the edge then asks before its first append if this replica is the
         whole cluster, instead of appending for the three stages and handing over once they
         caught up. Once over, never again."""
         if not self._starting:
             return False
         now = time.monotonic()
         if self._start_deadline is None:
-            self._start_deadline = now + START_HOLD_S
+            self._start_deadline = now + self.settings.cluster.start_hold_s
         joined = self.consumer.group_metadata().generation_id >= 0
         settled = joined and self.shard.settled and self.gather.settled
         if settled or now > self._start_deadline:
@@ -177,7 +176,7 @@ class EdgeRole:
             if not settled:
                 log.warning(
                     "edge: the groups did not settle in %.0f s; appending for the three stages",
-                    START_HOLD_S,
+                    self.settings.cluster.start_hold_s,
                 )
         return self._starting
 
