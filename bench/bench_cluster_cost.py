@@ -12,6 +12,10 @@ own group (and so its own internal topics):
 * ``w1``: one `--cluster` replica (`--home-shards`) on the 1-partition topic;
 * ``w3``: three `--cluster` replicas on the 3-partition topic.
 
+A run may be repeated, each time with a group of its own: `--runs plain,w1,w1,plain` also
+prints each repeated run's mean against the plain runs' mean. The second run of a pair pays
+more on this machine, plain or replica (docs/benchmarks.md); alternated, that cancels out.
+
 CPU is user + system of every thread of every process of the run (/proc), taken two ways:
 between the moments the decisions counted by the processes (`neardup_documents_total`,
 summed) pass 10% and 100% of the documents, divided by the documents decided in between;
@@ -167,10 +171,13 @@ def wait_for(workers: list[WorkerProcess], n: float, timeout: float) -> tuple[fl
 
 
 def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: str,
-            inputs: dict[int, str]) -> Cost:  # fmt: skip
+            inputs: dict[int, str], occurrence: int = 0) -> Cost:  # fmt: skip
+    """One run of `name`; its `occurrence`-th in `--runs` (each has a group and topics of its
+    own, so a repeated run decides the whole backlog again)."""
     replicas, parts = {"plain": (1, 1), "w1": (1, 1), "w3": (3, 3)}[name]
-    group = topics.name(f"g-{name}")
-    wt = WorkerTopics.fresh(topics, name, inputs[parts])
+    own = f"{name}-{occurrence}" if occurrence else name
+    group = topics.name(f"g-{own}")
+    wt = WorkerTopics.fresh(topics, own, inputs[parts])
     extra = ["--partitions", str(parts)]
     if name != "plain":
         extra += ["--cluster", "--home-shards", str(args.home_shards)]
@@ -180,10 +187,10 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
         log("  py-spy not found (pip install py-spy): no profile")
 
     def samples(i: int) -> Path:  # py-spy's raw samples of process i
-        return args.logs / f"{name}-r{i}-profile.txt"
+        return args.logs / f"{own}-r{i}-profile.txt"
 
     def process(i: int) -> WorkerProcess:
-        log_path = args.logs / f"{name}-r{i}.log"
+        log_path = args.logs / f"{own}-r{i}.log"
         return WorkerProcess(
             args.bootstrap_servers,
             wt,
@@ -249,6 +256,17 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
     return cost
 
 
+def mean_cost(costs: list[Cost], run: str) -> tuple[float, float] | None:
+    """The mean CPU µs per document of every `run` in `costs`, between 10% and 100% and from
+    ready (None: no such run). Alternated runs (`--runs plain,w1,w1,plain`) cancel what a
+    run pays for its place in the sequence (a machine drifting, a growing backlog)."""
+    own = [c for c in costs if c.run == run]
+    if not own:
+        return None
+    return (sum(c.cpu_us_per_doc for c in own) / len(own),
+            sum(c.cpu_us_per_doc_all for c in own) / len(own))  # fmt: skip
+
+
 def quantiles(after: list[str], before: list[str]) -> tuple[float | None, float | None]:
     """p50 and p99 of the latency histogram over all processes, between two scrapes."""
     summed_after, summed_before = _summed(after), _summed(before)
@@ -311,17 +329,19 @@ def main() -> None:
             inputs[parts] = name
             log(f"producing {args.docs:,} documents ({origin}) to {name}")
             produce(args.bootstrap_servers, name, source, 0, args.docs, parts)
-        costs = [measure(args, topics, source, r, inputs) for r in runs]
+        costs = [
+            measure(args, topics, source, r, inputs, runs[:i].count(r)) for i, r in enumerate(runs)
+        ]
     finally:  # the inputs, and every topic the workers made (outputs, internal topics)
         topics.delete([t for t in topics.admin.list_topics() if t.startswith(topics.tag)])
         topics.close()
     result = {"docs": args.docs, "corpus": origin, "home_shards": args.home_shards,
               "checkout": str(args.checkout),
               "costs": [asdict(c) for c in costs]}  # fmt: skip
-    plain = next((c for c in costs if c.run == "plain"), None)
+    plain = mean_cost(costs, "plain")
     for c in costs:
-        ratio = f" ({c.cpu_us_per_doc / plain.cpu_us_per_doc:.2f}x plain)" if plain else ""
-        whole = f" ({c.cpu_us_per_doc_all / plain.cpu_us_per_doc_all:.2f}x plain)" if plain else ""
+        ratio = f" ({c.cpu_us_per_doc / plain[0]:.2f}x plain)" if plain else ""
+        whole = f" ({c.cpu_us_per_doc_all / plain[1]:.2f}x plain)" if plain else ""
         print(f"{c.run}: {c.cpu_us_per_doc} us/doc{ratio} between 10% and 100%, "
               f"{c.cpu_us_per_doc_all} us/doc{whole} from ready, {c.docs_per_s} docs/s, "
               f"latency p50 {c.latency_p50_s} s p99 {c.latency_p99_s} s, index {c.index_documents}")  # fmt: skip
@@ -331,6 +351,13 @@ def main() -> None:
         print(f"  CPU us/doc by role between 10% and 100%: {roles}")
         for hop, q in c.hops_ms.items():
             print(f"  latency of the paced documents, {hop}: {q} (ms, send times)")
+    for run in dict.fromkeys(runs):  # repeated runs: their means, against the plain runs' mean
+        mean = mean_cost(costs, run)
+        if runs.count(run) > 1 and mean:
+            vs = f" ({mean[0] / plain[0]:.2f}x / {mean[1] / plain[1]:.2f}x plain)" if plain else ""
+            print(
+                f"{run}, mean of {runs.count(run)} runs: {mean[0]:.1f} / {mean[1]:.1f} us/doc{vs}"
+            )
     if args.out:
         args.out.write_text(json.dumps(result, indent=2) + "\n")
 
