@@ -1,0 +1,84 @@
+"""`worker.runtime.runner`: what a failed transaction costs before the replay. A record the
+broker refused for good that answers for the whole batch (no input of its own: a changelog
+record too large for its topic) halves the replay at once, with no backoff, until the batch
+is one input; anything else backs off."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from kafka.errors import KafkaTimeoutError, MessageSizeTooLargeError
+from prometheus_client import CollectorRegistry
+
+from worker.metrics import build_metrics
+from worker.runtime import runner as runner_module
+from worker.runtime.health import RoleHealth
+from worker.runtime.policy import Blame
+from worker.runtime.publisher import PublishFailure
+from worker.runtime.runner import RoleRunner
+from worker.settings import Settings
+
+
+class FakeRole:
+    """What the synchronous runner's failure handling uses of a role."""
+
+    name = "shard"
+    consumer = None
+    rejections = None  # its records answer for no input
+    max_records = 8
+    max_bytes = 1 << 30
+
+    def __init__(self, health: RoleHealth) -> None:
+        self.role = Settings()
+        self.health = health
+        self.rebuilds = 0
+
+    def rebuild(self) -> None:
+        self.rebuilds += 1
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.fixture
+def runner(monkeypatch: pytest.MonkeyPatch) -> tuple[RoleRunner[Any, Any], FakeRole, list[float]]:
+    """A runner on a fake role, its producer never made, its backoff pauses recorded."""
+    monkeypatch.setattr(runner_module, "Publisher", lambda *a, **k: object())
+    pauses: list[float] = []
+    monkeypatch.setattr(runner_module.shutdown, "pause", lambda stop, s: pauses.append(s))
+    metrics = build_metrics(CollectorRegistry())
+    role = FakeRole(RoleHealth("shard", metrics))
+    return RoleRunner(role, metrics, threading.Event()), role, pauses  # type: ignore[arg-type]
+
+
+def _too_large() -> PublishFailure[None]:
+    error = MessageSizeTooLargeError("the changelog record")
+    return PublishFailure(error, None, Blame(3, "the broker rejected the output: too large"))
+
+
+def test_a_record_refused_for_the_whole_batch_halves_it_without_backoff(
+    runner: tuple[RoleRunner[Any, Any], FakeRole, list[float]],
+) -> None:
+    r, role, pauses = runner
+    limits = []
+    for _ in range(3):  # 8 -> 4 -> 2 -> 1 records
+        r._failed(_too_large())
+        limits.append(r.policy.shrunk(role.max_records))
+    assert limits == [4, 2, 1]
+    assert pauses == []
+    assert role.rebuilds == 3
+    # One input and still refused with no input to blame: a failure like any other.
+    r._failed(_too_large())
+    assert len(pauses) == 1 and pauses[0] > 0
+    assert role.rebuilds == 4
+
+
+def test_a_transient_failure_still_backs_off(
+    runner: tuple[RoleRunner[Any, Any], FakeRole, list[float]],
+) -> None:
+    r, role, pauses = runner
+    r._failed(PublishFailure(KafkaTimeoutError("no answer"), None))
+    assert len(pauses) == 1 and pauses[0] > 0
+    assert r.policy.shrunk(role.max_records) == 4
