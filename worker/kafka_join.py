@@ -13,7 +13,12 @@ input partitions for minutes while the two other replicas held one each.
 
 `install()` wraps `BaseCoordinator.join_group_async`: a join that completed with an
 assignment is applied as kafka-python applies one it waited for. A join that failed is
-retried by kafka-python as before. `install` is idempotent and leaves a kafka-python
+retried by kafka-python as before. It also wraps `BaseCoordinator.need_rejoin`, so that such
+a join makes the next poll join at all: a leader's join that started because the metadata
+changed (its assignment snapshot no longer matched) makes the snapshots match again when
+it completes, and `need_rejoin` was then False, so no poll ever applied it: the member
+stayed `REBALANCING` with its old assignment and its heartbeats off (seen in
+`test_kafka_join.py`). `install` is idempotent and leaves a kafka-python
 whose coordinator does not have this shape unpatched (a later release may fix it).
 """
 
@@ -33,7 +38,7 @@ def install() -> bool:
     if getattr(BaseCoordinator, _PATCHED, False):
         return True
     original = getattr(BaseCoordinator, "join_group_async", None)
-    needed = ("_on_join_complete_async", "_enable_heartbeat")
+    needed = ("_on_join_complete_async", "_enable_heartbeat", "need_rejoin")
     if original is None or not all(hasattr(BaseCoordinator, n) for n in needed):
         log.warning("kafka-python's group coordinator changed: the join workaround is off")
         return False
@@ -43,17 +48,29 @@ def install() -> bool:
             return True
         return bool(await original(self, timeout_ms=timeout_ms))
 
+    original_need_rejoin = BaseCoordinator.need_rejoin
+
+    def need_rejoin(self: Any) -> bool:
+        return bool(original_need_rejoin(self)) or finished_join(self)
+
     BaseCoordinator.join_group_async = join_group_async
+    BaseCoordinator.need_rejoin = need_rejoin
     setattr(BaseCoordinator, _PATCHED, True)
     return True
+
+
+def finished_join(coordinator: Any) -> bool:
+    """Whether a join completed with an assignment that no poll has applied yet."""
+    task = getattr(coordinator, "_join_task", None)
+    return task is not None and bool(task.is_done) and bool(task.succeeded())
 
 
 async def apply_finished_join(coordinator: Any) -> bool:
     """Apply the assignment of a join that completed while no poll waited (True), as
     kafka-python's own `join_group_async` does after waiting for it."""
-    task = getattr(coordinator, "_join_task", None)
-    if task is None or not task.is_done or not task.succeeded():
+    if not finished_join(coordinator):
         return False
+    task = coordinator._join_task
     generation = coordinator._generation
     coordinator._join_task = None
     if generation.generation_id < 0:  # the membership was lost since: join again
