@@ -266,7 +266,8 @@ class RoleRunner(Generic[Polled, Carried]):
         self.in_flight.recover(None, None)
 
     def _failed(self, failure: PublishFailure[Carried] | PublishFailure[None]) -> None:
-        """Blame, or count a failure and back off; then the role rebuilds and rewinds."""
+        """Blame, halve (`_bisected`), or count a failure and back off; then the role
+        rebuilds and rewinds."""
         role = self.role
         self.metrics.role_failures.labels(role.name).inc()
         self.membership.fenced(failure.error)
@@ -275,22 +276,20 @@ class RoleRunner(Generic[Polled, Carried]):
         if rejected is not None and role.rejections is not None:
             # the replay dead-letters it (smaller each time): no backoff
             role.rejections.unpublishable(rejected.source, rejected.why)
-        elif self._bisected(failure):
-            if role.health is not None:
-                role.health.failed()
         else:
-            delay = self.policy.failed()
             if role.health is not None:
                 role.health.failed()
-            what = "" if failure.blamed is None else f" (refused: {failure.blamed.why})"
-            log.error(
-                "%s transaction failed%s; rebuilding and replaying from the committed offsets "
-                "in %.1f s",
-                role.name,
-                what,
-                delay,
-                exc_info=failure.error,
-            )
+            if not self._bisected(failure):
+                delay = self.policy.failed()
+                what = "" if failure.blamed is None else f" (refused: {failure.blamed.why})"
+                log.error(
+                    "%s transaction failed%s; rebuilding and replaying from the committed "
+                    "offsets in %.1f s",
+                    role.name,
+                    what,
+                    delay,
+                    exc_info=failure.error,
+                )
         role.rebuild()
         if delay:
             shutdown.pause(self._stop, delay)
