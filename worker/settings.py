@@ -46,6 +46,14 @@ class KafkaSettings(_Section):
     ssl_keyfile: str | None = None
     ssl_password: SecretStr | None = None
     request_timeout_ms: int = Field(30_000, ge=1000)
+    producer_retry_backoff_ms: int = Field(
+        20,
+        ge=1,
+        le=10_000,
+        description="wait before a producer retries a request the broker refused for now; "
+        "a transaction that starts while the previous one completes is refused "
+        "(CONCURRENT_TRANSACTIONS) and waits this long",
+    )
 
     @model_validator(mode="after")
     def _check_sasl(self) -> KafkaSettings:

@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 
+import kafka.producer.sender as kafka_sender
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, OffsetAndMetadata, TopicPartition
 from kafka.admin import NewTopic
@@ -91,6 +92,44 @@ def test_synchronous_mode_commits_messages_and_offsets_with_metadata(
     assert [m.value for m in got] == [b"a", b"b", b"c"]
     committed = setup.committed()
     assert committed is not None and (committed.offset, committed.metadata) == (9, '{"v":2}')
+
+
+class RecordedSleeps:
+    """kafka-python's sender module's `time`, recording what the sender thread sleeps."""
+
+    def __init__(self) -> None:
+        self.slept: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.slept.append(seconds)
+        time.sleep(seconds)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(time, name)
+
+
+def test_a_transaction_begun_while_the_last_completes_retries_after_the_setting(
+    make: Callable[..., Setup], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Back to back, a transaction's first request can find the previous one still completing
+    (CONCURRENT_TRANSACTIONS). kafka-python's sender then sleeps its `retry_backoff_ms` (100 ms
+    by default) before retrying: the producer takes `kafka.producer_retry_backoff_ms`."""
+    setup = make()
+    setup.settings = setup.settings.with_overrides({"kafka": {"producer_retry_backoff_ms": 7}})
+    recorded = RecordedSleeps()
+    monkeypatch.setattr(kafka_sender, "time", recorded)
+    publisher: Publisher[int] = Publisher(setup.settings, setup.consumer, "edge")
+    try:
+        for i in range(500):  # until one was retried: most are not
+            assert publisher.publish(setup.txn([b"x"], i + 1), i) is None
+            if recorded.slept:
+                break
+    finally:
+        publisher.close()
+    assert recorded.slept, "500 back-to-back transactions, none retried"
+    assert set(recorded.slept) == {0.007}
+    committed = setup.committed()
+    assert committed is not None and committed.offset == i + 1
 
 
 def test_in_flight_mode_counts_what_committed_once_settled(make: Callable[..., Setup]) -> None:

@@ -39,3 +39,16 @@ def test_every_derived_topic_follows_the_group_and_a_given_name_wins() -> None:
     derived = Settings.model_validate({"worker": {"group_id": "g"}})
     assert derived.topics.changelog == "g.changelog" and derived.is_derived("topics.changelog")
     assert derived.with_overrides({"worker": {"group_id": "h"}}).topics.changelog == "h.changelog"
+
+
+@pytest.mark.parametrize("given", [0, 10_001])
+def test_a_producer_retry_backoff_out_of_range_is_refused(given: int) -> None:
+    with pytest.raises(ValidationError, match="producer_retry_backoff_ms"):
+        Settings.model_validate({"kafka": {"producer_retry_backoff_ms": given}})
+
+
+def test_the_producer_retry_backoff_comes_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("NEARDUP_KAFKA__PRODUCER_RETRY_BACKOFF_MS", "35")
+    assert Settings().kafka.producer_retry_backoff_ms == 35
