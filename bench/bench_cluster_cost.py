@@ -90,6 +90,8 @@ class Cost:
     role_us_per_doc: dict[str, float]  # from ready to 100%: `neardup_role_cpu_seconds_total`
     role_us_per_doc_10: dict[str, float]  # the same between 10% and 100%
     hops_ms: dict[str, dict[str, float]]  # paced documents, per hop (`bench.cluster_hops`)
+    paced_cpu_us_per_doc: float | None = None  # CPU while deciding the paced documents
+    paced_transactions: dict[str, float] | None = None  # per role, while deciding them
 
 
 def produce(bootstrap: str, topic: str, source: DocSource, first: int, n: int, parts: int,
@@ -223,13 +225,16 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
         role_us_10 = {r: round((roles[r] - roles_10.get(r, 0.0)) / (d1 - d0) * 1e6, 1)
                       for r in roles}  # fmt: skip
         _, before = decided(workers)
-        p50 = p99 = None
+        c_paced = cpu(workers)
+        p50 = p99 = paced_cpu = paced_txns = None
         hops: dict[str, dict[str, float]] = {}
         if args.trickle:
             produce(args.bootstrap_servers, inputs[parts], source, backlog, args.trickle,
                     parts, args.rate)  # fmt: skip
             wait_for(workers, backlog + args.trickle, 600)
             _, after = decided(workers)
+            paced_cpu = round((cpu(workers) - c_paced) / args.trickle * 1e6, 1)
+            paced_txns = _transactions(after, before)
             p50, p99 = quantiles(after, before)  # over the processes' summed buckets
             split = (f"{group}.fingerprints", f"{group}.votes")
             hops = cluster_hops.hops(args.bootstrap_servers, inputs[parts], args.trickle,
@@ -251,7 +256,7 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
     cost = Cost(name, replicas, int(d1 - d0), round((c1 - c0) / (d1 - d0) * 1e6, 1),
                 round((c1 - c_ready) / d1 * 1e6, 1),
                 round((d1 - d0) / (t1 - t0), 1), p50, p99, index, role_us, role_us_10,
-                hops)  # fmt: skip
+                hops, paced_cpu, paced_txns)  # fmt: skip
     log(f"{name}: {cost}")
     return cost
 
@@ -285,6 +290,15 @@ def _summed(texts: list[str]) -> str:
         for le, count in sorted(total.items())
     ]
     return "\n".join(lines)
+
+
+def _transactions(after: list[str], before: list[str]) -> dict[str, float]:
+    """Transactions each role committed between two scrapes, summed over the processes."""
+    name, total = "neardup_role_transactions_total", {}
+    for text, sign in [(t, 1) for t in after] + [(t, -1) for t in before]:
+        for role, n in labelled_counts(text, name, "role").items():
+            total[role] = total.get(role, 0.0) + sign * n
+    return total
 
 
 def _gauge(text: str, name: str) -> float:
@@ -351,6 +365,9 @@ def main() -> None:
         print(f"  CPU us/doc by role between 10% and 100%: {roles}")
         for hop, q in c.hops_ms.items():
             print(f"  latency of the paced documents, {hop}: {q} (ms, send times)")
+        if c.paced_cpu_us_per_doc is not None:
+            print(f"  paced documents: {c.paced_cpu_us_per_doc} CPU us/doc, transactions by "
+                  f"role {c.paced_transactions}")  # fmt: skip
     for run in dict.fromkeys(runs):  # repeated runs: their means, against the plain runs' mean
         mean = mean_cost(costs, run)
         if runs.count(run) > 1 and mean:
