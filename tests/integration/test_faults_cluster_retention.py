@@ -118,11 +118,14 @@ def test_an_outage_longer_than_the_retention_reports_exactly_what_it_lost(
         payloads_end = log_bounds(kafka_bootstrap, payloads)[1]
         set_retention(kafka_bootstrap, fingerprints, 1000)
         set_retention(kafka_bootstrap, payloads, 1000)
+        # Everything there at the outage deleted. An edge killed inside a transaction left it
+        # open: its coordinator aborts it after the transaction timeout, appending a marker
+        # past `end`, and retention may delete that marker too (the log then starts past it).
         wait_for(
             "the broker's retention to delete the fingerprint log and the payloads",
             lambda: (
-                log_bounds(kafka_bootstrap, fingerprints)[0] == end
-                and log_bounds(kafka_bootstrap, payloads)[0] == payloads_end
+                log_bounds(kafka_bootstrap, fingerprints)[0] >= end
+                and log_bounds(kafka_bootstrap, payloads)[0] >= payloads_end
             ),
             timeout=120,
             every=1,
