@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import KafkaError
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 _ROLE_PARTITIONS = re.compile(r'^neardup_role_partitions\{role="(\w+)"\} (\S+)$', re.M)
@@ -198,6 +199,17 @@ def produce_docs(bootstrap: str, topic: str, docs: Iterable[dict[str, object]]) 
     return produce(bootstrap, topic, (json.dumps(d).encode() for d in docs))
 
 
+def _partitions_for(consumer: KafkaConsumer, topic: str) -> set[int]:
+    """The topic's partitions; none yet while the broker answers a retriable error (a broker
+    under load may briefly list no brokers at all: `MetadataEmptyBrokerList`)."""
+    try:
+        return consumer.partitions_for_topic(topic) or set()
+    except KafkaError as exc:
+        if not exc.retriable:
+            raise
+        return set()
+
+
 def read_all(bootstrap: str, topic: str, expected: int, timeout: float = 120) -> list:
     """Committed messages of `topic` (all partitions), waiting for at least `expected`."""
     consumer = KafkaConsumer(
@@ -208,12 +220,12 @@ def read_all(bootstrap: str, topic: str, expected: int, timeout: float = 120) ->
         consumer_timeout_ms=1000,
     )
     deadline = time.monotonic() + timeout
-    while not consumer.partitions_for_topic(topic):
+    while not (partitions := _partitions_for(consumer, topic)):
         if time.monotonic() > deadline:
             consumer.close()
             return []
         time.sleep(0.2)
-    tps = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic)]
+    tps = [TopicPartition(topic, p) for p in partitions]
     consumer.assign(tps)
     consumer.seek_to_beginning(*tps)
     out: list = []
