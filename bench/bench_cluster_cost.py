@@ -145,15 +145,18 @@ def cpu(workers: list[WorkerProcess]) -> float:
     return sum(read_cpu_seconds(w.pid) or 0.0 for w in workers)
 
 
+def by_role(texts: list[str], counter: str) -> dict[str, float]:
+    """A counter's value by role, summed over the processes' /metrics texts."""
+    total: dict[str, float] = {}
+    for text in texts:
+        for role, value in labelled_counts(text, counter, "role").items():
+            total[role] = total.get(role, 0.0) + value
+    return total
+
+
 def role_cpu(workers: list[WorkerProcess]) -> dict[str, float]:
     """CPU seconds by role (`neardup_role_cpu_seconds_total`), summed over the processes."""
-    total: dict[str, float] = {}
-    for text in decided(workers)[1]:
-        for role, seconds in labelled_counts(
-            text, "neardup_role_cpu_seconds_total", "role"
-        ).items():
-            total[role] = total.get(role, 0.0) + seconds
-    return total
+    return by_role(decided(workers)[1], "neardup_role_cpu_seconds_total")
 
 
 def wait_for(workers: list[WorkerProcess], n: float, timeout: float) -> tuple[float, float, float]:
@@ -294,11 +297,9 @@ def _summed(texts: list[str]) -> str:
 
 def _transactions(after: list[str], before: list[str]) -> dict[str, float]:
     """Transactions each role committed between two scrapes, summed over the processes."""
-    name, total = "neardup_role_transactions_total", {}
-    for text, sign in [(t, 1) for t in after] + [(t, -1) for t in before]:
-        for role, n in labelled_counts(text, name, "role").items():
-            total[role] = total.get(role, 0.0) + sign * n
-    return total
+    then = by_role(before, "neardup_role_transactions_total")
+    now = by_role(after, "neardup_role_transactions_total")
+    return {role: n - then.get(role, 0.0) for role, n in now.items()}
 
 
 def _gauge(text: str, name: str) -> float:

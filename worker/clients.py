@@ -108,9 +108,10 @@ def make_producer(settings: Settings) -> KafkaProducer:
         "batch_size": 262_144,
         "max_request_size": settings.worker.output_max_message_bytes,
         "request_timeout_ms": settings.kafka.request_timeout_ms,
-        # kafka-python sleeps this before every retried transactional request, also where the
-        # Java client waits 20 ms: a transaction begun while the previous one completes
-        # (CONCURRENT_TRANSACTIONS); at its default of 100 ms that was most of a commit.
+        # kafka-python's sender sleeps this before every retried transactional request (its
+        # 20 ms override for AddPartitionsToTxn is never read). Back to back, a transaction's
+        # AddOffsetsToTxn is often refused while the previous one completes
+        # (CONCURRENT_TRANSACTIONS); at the default of 100 ms that was most of a commit.
         "retry_backoff_ms": settings.kafka.producer_retry_backoff_ms,
     }
     if settings.worker.exactly_once:
