@@ -1,7 +1,8 @@
 """CPU per document of the plain worker against `--cluster` replicas, in one run (issue 13).
 
     python -m bench.bench_cluster_cost --bootstrap-servers 127.0.0.1:19092 --docs 60000 \\
-        [--home-shards 24] [--runs plain,w1,w3] [--trickle 2000] [--out bench/results/...]
+        [--home-shards 24] [--max-batch N] [--runs plain,w1,w3] [--trickle 2000] \\
+        [--out bench/results/...]
 
 `--docs` corpus documents (`bench.kafka_docs`: real text, passes of mutated variants beyond
 the corpus) are produced first, once to a 1-partition input topic and once, round robin, to a
@@ -70,6 +71,7 @@ from bench.kafka_metrics import (
 )
 from bench.kafka_profile import py_spy, py_spy_wrapper, summarize
 from bench.kafka_worker import WorkerProcess, WorkerTopics, read_cpu_seconds
+from worker.settings import WorkerSettings
 
 LATENCY = "neardup_decision_latency_seconds"
 
@@ -315,7 +317,8 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=60_000)
     ap.add_argument("--texts", type=int, default=20_000, help="corpus texts before variants")
     ap.add_argument("--home-shards", type=int, default=24)
-    ap.add_argument("--max-batch", type=int, default=500)
+    default_batch = WorkerSettings.model_fields["max_batch"].default
+    ap.add_argument("--max-batch", type=int, default=default_batch, help="the worker's default")
     ap.add_argument("--runs", default="plain,w1,w3")
     ap.add_argument("--trickle", type=int, default=2000, help="paced documents for latency")
     ap.add_argument("--rate", type=float, default=200.0, help="their documents per second")

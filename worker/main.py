@@ -57,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--partitions", type=int, help="partitions for topics created on start")
     p.add_argument("--group-id", help="consumer group (default neardup)")
     p.add_argument("--instance-id", help="stable id of this replica (default hostname)")
-    p.add_argument("--max-batch", type=int, help="records per poll/transaction (default 500)")
+    p.add_argument("--max-batch", type=int, help="inputs per poll/transaction (default 2000)")
     p.add_argument("--snapshot-dir", help="keep a local index snapshot here (faster restores)")
     p.add_argument("--max-message-bytes", type=int, help="larger inputs go to the DLQ")
     p.add_argument(

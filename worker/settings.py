@@ -113,7 +113,14 @@ class WorkerSettings(_Section):
         True, description="rejoin under instance_id after a restart without a rebalance"
     )
     session_timeout_ms: int = Field(10_000, ge=6000)
-    max_batch: int = Field(500, ge=1, le=100_000)
+    max_batch: int = Field(
+        2000,
+        ge=1,
+        le=100_000,
+        description="input records per poll and transaction; a cluster replica's transaction "
+        "carries fixed work (three groups' offsets, one changelog partition per held shard) "
+        "that a larger batch spreads over more documents",
+    )
     poll_timeout_ms: int = Field(500, ge=1)
     metadata_max_age_ms: int = Field(
         30_000, ge=1000, description="how soon input partitions added at runtime are seen"
