@@ -165,13 +165,28 @@ class WorkerProcess:
             try:
                 self.proc.wait(timeout)
             except subprocess.TimeoutExpired:
+                self._dump_stacks()
                 self.proc.kill()
                 self.proc.wait(10)
-                raise AssertionError(f"worker ignored SIGTERM:\n{self.log()}") from None
+                raise AssertionError(f"worker ignored SIGTERM:\n{self.log(20_000)}") from None
         return self.proc.returncode
 
-    def log(self) -> str:
-        return self.log_path.read_text(errors="replace")[-6000:]
+    def _dump_stacks(self, timeout: float = 5) -> None:
+        """Every thread's stack into the log (the worker's `faulthandler` on SIGUSR1), so a
+        worker that hangs says where; waits until the dump is there or `timeout`."""
+        assert self.proc is not None
+        before = self.log_path.stat().st_size
+        self.proc.send_signal(signal.SIGUSR1)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.proc.poll() is None:
+            with self.log_path.open("rb") as f:
+                f.seek(before)
+                if b"hread 0x" in f.read():  # "Thread 0x..." or "Current thread 0x..."
+                    return
+            time.sleep(0.1)
+
+    def log(self, tail: int = 6000) -> str:
+        return self.log_path.read_text(errors="replace")[-tail:]
 
     def alive(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
