@@ -71,7 +71,8 @@ from bench.kafka_metrics import (
 )
 from bench.kafka_profile import py_spy, py_spy_wrapper, summarize
 from bench.kafka_worker import WorkerProcess, WorkerTopics, read_cpu_seconds
-from worker.settings import WorkerSettings
+from neardup_stream.settings_fields import field_info
+from worker.settings import Settings
 
 LATENCY = "neardup_decision_latency_seconds"
 
@@ -317,8 +318,8 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=60_000)
     ap.add_argument("--texts", type=int, default=20_000, help="corpus texts before variants")
     ap.add_argument("--home-shards", type=int, default=24)
-    default_batch = WorkerSettings.model_fields["max_batch"].default
-    ap.add_argument("--max-batch", type=int, default=default_batch, help="the worker's default")
+    default_batch = field_info(Settings, ("worker", "max_batch")).default
+    ap.add_argument("--max-batch", type=int, default=default_batch, help="default %(default)s")
     ap.add_argument("--runs", default="plain,w1,w3")
     ap.add_argument("--trickle", type=int, default=2000, help="paced documents for latency")
     ap.add_argument("--rate", type=float, default=200.0, help="their documents per second")

@@ -31,7 +31,7 @@ from neardup_stream.settings_errors import (
     unknown_variables,
     unparsable,
 )
-from neardup_stream.settings_fields import given_flags
+from neardup_stream.settings_fields import field_info, given_flags
 from worker.loop import Worker
 from worker.metrics import MetricsServer, build_metrics
 from worker.reachability import announce_unreachable, throttle_kafka_connection_logs
@@ -57,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--partitions", type=int, help="partitions for topics created on start")
     p.add_argument("--group-id", help="consumer group (default neardup)")
     p.add_argument("--instance-id", help="stable id of this replica (default hostname)")
-    p.add_argument("--max-batch", type=int, help="inputs per poll/transaction (default 2000)")
+    batch = field_info(Settings, ("worker", "max_batch")).default
+    p.add_argument("--max-batch", type=int, help=f"inputs per poll/transaction (default {batch})")
     p.add_argument("--snapshot-dir", help="keep a local index snapshot here (faster restores)")
     p.add_argument("--max-message-bytes", type=int, help="larger inputs go to the DLQ")
     p.add_argument(
