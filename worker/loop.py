@@ -37,11 +37,12 @@ class Worker:
         self.metrics = metrics
         self.ready = threading.Event()
         self.consuming = False
-        self._stop = threading.Event()
+        self._stop = shutdown.Stop()
 
     def request_stop(self) -> None:
-        """Ask the loop to finish its batch and shut down (safe from signal handlers)."""
-        self._stop.set()
+        """Ask the loop to finish its batch and shut down (safe in a signal handler:
+        `shutdown.Stop.request` takes no lock)."""
+        self._stop.request()
 
     def run(self) -> None:
         s = self.settings

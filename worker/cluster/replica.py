@@ -107,7 +107,7 @@ class Replica:
         self.settings, self.metrics = settings, metrics
         self.ready = threading.Event()
         self.consuming = False
-        self._stop = threading.Event()
+        self._stop = shutdown.Stop()
         self._failed: list[str] = []
         self._conflict: InstanceConflict | None = None  # a role found its instance id in use
         self._roles: list[Any] = []  # (roles: healthy() hook for /healthz)
@@ -117,7 +117,8 @@ class Replica:
         return self.ready.is_set() and all(r.healthy() for r in self._roles)
 
     def request_stop(self) -> None:
-        self._stop.set()
+        """Safe in a signal handler (`shutdown.Stop.request` takes no lock)."""
+        self._stop.request()
 
     def run(self) -> None:
         s = self.settings

@@ -25,6 +25,35 @@ MIN_STEP_S = 1.0  # every close step gets at least this, even once the deadline 
 SIGNAL_CHECK_S = 0.2  # how often a main thread waiting for its stop looks at pending signals
 
 
+class Stop(threading.Event):
+    """A worker's stop, which a signal handler may request (`request`).
+
+    `Event.set` takes the event's lock. A handler runs on the main thread between two of its
+    bytecodes, and the main thread spends its time in `wait()` on this very event
+    (`wait_for_stop`), which holds that lock around its sleep: a handler that set the event
+    there would wait for itself, forever, and the process would ignore every later SIGTERM.
+    `request()` takes no lock: it marks the stop, and the next `is_set()` or `wait()` on any
+    thread (`pause` looks every `SIGNAL_CHECK_S`) sets the event, outside any handler."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._requested = False
+
+    def request(self) -> None:
+        """Ask for the stop: safe in a signal handler (no lock, a plain assignment)."""
+        self._requested = True
+
+    def is_set(self) -> bool:
+        if self._requested and not super().is_set():
+            self.set()
+        return super().is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._requested and not super().is_set():
+            self.set()
+        return super().wait(timeout)
+
+
 def wait_for_stop(stop: threading.Event) -> None:
     """Block the main thread until `stop` is set, running signal handlers meanwhile.
 

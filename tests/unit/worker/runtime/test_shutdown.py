@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from worker.runtime.shutdown import Deadline, join, pause, wait_for_stop, within
+from worker.runtime.shutdown import Deadline, Stop, join, pause, wait_for_stop, within
 
 
 def test_a_step_that_ends_is_waited_for_and_its_failure_is_logged(
@@ -70,12 +70,12 @@ def test_a_signal_delivered_to_another_thread_still_stops_the_waiting_main_threa
     once that thread executes again. Here the kernel delivers the signal to a helper thread
     (`pthread_kill`), and the main thread, waiting for its stop, must run the handler soon:
     an endless `Event.wait()` would sleep until the watchdog sets the event 10 s later."""
-    stop = threading.Event()
+    stop = Stop()
     handled: list[float] = []
 
     def on_signal(_signum: int, _frame: object) -> None:
         handled.append(time.monotonic())
-        stop.set()
+        stop.request()  # as `worker.main`'s handler does
 
     def deliver_to_myself() -> None:
         time.sleep(0.3)  # the main thread is waiting by then
@@ -105,3 +105,35 @@ def test_a_pause_lasts_its_time_unless_stopped() -> None:
     threading.Timer(0.2, stop.set).start()
     started = time.monotonic()
     assert pause(stop, 30) is True and time.monotonic() - started < 10
+
+
+def test_a_stop_requested_while_its_own_lock_is_held_does_not_wait_for_it() -> None:
+    """A signal handler runs on the main thread between two bytecodes, and may interrupt
+    `Event.wait` while it holds the event's lock. `Event.set` there would wait for that lock
+    forever, and the process would ignore SIGTERM (what a replica did once in CI; whether
+    this was why is not known). `request()` must not take it. Here one thread holds the
+    lock and requests, as the handler would."""
+    stop = Stop()
+    returned = threading.Event()
+
+    def handler_inside_wait() -> None:
+        with stop._cond:  # held, as `Event.wait` holds it around its sleep
+            stop.request()
+            returned.set()
+
+    helper = threading.Thread(target=handler_inside_wait, daemon=True)
+    helper.start()
+    assert returned.wait(10), "request() waited for the lock its own thread holds"
+    helper.join(10)
+    assert stop.is_set() and stop.wait(0)  # the next look sets it, outside the handler
+
+
+def test_a_requested_stop_wakes_a_thread_waiting_on_it_once_anyone_looks() -> None:
+    stop = Stop()
+    woke: list[bool] = []
+    waiter = threading.Thread(target=lambda: woke.append(stop.wait(30)))
+    waiter.start()
+    stop.request()
+    assert pause(stop, 30) is True  # the main thread's look sets it, and wakes the waiter
+    waiter.join(10)
+    assert woke == [True]
