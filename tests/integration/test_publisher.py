@@ -17,7 +17,7 @@ from tests.integration.harness import read_all
 from worker import clients
 from worker.codec import OutMessage
 from worker.records import Source
-from worker.runtime.publisher import NotAMember, Publisher, Transaction
+from worker.runtime.publisher import NotAMember, Publisher, Transaction, Written
 from worker.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -217,14 +217,14 @@ def test_a_refused_message_is_blamed_on_its_input_and_nothing_commits(
 def test_a_transaction_whose_verify_refuses_where_it_was_written_commits_nothing(
     make: Callable[..., Setup],
 ) -> None:
-    """`Transaction.verify` gets every message's offset once delivered, before the commit; if
-    it raises, the transaction fails and nothing of it commits (the single stage's log check)."""
+    """`Transaction.verify` gets where each message was written, before the commit; if it
+    raises, the transaction fails and nothing of it commits (the single stage's log check)."""
     setup = make()
     publisher: Publisher[str] = Publisher(setup.settings, setup.consumer, "edge")
     written: list[list[int]] = []
 
-    def refuse(offsets: list[int]) -> None:
-        written.append(offsets)
+    def refuse(offsets: Written) -> None:
+        written.append([offsets[n] for n in range(len(offsets))])
         raise RuntimeError("not where it was decided")
 
     try:
@@ -233,7 +233,7 @@ def test_a_transaction_whose_verify_refuses_where_it_was_written_commits_nothing
         assert written == [[0, 1]] and failure.rejected is None
         publisher.reset()  # aborts what it left open
         assert setup.committed() is None
-        txn = setup.txn([b"c"], 3)._replace(verify=written.append)
+        txn = setup.txn([b"c"], 3)._replace(verify=lambda w: written.append([w[0]]))
         assert publisher.publish(txn, "yes") is None
     finally:
         publisher.close()

@@ -58,7 +58,7 @@ from worker.codec import OutMessage
 from worker.metrics import Metrics
 from worker.partitions import Assignment
 from worker.records import Source
-from worker.runtime.publisher import Transaction
+from worker.runtime.publisher import Transaction, Written
 from worker.runtime.restore import Restores
 from worker.settings import Settings
 
@@ -210,7 +210,7 @@ class SingleStage:
             self.check(ingested, placed),
         ), staged
 
-    def check(self, ingested: Ingested, placed: list[int]) -> Callable[[list[int]], None]:
+    def check(self, ingested: Ingested, placed: list[int]) -> Callable[[Written], None]:
         """The transaction's `verify`: each log record was written where it was `placed`
         (its place in the transaction: after the edge's messages before it)."""
         where = {at: n for n, at in enumerate(self._first(ingested))}  # -> place in it
@@ -219,7 +219,7 @@ class SingleStage:
             for a, offset in zip(ingested.appends, placed, strict=True)
         ]
 
-        def verify(written: list[int]) -> None:
+        def verify(written: Written) -> None:
             for n, p, offset in expected:
                 if written[n] != offset:
                     raise LogMoved(

@@ -55,14 +55,33 @@ class Transaction(NamedTuple):
     A single-stage replica's transaction commits offsets of several groups (`groups`: the
     group metadata per offsets topic; a topic not named commits in the publisher's consumer's
     group). It decided its log records where the log ended, before writing them: `verify`
-    gets the offsets every message was written at, once all are delivered and before the
-    commit, and raises if one is not where it was decided (the transaction then aborts)."""
+    gets where the messages were written (`Written`), before the commit, and raises if one
+    is not where it was decided (the transaction then aborts)."""
 
     messages: Sequence[OutMessage]
     sources: Sequence[Source | None]
     offsets: Mapping[TopicPartition, OffsetAndMetadata]
     groups: Mapping[str, Any] | None = None
-    verify: Callable[[list[int]], None] | None = None
+    verify: Callable[[Written], None] | None = None
+
+
+class Written:
+    """Where a transaction's messages were written, by position in it: `written[n]` waits
+    for message n's delivery (until the deadline) and gives its offset, or raises its
+    failure. Only the messages asked for are waited for: a single-stage `verify` reads its
+    few log records, not every output of the batch (a delivered future's offset costs a few
+    µs, some thousands a batch). The others are delivered by the commit, which fails if one
+    was not."""
+
+    def __init__(self, futures: Sequence[Any], deadline: float) -> None:
+        self._futures, self._deadline = futures, deadline
+
+    def __getitem__(self, position: int) -> int:
+        left = max(0.0, self._deadline - time.monotonic())
+        return int(self._futures[position].get(timeout=left).offset)
+
+    def __len__(self) -> int:
+        return len(self._futures)
 
 
 class NotAMember(RuntimeError):
@@ -192,10 +211,10 @@ class Publisher(Generic[T]):
                 producer.send_offsets_to_transaction(offsets, metadata)
             failpoints.hit(f"{self.name}_produced")
             sent.offsets_added.set()
-            if not self.in_flight or sent.txn.verify is not None:  # before the commit
-                written = _delivered(sent.futures, sent.deadline)
-                if sent.txn.verify is not None:
-                    sent.txn.verify(written)
+            if sent.txn.verify is not None:  # before the commit
+                sent.txn.verify(Written(sent.futures, sent.deadline))
+            elif not self.in_flight:
+                _delivered(sent.futures, sent.deadline)
             producer.commit_transaction()
             failpoints.hit(f"{self.name}_committed")
             self._count(sent.carried)
@@ -253,8 +272,9 @@ class Publisher(Generic[T]):
         self.producer.close(timeout=10)
 
 
-def _delivered(futures: Sequence[Any], deadline: float) -> list[int]:
-    """Wait for every delivery until `deadline`; the offsets written at, or raise the first
-    failure. (Not `flush`: once the broker refused a batch, kafka-python splits it and
-    `flush` fails on the old batch.)"""
-    return [int(f.get(timeout=max(0.0, deadline - time.monotonic())).offset) for f in futures]
+def _delivered(futures: Sequence[Any], deadline: float) -> None:
+    """Wait for every delivery until `deadline`, or raise the first failure. (Not `flush`:
+    once the broker refused a batch, kafka-python splits it and `flush` fails on the old
+    batch.)"""
+    for f in futures:
+        f.get(timeout=max(0.0, deadline - time.monotonic()))
