@@ -77,8 +77,7 @@ class Written:
         self._futures, self._deadline = futures, deadline
 
     def __getitem__(self, position: int) -> int:
-        left = max(0.0, self._deadline - time.monotonic())
-        return int(self._futures[position].get(timeout=left).offset)
+        return int(_delivery(self._futures[position], self._deadline).offset)
 
     def __len__(self) -> int:
         return len(self._futures)
@@ -277,4 +276,9 @@ def _delivered(futures: Sequence[Any], deadline: float) -> None:
     once the broker refused a batch, kafka-python splits it and `flush` fails on the old
     batch.)"""
     for f in futures:
-        f.get(timeout=max(0.0, deadline - time.monotonic()))
+        _delivery(f, deadline)
+
+
+def _delivery(future: Any, deadline: float) -> Any:
+    """`future`'s record metadata once delivered (waiting until `deadline`), or its failure."""
+    return future.get(timeout=max(0.0, deadline - time.monotonic()))

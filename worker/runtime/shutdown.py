@@ -44,14 +44,17 @@ class Stop(threading.Event):
         self._requested = True
 
     def is_set(self) -> bool:
-        if self._requested and not super().is_set():
-            self.set()
+        self._take_request()
         return super().is_set()
 
     def wait(self, timeout: float | None = None) -> bool:
+        self._take_request()
+        return super().wait(timeout)
+
+    def _take_request(self) -> None:
+        """A requested stop becomes the event, here, outside any handler."""
         if self._requested and not super().is_set():
             self.set()
-        return super().wait(timeout)
 
 
 def wait_for_stop(stop: threading.Event) -> None:
