@@ -191,7 +191,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 log.info(
                     "%s while starting: nothing to finish, exiting", signal.Signals(signum).name
                 )
-            raise SystemExit(128 + signum)
+                sys.stderr.flush()
+            # Not `raise SystemExit`: a handler runs wherever the main thread is, and an
+            # exception raised inside a C callback (numba's compiler, during the warm-up) is
+            # printed and dropped, so the start-up went on and the SIGTERM was lost (CI).
+            os._exit(128 + signum)
         worker.request_stop()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
