@@ -26,6 +26,7 @@ sends, flushes and commits the offsets synchronously, without a transaction.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -46,6 +47,8 @@ from worker.settings import Settings
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 COMMIT_POLL_S = 0.05
+# How long a failure waits for its records' deliveries to end before blaming one of them.
+BLAME_GRACE_S = 1.0
 
 
 class Transaction(NamedTuple):
@@ -250,7 +253,8 @@ class Publisher(Generic[T]):
     def _failure(self, sent: _Sent[T], error: BaseException) -> PublishFailure[T]:
         """The failure, naming the one message a deterministic rejection is blamed on."""
         failure = PublishFailure(error, sent.carried)
-        found = blame(error, sent.futures, sent.txn.messages)
+        until = min(sent.deadline, time.monotonic() + BLAME_GRACE_S)
+        found = blamed(error, sent.futures, sent.txn.messages, until)
         if found is not None:
             failure.blamed, failure.source = found, sent.txn.sources[found.position]
         return failure
@@ -269,6 +273,24 @@ class Publisher(Generic[T]):
     def close(self) -> None:
         self._committer.stop()
         self.producer.close(timeout=10)
+
+
+def blamed(
+    error: BaseException, futures: Sequence[Any], messages: Sequence[OutMessage], until: float
+) -> Blame | None:
+    """`blame`, once the deliveries still pending have ended (waiting until `until`, a
+    monotonic time). kafka-python's sender puts the producer in its error state before it
+    fails the refused record's future: a commit can raise "in an error state" while the
+    future that says why is not yet done, and the rejection would pass for a transient
+    failure (backing off, and never dead-lettering the input it answers for)."""
+    found = blame(error, futures, messages)
+    if found is not None:
+        return found
+    pending = [f for f in futures if not f.is_done]
+    for f in pending:
+        with contextlib.suppress(Exception):  # a failure is read from the future below
+            _delivery(f, until)
+    return blame(error, futures, messages) if pending else None
 
 
 def _delivered(futures: Sequence[Any], deadline: float) -> None:
