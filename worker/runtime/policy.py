@@ -11,6 +11,8 @@ repeats. Written once here; the loops differ only in what they rebuild and where
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -85,3 +87,21 @@ def blame(
         return None
     i = max(failed, key=lambda j: len(messages[j].value) + len(messages[j].key or b""))
     return Blame(i, describe(futures[i].exception))
+
+
+def blamed(
+    error: BaseException, futures: Sequence[Any], messages: Sequence[OutMessage], until: float
+) -> Blame | None:
+    """`blame`, once the deliveries still pending have ended (waiting until `until`, a
+    monotonic time). kafka-python's sender puts the producer in its error state before it
+    fails the refused record's future: a commit can raise "in an error state" while the
+    future that says why is not yet done, and the rejection would pass for a transient
+    failure (backing off, and never dead-lettering the input it answers for)."""
+    found = blame(error, futures, messages)
+    if found is not None:
+        return found
+    pending = [f for f in futures if not f.is_done]
+    for f in pending:
+        with contextlib.suppress(Exception):  # a failure is read from the future below
+            f.get(timeout=max(0.0, until - time.monotonic()))
+    return blame(error, futures, messages) if pending else None

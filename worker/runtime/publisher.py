@@ -26,7 +26,6 @@ sends, flushes and commits the offsets synchronously, without a transaction.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
@@ -41,7 +40,7 @@ from worker.codec import OutMessage
 from worker.partitioning import placed
 from worker.records import Source
 from worker.runtime.committer import Committer
-from worker.runtime.policy import Blame, blame
+from worker.runtime.policy import Blame, blamed
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -273,24 +272,6 @@ class Publisher(Generic[T]):
     def close(self) -> None:
         self._committer.stop()
         self.producer.close(timeout=10)
-
-
-def blamed(
-    error: BaseException, futures: Sequence[Any], messages: Sequence[OutMessage], until: float
-) -> Blame | None:
-    """`blame`, once the deliveries still pending have ended (waiting until `until`, a
-    monotonic time). kafka-python's sender puts the producer in its error state before it
-    fails the refused record's future: a commit can raise "in an error state" while the
-    future that says why is not yet done, and the rejection would pass for a transient
-    failure (backing off, and never dead-lettering the input it answers for)."""
-    found = blame(error, futures, messages)
-    if found is not None:
-        return found
-    pending = [f for f in futures if not f.is_done]
-    for f in pending:
-        with contextlib.suppress(Exception):  # a failure is read from the future below
-            _delivery(f, until)
-    return blame(error, futures, messages) if pending else None
 
 
 def _delivered(futures: Sequence[Any], deadline: float) -> None:

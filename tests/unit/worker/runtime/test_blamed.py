@@ -1,4 +1,4 @@
-"""`blamed`: a rejection is blamed even when the commit fails before the refused record's
+"""`policy.blamed`: a rejection is blamed even when the commit fails before the refused record's
 future says why (kafka-python sets the producer's error state first)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 from kafka import errors as kafka_errors
 
 from worker.codec import OutMessage
-from worker.runtime.publisher import blamed
+from worker.runtime.policy import blamed
 
 
 class Future:
