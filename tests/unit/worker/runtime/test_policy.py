@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from kafka import TopicPartition
 from kafka import errors as kafka_errors
 from kafka.future import Future
+from kafka.producer.future import FutureRecordMetadata
+from kafka.producer.producer_batch import ProducerBatch
+from kafka.record.memory_records import MemoryRecordsBuilder
 
 from worker.codec import OutMessage
-from worker.runtime.policy import MAX_HALVINGS, FailurePolicy, blame
+from worker.runtime.policy import MAX_HALVINGS, FailurePolicy, aborted, blame
 
 
 def test_each_consecutive_failure_halves_the_batch_down_to_its_floor() -> None:
@@ -64,3 +68,25 @@ def test_transient_failures_blame_nothing() -> None:
     futures = [_done(kafka_errors.KafkaTimeoutError()), _done(None)]
     assert blame(kafka_errors.KafkaTimeoutError(), futures, _messages(10, 20)) is None
     assert blame(kafka_errors.KafkaTimeoutError(), [], _messages(10)) is None
+
+
+def _batch_futures(sizes: list[int]) -> tuple[ProducerBatch, list[FutureRecordMetadata]]:
+    """kafka-python's own batch of records of `sizes` bytes, and the records' futures."""
+    batch = ProducerBatch(TopicPartition("t", 0), MemoryRecordsBuilder(2, 0, 1 << 20))
+    return batch, [batch.try_append(0, b"k", b"x" * n, []) for n in sizes]
+
+
+def test_a_larger_record_aborted_unsent_is_not_blamed_for_another_batchs_refusal() -> None:
+    # The broker refused a 10-byte record (its topic's limit is small); the transaction then
+    # failed and kafka-python aborted a batch never sent, of a 500-byte record of another
+    # topic, with the same exception object: the refused record is the one to blame.
+    refusal = kafka_errors.MessageSizeTooLargeError()
+    refused, refused_futures = _batch_futures([10])
+    unsent, unsent_futures = _batch_futures([500])
+    refused.complete_exceptionally(refusal, lambda _: refusal)
+    unsent.abort(refusal)
+    assert unsent_futures[0].exception is refusal  # the exception cannot tell them apart
+    futures = refused_futures + unsent_futures
+    found = blame(kafka_errors.KafkaError("in an error state"), futures, _messages(10, 500))
+    assert found is not None and found.position == 0
+    assert aborted(unsent_futures[0]) and not aborted(refused_futures[0])
