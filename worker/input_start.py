@@ -31,16 +31,12 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError, NoOffsetForPartitionError, OffsetOutOfRangeError
 
 from worker.metrics import Metrics
-from worker.partitions import generation_of
+from worker.partitions import COMMITTED_TIMEOUT_MS, generation_of
 from worker.runtime.broker_gone import group_poll
 from worker.runtime.health import report_lost
 
 log = logging.getLogger(__name__)
 CAUSE = "the input topic's retention deleted them before they were read"
-# How long one committed-offset look-up may block the loop (kafka-python's has no limit: a
-# broker away, or a transaction whose offsets are still pending, would hold it, and a stop
-# request with it). Not answered in time, the look-up is tried again after the next poll.
-COMMITTED_TIMEOUT_MS = 10_000
 
 
 class InputStart:

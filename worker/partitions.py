@@ -26,6 +26,10 @@ from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
 from worker.metrics import Metrics
 
 log = logging.getLogger(__name__)
+# How long one committed-offset look-up may block (kafka-python's has no limit: a broker
+# away, or a transaction whose offsets are still pending, would hold it, and a stop request
+# with it). Not answered in time, it raises KafkaTimeoutError and the caller tries again.
+COMMITTED_TIMEOUT_MS = 10_000
 
 
 class Assignment(ConsumerRebalanceListener):
@@ -123,10 +127,12 @@ def generation_of(consumer: KafkaConsumer) -> Callable[[], int]:
 
 
 def rewind_to_committed(consumer: KafkaConsumer, topic: str, partitions: set[int]) -> None:
-    """Seek partitions back to their committed offsets (or the beginning if none)."""
+    """Seek partitions back to their committed offsets (or the beginning if none). Each
+    look-up waits `COMMITTED_TIMEOUT_MS` at most: the callers retry (`retry.until_done`),
+    looking at their stop between attempts."""
     for p in partitions:
         tp = TopicPartition(topic, p)
-        committed = consumer.committed(tp)
+        committed = consumer.committed(tp, timeout_ms=COMMITTED_TIMEOUT_MS)
         if committed is None:
             consumer.seek_to_beginning(tp)
         else:

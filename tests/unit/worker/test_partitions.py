@@ -1,0 +1,53 @@
+"""`partitions.rewind_to_committed`: each partition back to its committed offset, and a
+look-up that cannot hang (kafka-python's `committed` without a timeout waits forever while
+the coordinator is away; the recovery retries it and looks at its stop in between)."""
+
+from __future__ import annotations
+
+import threading
+
+from kafka import TopicPartition
+from kafka.errors import KafkaTimeoutError
+
+from worker import retry
+from worker.partitions import COMMITTED_TIMEOUT_MS, rewind_to_committed
+
+
+class Consumer:
+    """Committed offsets per partition; `answers` False: every look-up times out."""
+
+    def __init__(self, committed: dict[int, int | None], answers: bool = True) -> None:
+        self._committed, self.answers = committed, answers
+        self.timeouts: list[int | None] = []
+        self.seeks: dict[int, int | str] = {}
+
+    def committed(self, tp: TopicPartition, timeout_ms: int | None = None) -> int | None:
+        self.timeouts.append(timeout_ms)
+        if not self.answers:
+            raise KafkaTimeoutError(f"no answer within {timeout_ms} ms")
+        return self._committed[tp.partition]
+
+    def seek(self, tp: TopicPartition, offset: int) -> None:
+        self.seeks[tp.partition] = offset
+
+    def seek_to_beginning(self, tp: TopicPartition) -> None:
+        self.seeks[tp.partition] = "beginning"
+
+
+def test_each_partition_goes_back_to_its_committed_offset_or_the_beginning() -> None:
+    consumer = Consumer({0: 17, 1: None})
+    rewind_to_committed(consumer, "in", {0, 1})  # type: ignore[arg-type]
+    assert consumer.seeks == {0: 17, 1: "beginning"}
+    assert consumer.timeouts == [COMMITTED_TIMEOUT_MS] * 2
+
+
+def test_a_coordinator_that_never_answers_leaves_the_recovery_stoppable() -> None:
+    consumer, stop = Consumer({0: 5}, answers=False), threading.Event()
+    timer = threading.Timer(0.3, stop.set)
+    timer.start()
+    try:
+        retry.until_done(stop, 0.1, lambda: rewind_to_committed(consumer, "in", {0}))  # type: ignore[arg-type]
+    finally:
+        timer.cancel()
+    assert stop.is_set() and consumer.seeks == {}
+    assert consumer.timeouts and all(t == COMMITTED_TIMEOUT_MS for t in consumer.timeouts)
