@@ -24,7 +24,7 @@ from kafka.errors import KafkaError
 from neardup_stream.deduplicator import Deduplicator
 from worker import changelog, clients, topics
 from worker.metrics import Metrics, index_gauges
-from worker.partitions import Assignment
+from worker.partitions import COMMITTED_TIMEOUT_MS, Assignment
 from worker.restore import OtherPipeline, restore_index
 from worker.runtime.follower import Follower
 from worker.runtime.replay import Unreadable
@@ -115,7 +115,9 @@ class PartitionIndexes(dict[int, Deduplicator]):
                 return None
             self._changelog_partitions = wanted
         # read_committed: waits until no transaction holds its offsets
-        committed = self.consumer.committed(TopicPartition(topic, partition))
+        committed = self.consumer.committed(
+            TopicPartition(topic, partition), timeout_ms=COMMITTED_TIMEOUT_MS
+        )
         return functools.partial(
             restore_index,
             topic=name,

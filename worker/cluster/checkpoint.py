@@ -13,6 +13,7 @@ import logging
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 
 from worker.cluster.payloads import PayloadCheckpoint
+from worker.partitions import COMMITTED_TIMEOUT_MS
 
 log = logging.getLogger(__name__)
 VERSION = 1
@@ -67,8 +68,10 @@ def read(consumer: KafkaConsumer, tp: TopicPartition) -> dict[int, int]:
 
 
 def read_metadata(consumer: KafkaConsumer, tp: TopicPartition) -> str | None:
-    """The metadata of `tp`'s committed offset (None: nothing committed)."""
-    committed = consumer.committed(tp, metadata=True)
+    """The metadata of `tp`'s committed offset (None: nothing committed). Waits
+    `COMMITTED_TIMEOUT_MS` at most, then raises KafkaTimeoutError (the follower tries the
+    restore again later)."""
+    committed = consumer.committed(tp, metadata=True, timeout_ms=COMMITTED_TIMEOUT_MS)
     if not isinstance(committed, OffsetAndMetadata):
         return None
     return str(committed.metadata)
