@@ -32,6 +32,7 @@ from neardup_stream.settings_errors import (
     unparsable,
 )
 from neardup_stream.settings_fields import field_info, given_flags
+from worker.authorization import denied
 from worker.loop import Worker
 from worker.metrics import MetricsServer, build_metrics
 from worker.reachability import announce_unreachable, throttle_kafka_connection_logs
@@ -207,6 +208,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         worker.run()
     except (SecurityFailure, InstanceConflict) as exc:  # configuration: said once, no traceback
         log.error("%s", exc)
+        return EXIT_CONFIG
+    except Exception as exc:
+        failure = denied(exc, settings)  # an ACL the broker enforces: configuration too
+        if failure is None:
+            raise
+        log.error("%s", failure)
         return EXIT_CONFIG
     finally:
         if server is not None:

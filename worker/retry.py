@@ -10,6 +10,7 @@ from typing import TypeVar
 
 from kafka.errors import KafkaError
 
+from worker.authorization import denial_in
 from worker.runtime import shutdown
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,8 @@ def until_stopped(
         try:
             return action()
         except (KafkaError, OSError) as exc:
+            if denial_in(exc) is not None:  # an ACL: retrying cannot grant it
+                raise
             attempt += 1
             delay = delay_for(attempt)
             log.warning("broker not usable yet (%r); retrying in %.1f s", exc, delay)
@@ -46,7 +49,9 @@ def until_done(stop: threading.Event, max_s: float, action: Callable[[], None]) 
         try:
             action()
             return
-        except Exception:
+        except Exception as exc:
+            if denial_in(exc) is not None:  # an ACL: retrying cannot grant it
+                raise
             attempt += 1
             delay = backoff_s(max_s, attempt)
             log.exception("recovery step failed; retrying in %.1f s", delay)

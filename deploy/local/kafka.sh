@@ -23,6 +23,9 @@
 #            (NEARDUP_KAFKA__* lines: bootstrap, protocol, mechanism, user,
 #            password, CA file); `set -a; . FILE; set +a` configures a worker.
 #
+# The broker runs KRaft's StandardAuthorizer with no ACL set (everyone allowed): a test
+# adds the ACLs it needs (tests/integration/test_authorization.py).
+#
 # KAFKA_SECURITY=sasl_ssl: the client listener is SASL_SSL with SCRAM-SHA-512.
 # The first start generates a throwaway CA and broker certificate (openssl) and
 # random passwords, and creates the SCRAM users when it formats the storage:
@@ -255,6 +258,11 @@ transaction.state.log.min.isr=1
 transaction.state.log.num.partitions=1
 share.coordinator.state.topic.replication.factor=1
 share.coordinator.state.topic.min.isr=1
+
+# ACLs (KRaft's StandardAuthorizer): none are set, so everyone may do everything; a test
+# denies what it needs to (tests/integration/test_authorization.py).
+authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+allow.everyone.if.no.acl.found=true
 
 group.initial.rebalance.delay.ms=0
 num.network.threads=2

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from neardup_stream.collector import freeze_start_up
 from neardup_stream.warmup import warm_replica
 from worker import claims, retry, security_errors, topics
+from worker.authorization import denial_in
 from worker.cluster import agreement as agreement_
 from worker.cluster import control
 from worker.cluster import layout as layout_
@@ -109,7 +110,7 @@ class Replica:
         self.consuming = False
         self._stop = shutdown.Stop()
         self._failed: list[str] = []
-        self._conflict: InstanceConflict | None = None  # a role found its instance id in use
+        self._conflict: Exception | None = None  # an instance id in use, or an ACL denial
         self._roles: list[Any] = []  # (roles: healthy() hook for /healthz)
 
     def healthy(self) -> bool:
@@ -193,6 +194,8 @@ class Replica:
             if isinstance(exc, InstanceConflict):  # a configuration error: said once, no trace
                 log.error("%s", exc)
                 self._conflict = exc
+            elif isinstance(exc, Exception) and denial_in(exc) is not None:
+                self._conflict = exc  # an ACL: `main` says it once (`worker.authorization`)
             else:
                 log.exception("%s failed; stopping the replica", name)
             self._failed.append(name)

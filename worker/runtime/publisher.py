@@ -34,8 +34,10 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
+from kafka.errors import AuthorizationError
 
 from worker import clients, failpoints
+from worker.authorization import denial_among
 from worker.codec import OutMessage
 from worker.partitioning import placed
 from worker.records import Source
@@ -113,6 +115,7 @@ class PublishFailure(Generic[T]):
     carried: T  # what the caller published it with (`publish(..., carried)`)
     blamed: Blame | None = None  # the message refused for a deterministic reason
     source: Source | None = None  # the input that message answers for, if any
+    denied: AuthorizationError | None = None  # an ACL refused it: no retry can succeed
 
     @property
     def rejected(self) -> RejectedInput | None:
@@ -260,6 +263,7 @@ class Publisher(Generic[T]):
         failure = PublishFailure(error, sent.carried)
         until = min(sent.deadline, time.monotonic() + BLAME_GRACE_S)
         found = blamed(error, sent.futures, sent.txn.messages, until)
+        failure.denied = denial_among(error, sent.futures)
         if found is not None:
             failure.blamed, failure.source = found, sent.txn.sources[found.position]
         return failure

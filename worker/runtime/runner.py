@@ -199,6 +199,8 @@ class RoleRunner(Generic[Polled, Carried]):
         the producer, and let the role rebuild what the failed batches
         (and `polled`) touched and rewind."""
         hooks.aborted()
+        if failure.denied is not None:  # an ACL: no replay can succeed (`worker.authorization`)
+            raise failure.denied from failure.error
         self.membership.fenced(failure.error)
         rejected = failure.rejected
         if rejected is not None and self.role.rejections is not None:
