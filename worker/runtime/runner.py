@@ -200,7 +200,7 @@ class RoleRunner(Generic[Polled, Carried]):
         (and `polled`) touched and rewind."""
         hooks.aborted()
         if failure.denied is not None:  # an ACL: no replay can succeed (`worker.authorization`)
-            raise failure.denied from failure.error
+            raise failure.denied
         self.membership.fenced(failure.error)
         rejected = failure.rejected
         if rejected is not None and self.role.rejections is not None:
