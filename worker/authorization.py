@@ -58,16 +58,13 @@ def denial_among(error: BaseException, futures: Iterable[Any]) -> AuthorizationE
 
 def denied(exc: BaseException | None, settings: Settings) -> AuthorizationFailure | None:
     """The failure to stop with if `exc` holds an ACL denial, worded for `settings`."""
-    found = exc if isinstance(exc, AuthorizationError) else denial_in(exc)
+    found = denial_in(exc)
     if found is None:
         return None
-    if isinstance(found, AuthorizationFailure):
-        return found
     who = f"the Kafka broker at {settings.kafka.bootstrap_servers} denies this worker"
     w, t = settings.worker, settings.topics
-    cluster = (
-        settings.cluster.enabled
-    )  # roles: group `<group>-<role>`, id `<group>-<role>-<instance>`
+    # a replica's roles: group `<group>-<role>`, transactional id `<group>-<role>-<instance>`
+    cluster = settings.cluster.enabled
     if isinstance(found, TransactionalIdAuthorizationFailedError):
         ids = (
             f"'{w.group_id}-<edge|shards|gather>-{w.instance_id}'"

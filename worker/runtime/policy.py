@@ -76,8 +76,9 @@ def blame(
 ) -> Blame | None:
     """Which message the broker (or the client, before sending) refused for good, if any:
     the one `send` raised on (futures stop there), else the largest whose delivery failed
-    that way (not a record kafka-python aborted unsent: `aborted`). A rejection fails the other records of its broker batch too, so only one is
-    blamed per round; a replay that fails again blames the next."""
+    that way (not a record kafka-python aborted unsent: `aborted`). A rejection fails the
+    other records of its broker batch too, so only one is blamed per round; a replay that
+    fails again blames the next."""
     if isinstance(error, DETERMINISTIC) and len(futures) < len(messages):
         return Blame(len(futures), describe(error))
     failed = [
