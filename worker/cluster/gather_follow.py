@@ -28,7 +28,7 @@ from worker.cluster.gather_inputs import GatherInputs, paused
 from worker.cluster.gather_state import LogPartition, RestoredLog
 from worker.cluster.payloads import PayloadCheckpoint, PayloadJoin
 from worker.metrics import Metrics
-from worker.partitions import Assignment
+from worker.partitions import COMMITTED_TIMEOUT_MS, Assignment
 from worker.runtime.follower import Follower
 from worker.runtime.health import RoleHealth, Stop, forget_series
 from worker.runtime.replay import Unreadable
@@ -141,7 +141,7 @@ class GatherFollow:
         payloads_tp = TopicPartition(c.payloads, p)
         # the broker's answers first: one that fails changes nothing (no loss reported twice)
         starts = self.inputs.reader.beginning_offsets([log_tp, payloads_tp])
-        committed = consumer.committed(votes_tp)
+        committed = consumer.committed(votes_tp, timeout_ms=COMMITTED_TIMEOUT_MS)
         log_start = starts.get(log_tp, 0)
         if self.health.lost(c.fingerprints, p, start, log_start):
             start = log_start
