@@ -98,6 +98,23 @@ class Producer(KafkaProducer):
             self.close(timeout=1)
 
 
+def close_producer(producer: KafkaProducer, timeout: float) -> None:
+    """Close `producer`, waiting `timeout` seconds at most for what it still sends. kafka-python's
+    `close` flushes first and raises when a delivery does not complete in time (a paused or
+    gone broker) before it stops the producer's network thread: that thread, its sockets
+    and its retries would outlive every producer the worker replaces. Stopped here instead
+    (`Sender.force_close`: its pending deliveries fail), and the producer counts as closed."""
+    try:
+        producer.close(timeout=timeout)
+    except Exception:
+        log.warning("closing a producer raised; stopping its network thread", exc_info=True)
+        sender = getattr(producer, "_sender", None)
+        if sender is not None and sender.is_alive():
+            sender.force_close()
+            sender.join(timeout)
+        producer._closed = True  # `__del__` closes it no more
+
+
 def make_producer(settings: Settings) -> KafkaProducer:
     """Transactional (exactly-once) or idempotent (at-least-once) producer."""
     cfg: dict[str, Any] = {

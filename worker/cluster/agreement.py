@@ -93,12 +93,11 @@ def write(settings: Settings, topic: str, key: bytes | None, value: bytes) -> No
     producer = clients.Producer(
         **clients.common_config(settings.kafka), acks="all", enable_idempotence=True
     )
+    timeout = settings.kafka.request_timeout_ms / 1000
     try:
-        producer.send(topic, key=key, value=value, partition=0).get(
-            timeout=settings.kafka.request_timeout_ms / 1000
-        )
+        producer.send(topic, key=key, value=value, partition=0).get(timeout=timeout)
     finally:
-        producer.close()
+        clients.close_producer(producer, timeout)
 
 
 def agree(settings: Settings) -> Agreement:

@@ -273,15 +273,12 @@ class Publisher(Generic[T]):
         commit thread too: an abandoned commit may never return (`runtime.committer`)."""
         self._committer.stop()
         self._committer = Committer(f"{self.name}-commit")
-        try:
-            self.producer.close(timeout=5)
-        except Exception:
-            log.warning("%s: closing the failed producer raised", self.name, exc_info=True)
+        clients.close_producer(self.producer, timeout=5)
         self.producer = clients.make_producer(self.settings)
 
     def close(self) -> None:
         self._committer.stop()
-        self.producer.close(timeout=10)
+        clients.close_producer(self.producer, timeout=10)
 
 
 def _check_delivered(futures: Sequence[Any]) -> None:

@@ -1,11 +1,13 @@
 import gc
 import logging
+import threading
 
 import kafka.producer.kafka as kafka_producer
 import pytest
-from kafka import KafkaProducer
+from kafka import KafkaProducer, TopicPartition
+from kafka.errors import KafkaTimeoutError
 
-from worker.clients import Producer
+from worker.clients import Producer, close_producer
 
 UNREACHABLE = {"bootstrap_servers": "127.0.0.1:9", "api_version": (3, 0, 0)}
 
@@ -38,3 +40,22 @@ def test_kafka_pythons_own_producer_nulls_that_logger_when_collected(producer_lo
     del producer
     gc.collect()
     assert not isinstance(kafka_producer.log, logging.Logger)
+
+
+def _sender_threads() -> list:
+    return [t for t in threading.enumerate() if type(t).__name__ == "Sender" and t.is_alive()]
+
+
+def test_a_producer_whose_records_never_leave_is_closed_with_its_network_thread() -> None:
+    """kafka-python's `close` flushes first and raises when a record is not delivered in
+    time, leaving the producer's network thread running; `close_producer` stops it."""
+    before = set(_sender_threads())
+    producer = Producer(**UNREACHABLE)
+    # a record batch with no broker to take it (the public `send` would first wait for
+    # metadata that never comes)
+    producer._accumulator.append(TopicPartition("t", 0), 0, None, b"value", [])
+    with pytest.raises(KafkaTimeoutError):
+        producer.flush(timeout=0.2)  # what `close` meets first
+    close_producer(producer, timeout=0.2)
+    assert set(_sender_threads()) - before == set()
+    assert producer._closed
