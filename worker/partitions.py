@@ -22,6 +22,7 @@ import threading
 from collections.abc import Callable
 
 from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
+from kafka.errors import KafkaTimeoutError
 
 from worker.metrics import Metrics
 
@@ -126,6 +127,19 @@ def generation_of(consumer: KafkaConsumer) -> Callable[[], int]:
     return lambda: int(consumer.group_metadata().generation_id)
 
 
+def position(consumer: KafkaConsumer, tp: TopicPartition) -> int:
+    """The group consumer's position on `tp`, waiting `COMMITTED_TIMEOUT_MS` at most.
+    kafka-python's `position` first fetches the committed offsets of *every* assigned
+    partition without a position yet (one just assigned), from the group coordinator, and
+    without a timeout waits for it forever while the coordinator is away. Raises
+    `KafkaTimeoutError` (retriable: the caller's batch fails and is replayed) if `tp` has no
+    position in time."""
+    at = consumer.position(tp, timeout_ms=COMMITTED_TIMEOUT_MS)
+    if at is None:
+        raise KafkaTimeoutError(f"no position for {tp.topic}[{tp.partition}] in time")
+    return int(at)
+
+
 def rewind_to_committed(consumer: KafkaConsumer, topic: str, partitions: set[int]) -> None:
     """Seek partitions back to their committed offsets (or the beginning if none). Each
     look-up waits `COMMITTED_TIMEOUT_MS` at most: the callers retry (`retry.until_done`),
@@ -147,5 +161,5 @@ def update_lag(consumer: KafkaConsumer, topic: str, partitions: set[int], metric
         if high is None:
             continue
         with contextlib.suppress(Exception):  # not yet positioned after an assignment
-            lag = max(0, high - consumer.position(tp))
+            lag = max(0, high - consumer.position(tp, timeout_ms=0))
             metrics.consumer_lag.labels(topic, str(p)).set(lag)

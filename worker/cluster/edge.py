@@ -255,7 +255,9 @@ class EdgeRole:
             tp = TopicPartition(topic, p)
             end = self.consumer.highwater(tp)
             try:
-                lag = None if end is None else max(0, end - self.consumer.position(tp))
+                lag = (
+                    None if end is None else max(0, end - self.consumer.position(tp, timeout_ms=0))
+                )
             except Exception:  # not positioned yet after an assignment
                 lag = None
             if lag is not None:

@@ -18,7 +18,7 @@ from kafka import KafkaConsumer, TopicPartition
 
 from neardup_stream.sharded.join import Pending
 from neardup_stream.sharded.votes import unpack_record
-from worker import clients
+from worker import clients, partitions
 from worker.cluster.envelope import Envelope
 from worker.cluster.gather_state import Blocked, LogPartition
 from worker.cluster.payloads import PayloadCheckpoint, PayloadRecord
@@ -80,7 +80,7 @@ class GatherInputs:
         stopped at an unreadable votes record, that record (the consumer read past it, and
         the rest of that poll was dropped): a restart meets the record again."""
         votes = self.settings.cluster.votes
-        position = int(self.consumer.position(TopicPartition(votes, p)))
+        position = partitions.position(self.consumer, TopicPartition(votes, p))
         stopped = self.health.stopped_at(votes, p)
         return position if stopped is None else min(position, stopped)
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from kafka import TopicPartition
 from kafka.errors import KafkaTimeoutError
 
 from worker import retry
-from worker.partitions import COMMITTED_TIMEOUT_MS, rewind_to_committed
+from worker.partitions import COMMITTED_TIMEOUT_MS, position, rewind_to_committed
 
 
 class Consumer:
@@ -51,3 +52,26 @@ def test_a_coordinator_that_never_answers_leaves_the_recovery_stoppable() -> Non
         timer.cancel()
     assert stop.is_set() and consumer.seeks == {}
     assert consumer.timeouts and all(t == COMMITTED_TIMEOUT_MS for t in consumer.timeouts)
+
+
+class Positioned:
+    """A group consumer whose position on a partition is `at` (None: not found in time)."""
+
+    def __init__(self, at: int | None) -> None:
+        self.at, self.timeouts = at, []
+
+    def position(self, tp: TopicPartition, timeout_ms: int | None = None) -> int | None:
+        self.timeouts.append(timeout_ms)
+        return self.at
+
+
+def test_a_position_is_looked_up_within_the_timeout() -> None:
+    consumer = Positioned(42)
+    assert position(consumer, TopicPartition("votes", 0)) == 42  # type: ignore[arg-type]
+    assert consumer.timeouts == [COMMITTED_TIMEOUT_MS]
+
+
+def test_no_position_in_time_is_a_retriable_timeout_not_a_type_error() -> None:
+    with pytest.raises(KafkaTimeoutError) as raised:
+        position(Positioned(None), TopicPartition("votes", 3))  # type: ignore[arg-type]
+    assert raised.value.retriable and "votes[3]" in str(raised.value)
