@@ -14,6 +14,7 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
 from worker import kafka_join
+from worker.refusals import refused
 from worker.settings import KafkaSettings, Settings
 
 log = logging.getLogger(__name__)
@@ -115,16 +116,25 @@ def close_producer(producer: KafkaProducer, timeout: float) -> None:
         producer._closed = True  # `__del__` closes it no more
 
 
-def make_producer(settings: Settings) -> KafkaProducer:
-    """Transactional (exactly-once) or idempotent (at-least-once) producer."""
+LINGER_MS = 5
+DELIVERY_TIMEOUT_MS = 120_000  # kafka-python's default
+
+
+def producer_config(settings: Settings) -> dict[str, Any]:
+    """The producer's arguments. A record's delivery may take as long as a request may
+    (`kafka.request_timeout_ms` is also the publisher's deadline for a whole commit): with
+    kafka-python's fixed 120 s, a larger request timeout let a record expire unsent inside a
+    transaction still waiting for its commit."""
+    request_timeout_ms = settings.kafka.request_timeout_ms
     cfg: dict[str, Any] = {
         **common_config(settings.kafka),
         "acks": "all",
         "enable_idempotence": True,
-        "linger_ms": 5,
+        "linger_ms": LINGER_MS,
+        "delivery_timeout_ms": max(DELIVERY_TIMEOUT_MS, request_timeout_ms + LINGER_MS),
         "batch_size": 262_144,
         "max_request_size": settings.worker.output_max_message_bytes,
-        "request_timeout_ms": settings.kafka.request_timeout_ms,
+        "request_timeout_ms": request_timeout_ms,
         # kafka-python's sender sleeps this before every retried transactional request (its
         # 20 ms override for AddPartitionsToTxn is never read). Back to back, a transaction's
         # AddOffsetsToTxn is often refused while the previous one completes
@@ -134,11 +144,19 @@ def make_producer(settings: Settings) -> KafkaProducer:
     if settings.worker.exactly_once:
         cfg["transactional_id"] = settings.worker.transactional_id
         cfg["transaction_timeout_ms"] = settings.worker.transaction_timeout_ms
-    producer = Producer(**cfg)
+    return cfg
+
+
+def make_producer(settings: Settings) -> KafkaProducer:
+    """Transactional (exactly-once) or idempotent (at-least-once) producer."""
+    producer = Producer(**producer_config(settings))
     if settings.worker.exactly_once:
         try:
             producer.init_transactions()
-        except BaseException:  # the caller retries with a new producer: close this one
+        except BaseException as exc:  # the caller retries with a new producer: close this one
             producer.close(timeout=0)
+            setting = refused(exc, settings)  # unless the broker refuses a setting
+            if setting is not None:
+                raise setting from exc
             raise
     return producer

@@ -36,6 +36,7 @@ from worker.authorization import denied
 from worker.loop import Worker
 from worker.metrics import MetricsServer, build_metrics
 from worker.reachability import announce_unreachable, throttle_kafka_connection_logs
+from worker.refusals import SettingRefused
 from worker.runtime.membership import InstanceConflict
 from worker.security_errors import EXIT_CONFIG, SecurityFailure
 from worker.settings import Settings
@@ -206,8 +207,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     announce_unreachable(settings.kafka.bootstrap_servers)
     try:
         worker.run()
-    except (SecurityFailure, InstanceConflict) as exc:  # configuration: said once, no traceback
-        log.error("%s", exc)
+    except (SecurityFailure, InstanceConflict, SettingRefused) as exc:
+        log.error("%s", exc)  # configuration: said once, no traceback
         return EXIT_CONFIG
     except Exception as exc:
         failure = denied(exc, settings)  # an ACL the broker enforces: configuration too

@@ -11,6 +11,7 @@ from typing import TypeVar
 from kafka.errors import KafkaError
 
 from worker.authorization import denial_in
+from worker.refusals import SettingRefused
 from worker.runtime import shutdown
 
 log = logging.getLogger(__name__)
@@ -50,8 +51,8 @@ def until_done(stop: threading.Event, max_s: float, action: Callable[[], None]) 
             action()
             return
         except Exception as exc:
-            if denial_in(exc) is not None:  # an ACL: retrying cannot grant it
-                raise
+            if denial_in(exc) is not None or isinstance(exc, SettingRefused):
+                raise  # an ACL, a setting the broker refuses: retrying cannot change them
             attempt += 1
             delay = backoff_s(max_s, attempt)
             log.exception("recovery step failed; retrying in %.1f s", delay)

@@ -125,7 +125,12 @@ class WorkerSettings(_Section):
     metadata_max_age_ms: int = Field(
         30_000, ge=1000, description="how soon input partitions added at runtime are seen"
     )
-    transaction_timeout_ms: int = Field(60_000, ge=1000)
+    transaction_timeout_ms: int = Field(
+        60_000,
+        ge=1000,
+        description="transaction timeout; at most the broker's transaction.max.timeout.ms "
+        "(900000 unless set), or the worker exits at start-up saying so",
+    )
     max_message_bytes: int = Field(
         8 * 1024 * 1024, ge=1024, le=512 * 1024 * 1024, description="larger inputs go to the DLQ"
     )

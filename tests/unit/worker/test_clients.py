@@ -7,7 +7,8 @@ import pytest
 from kafka import KafkaProducer, TopicPartition
 from kafka.errors import KafkaTimeoutError
 
-from worker.clients import Producer, close_producer
+from worker.clients import Producer, close_producer, producer_config
+from worker.settings import Settings
 
 UNREACHABLE = {"bootstrap_servers": "127.0.0.1:9", "api_version": (3, 0, 0)}
 
@@ -59,3 +60,13 @@ def test_a_producer_whose_records_never_leave_is_closed_with_its_network_thread(
     close_producer(producer, timeout=0.2)
     assert set(_sender_threads()) - before == set()
     assert producer._closed
+
+
+@pytest.mark.parametrize("request_timeout_ms", [30_000, 300_000])
+def test_a_record_may_take_as_long_to_deliver_as_a_request(request_timeout_ms: int) -> None:
+    """A request timeout above kafka-python's fixed 120 s delivery timeout let a record
+    expire unsent inside a transaction still waiting for its commit."""
+    settings = Settings.model_validate({"kafka": {"request_timeout_ms": request_timeout_ms}})
+    cfg = producer_config(settings)
+    assert cfg["request_timeout_ms"] == request_timeout_ms
+    assert cfg["delivery_timeout_ms"] >= max(120_000, request_timeout_ms + cfg["linger_ms"])
