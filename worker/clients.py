@@ -14,7 +14,6 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
 from worker import kafka_join
-from worker.refusals import refused
 from worker.settings import KafkaSettings, Settings
 
 log = logging.getLogger(__name__)
@@ -153,10 +152,7 @@ def make_producer(settings: Settings) -> KafkaProducer:
     if settings.worker.exactly_once:
         try:
             producer.init_transactions()
-        except BaseException as exc:  # the caller retries with a new producer: close this one
+        except BaseException:  # the caller retries with a new producer: close this one
             producer.close(timeout=0)
-            setting = refused(exc, settings)  # unless the broker refuses a setting
-            if setting is not None:
-                raise setting from exc
             raise
     return producer

@@ -36,7 +36,7 @@ from worker.authorization import denied
 from worker.loop import Worker
 from worker.metrics import MetricsServer, build_metrics
 from worker.reachability import announce_unreachable, throttle_kafka_connection_logs
-from worker.refusals import SettingRefused
+from worker.refusals import refused
 from worker.runtime.membership import InstanceConflict
 from worker.security_errors import EXIT_CONFIG, SecurityFailure
 from worker.settings import Settings
@@ -207,11 +207,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     announce_unreachable(settings.kafka.bootstrap_servers)
     try:
         worker.run()
-    except (SecurityFailure, InstanceConflict, SettingRefused) as exc:
+    except (SecurityFailure, InstanceConflict) as exc:
         log.error("%s", exc)  # configuration: said once, no traceback
         return EXIT_CONFIG
     except Exception as exc:
-        failure = denied(exc, settings)  # an ACL the broker enforces: configuration too
+        # an ACL the broker enforces, a setting it refuses: configuration too
+        failure = denied(exc, settings) or refused(exc, settings)
         if failure is None:
             raise
         log.error("%s", failure)

@@ -1,44 +1,62 @@
 """Settings the broker refuses, as configuration errors.
 
 Some settings are checked only by the broker, on the request that uses them: a transaction
-timeout above the broker's `transaction.max.timeout.ms` is refused by InitProducerId, which
-kafka-python reports as a generic `KafkaError("Unexpected error in InitProducerIdResponse:
-[Error 50] InvalidTransactionTimeoutError")`. Retrying cannot change the broker's limit:
-before, the worker crashed at start-up with a traceback. `refused` names the setting, its
-value and the broker setting that bounds it; the worker exits with it, `EX_CONFIG`, as for
-an ACL (`worker.authorization`) or wrong credentials (`worker.security_errors`).
+timeout above its `transaction.max.timeout.ms` is refused by InitProducerId (kafka-python
+reports it as a generic `KafkaError("Unexpected error in InitProducerIdResponse: [Error 50]
+InvalidTransactionTimeoutError")`), a session timeout outside its
+`group.min.session.timeout.ms`..`group.max.session.timeout.ms` by JoinGroup. Retrying
+cannot change the broker's limits: before, the worker crashed with a traceback (a replica:
+one per role). `refusal_in` finds such a refusal in an exception, `refused` words it with
+the setting, its value and the broker setting that bounds it; `retry` does not retry one,
+and the worker exits with it, `EX_CONFIG`, as for an ACL (`worker.authorization`).
 """
 
 from __future__ import annotations
 
-from kafka.errors import InvalidTransactionTimeoutError
+from kafka.errors import InvalidSessionTimeoutError, InvalidTransactionTimeoutError, KafkaError
 
 from worker.settings import Settings
+
+REFUSALS: tuple[type[KafkaError], ...] = (
+    InvalidTransactionTimeoutError,
+    InvalidSessionTimeoutError,
+)
 
 
 class SettingRefused(RuntimeError):
     """The broker refuses a setting of this worker: a configuration error."""
 
 
-def refused(exc: BaseException | None, settings: Settings) -> SettingRefused | None:
-    """The failure to stop with if `exc` (or what it was raised from) is the broker refusing
-    one of `settings`, worded with the setting and how to fix it."""
+def refusal_in(exc: BaseException | None) -> type[KafkaError] | None:
+    """The kind of refusal in `exc` or the exceptions it was raised from, if any."""
     seen: set[int] = set()
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        if isinstance(exc, SettingRefused):
-            return exc
-        # kafka-python keeps the broker's error only in the message of a generic KafkaError
-        if isinstance(exc, InvalidTransactionTimeoutError) or (
-            InvalidTransactionTimeoutError.__name__ in str(exc)
-        ):
-            value = settings.worker.transaction_timeout_ms
-            return SettingRefused(
-                f"the Kafka broker at {settings.kafka.bootstrap_servers} refuses "
-                f"worker.transaction_timeout_ms = {value} "
-                "(NEARDUP_WORKER__TRANSACTION_TIMEOUT_MS): it is above the broker's "
-                "transaction.max.timeout.ms (900000 unless the broker sets another); "
-                "lower it, or raise the broker's limit"
-            )
+        for kind in REFUSALS:
+            # kafka-python may keep the broker's error only in a generic KafkaError's message
+            if isinstance(exc, kind) or (isinstance(exc, KafkaError) and kind.__name__ in str(exc)):
+                return kind
         exc = exc.__cause__ or exc.__context__
     return None
+
+
+def refused(exc: BaseException | None, settings: Settings) -> SettingRefused | None:
+    """The failure to stop with if `exc` holds the broker refusing one of `settings`."""
+    kind = refusal_in(exc)
+    if kind is None:
+        return None
+    w = settings.worker
+    if kind is InvalidTransactionTimeoutError:
+        setting, value = "worker.transaction_timeout_ms", w.transaction_timeout_ms
+        why = "it is above the broker's transaction.max.timeout.ms (900000 unless set)"
+    else:
+        setting, value = "worker.session_timeout_ms", w.session_timeout_ms
+        why = (
+            "it is outside the broker's group.min.session.timeout.ms .. "
+            "group.max.session.timeout.ms (6000 .. 1800000 unless set)"
+        )
+    variable = "NEARDUP_" + setting.upper().replace(".", "__")
+    return SettingRefused(
+        f"the Kafka broker at {settings.kafka.bootstrap_servers} refuses {setting} = {value} "
+        f"({variable}): {why}; change it, or the broker's limit"
+    )

@@ -103,9 +103,14 @@ class TopicSettings(_Section):
 class WorkerSettings(_Section):
     """The consume -> decide -> produce -> commit loop."""
 
-    group_id: str = "neardup"
+    group_id: str = Field(
+        "neardup",
+        min_length=1,
+        description="consumer group; names the pipeline's derived topics and its transactional ids",
+    )
     instance_id: str = Field(
         default_factory=socket.gethostname,
+        min_length=1,
         description="stable per worker replica; names its transactional id",
     )
     exactly_once: bool = True

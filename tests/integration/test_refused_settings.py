@@ -12,25 +12,27 @@ from tests.integration.harness import Topics, WorkerProcess
 from worker.security_errors import EXIT_CONFIG
 
 pytestmark = pytest.mark.integration
-ABOVE_THE_BROKERS_LIMIT = 900_001  # the broker's transaction.max.timeout.ms is 900000
+# each above the broker's default limit: transaction.max.timeout.ms, group.max.session.timeout.ms
+REFUSED = {"transaction_timeout_ms": 900_001, "session_timeout_ms": 1_800_001}
 
 
+@pytest.mark.parametrize("setting", sorted(REFUSED))
 @pytest.mark.parametrize("mode", [[], ["--cluster"]], ids=["plain", "cluster"])
-def test_a_transaction_timeout_above_the_brokers_limit_ends_start_up_with_one_clear_error(
-    kafka_bootstrap: str, topics: Topics, tmp_path: Path, mode: list[str]
+def test_a_timeout_above_the_brokers_limit_ends_start_up_with_one_clear_error(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path, mode: list[str], setting: str
 ) -> None:
+    value = REFUSED[setting]
     worker = WorkerProcess(
         kafka_bootstrap,
         topics,
         "g-" + topics.input,
         tmp_path / "w.log",
         extra=mode,
-        env={"NEARDUP_WORKER__TRANSACTION_TIMEOUT_MS": str(ABOVE_THE_BROKERS_LIMIT)},
+        env={f"NEARDUP_WORKER__{setting.upper()}": str(value)},
     ).start()
     assert worker.wait_exit(120) == EXIT_CONFIG, worker.log()
     log = worker.log()
     assert "Traceback" not in log, log
-    lines = [line for line in log.splitlines() if "refuses worker.transaction_timeout_ms" in line]
+    lines = [line for line in log.splitlines() if f"refuses worker.{setting} = {value}" in line]
     assert len(lines) == 1, log
-    assert f"= {ABOVE_THE_BROKERS_LIMIT}" in lines[0]
-    assert "transaction.max.timeout.ms" in lines[0]
+    assert "timeout.ms" in lines[0].split("):")[1]  # the broker's bound

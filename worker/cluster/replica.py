@@ -29,7 +29,7 @@ from worker.cluster.handover import Handover
 from worker.cluster.shard import ShardRole
 from worker.cluster.single_stage import SingleStage
 from worker.metrics import Metrics
-from worker.refusals import SettingRefused
+from worker.refusals import refusal_in
 from worker.runtime import shutdown
 from worker.runtime.membership import InstanceConflict
 from worker.runtime.overlap import Overlapped
@@ -195,10 +195,8 @@ class Replica:
             if isinstance(exc, InstanceConflict):  # a configuration error: said once, no trace
                 log.error("%s", exc)
                 self._conflict = exc
-            elif isinstance(exc, SettingRefused) or (
-                isinstance(exc, Exception) and denial_in(exc) is not None
-            ):  # a setting the broker refuses, an ACL: `main` says it once
-                self._conflict = exc
+            elif isinstance(exc, Exception) and (denial_in(exc) or refusal_in(exc)):
+                self._conflict = exc  # an ACL, a setting the broker refuses: `main` says it
             else:
                 log.exception("%s failed; stopping the replica", name)
             self._failed.append(name)

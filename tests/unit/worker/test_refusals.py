@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from kafka.errors import InvalidTransactionTimeoutError, KafkaError, KafkaTimeoutError
+from kafka.errors import (
+    InvalidSessionTimeoutError,
+    InvalidTransactionTimeoutError,
+    KafkaError,
+    KafkaTimeoutError,
+)
 
 from worker.refusals import SettingRefused, refused
 from worker.settings import Settings
 
 
 def settings() -> Settings:
-    return Settings.model_validate({"worker": {"transaction_timeout_ms": 1_000_000}})
+    return Settings.model_validate(
+        {"worker": {"transaction_timeout_ms": 1_000_000, "session_timeout_ms": 2_000_000}}
+    )
 
 
 def test_kafka_pythons_generic_init_producer_id_error_names_the_setting() -> None:
@@ -36,3 +43,11 @@ def test_a_refusal_raised_from_another_error_is_found() -> None:
 def test_other_errors_are_not_refusals() -> None:
     assert refused(KafkaTimeoutError("no answer"), settings()) is None
     assert refused(None, settings()) is None
+
+
+def test_a_session_timeout_the_group_coordinator_refuses_names_its_setting() -> None:
+    found = refused(InvalidSessionTimeoutError(), settings())
+    assert found is not None
+    assert "worker.session_timeout_ms = 2000000" in str(found)
+    assert "NEARDUP_WORKER__SESSION_TIMEOUT_MS" in str(found)
+    assert "group.max.session.timeout.ms" in str(found)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+from kafka.errors import InvalidSessionTimeoutError
+
 from worker import retry
 
 
@@ -39,3 +42,19 @@ def test_a_stopped_caller_does_not_run_the_step() -> None:
     calls: list[int] = []
     retry.until_done(stop, 0.0, lambda: calls.append(1))
     assert calls == []
+
+
+def test_a_setting_the_broker_refuses_is_not_retried() -> None:
+    calls = []
+
+    def join() -> None:
+        calls.append(1)
+        raise InvalidSessionTimeoutError()
+
+    for attempt in (
+        lambda: retry.until_done(threading.Event(), 0.01, join),
+        lambda: retry.until_stopped(threading.Event(), lambda n: 0.01, join),
+    ):
+        with pytest.raises(InvalidSessionTimeoutError):
+            attempt()
+    assert len(calls) == 2
