@@ -52,3 +52,11 @@ def test_the_producer_retry_backoff_comes_from_the_environment(
 ) -> None:
     monkeypatch.setenv("NEARDUP_KAFKA__PRODUCER_RETRY_BACKOFF_MS", "35")
     assert Settings().kafka.producer_retry_backoff_ms == 35
+
+
+@pytest.mark.parametrize("name", ["group_id", "instance_id"])
+def test_an_empty_group_or_instance_id_is_refused(name: str) -> None:
+    """An empty group id derived the default group's topic names while the worker joined
+    the empty group: two pipelines' names mixed."""
+    with pytest.raises(ValidationError, match=name):
+        Settings.model_validate({"worker": {name: ""}})
