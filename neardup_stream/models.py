@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -39,8 +39,18 @@ class Document(BaseModel):
     title: str | None = None
     url: str | None = None
     lang: str | None = None
-    timestamp: datetime | None = Field(None, description="event time; retention uses it")
+    timestamp: datetime | None = Field(
+        None, description="event time; retention uses it; UTC unless it names its offset"
+    )
     metadata: dict[str, Any] | None = None
+
+    @field_validator("timestamp")
+    @classmethod
+    def _timestamp_in_utc(cls, v: datetime | None) -> datetime | None:
+        # Without an offset, a time is UTC: read in the host's own zone it was filed under
+        # another second on each machine, and near year 1 or 9999 it could not be converted
+        # at all (`datetime.timestamp` raised, and the engine with it).
+        return v if v is None or v.tzinfo is not None else v.replace(tzinfo=UTC)
 
     @field_validator("id")
     @classmethod

@@ -85,3 +85,30 @@ def test_a_far_past_document_evicts_nothing_and_changes_no_decision(stamp: float
         got.append(disturbed.check(d, now=t))
     assert got == expected
     assert any(d.is_duplicate for d in expected) and len(plain) < len(stream)
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Tokyo", "America/Los_Angeles"])
+@pytest.mark.parametrize(
+    ("given", "seconds"),
+    [
+        ("2026-01-01T00:00:00", 1_767_225_600),
+        ("0001-01-01T00:00:00", 0),  # far past: clipped to 0, never an error
+        ("0001-01-01", 0),
+        ("9999-12-31T23:59:59", T0 + HOUR),  # far future: clamped to real + skew
+    ],
+)
+def test_a_time_without_an_offset_is_utc_on_every_host(
+    monkeypatch: pytest.MonkeyPatch, zone: str, given: str, seconds: float
+) -> None:
+    """Read in the host's own zone, a naive time was filed under another second on each
+    machine, and near year 1 or 9999 `datetime.timestamp` raised (the engine with it)."""
+    import time
+
+    monkeypatch.setenv("TZ", zone)
+    time.tzset()
+    try:
+        stamp = Document(id="a", text="x", timestamp=given).timestamp
+        assert event_times([stamp], T0 + 0.0, HOUR, [T0 + HOUR]).tolist() == [seconds]
+    finally:
+        monkeypatch.undo()
+        time.tzset()
