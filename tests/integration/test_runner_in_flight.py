@@ -265,6 +265,29 @@ def test_a_batch_the_step_fails_on_is_bisected_to_its_input_which_is_dead_letter
         committed.close()
 
 
+def test_a_synchronous_role_that_judges_its_step_bisects_and_dead_letters_the_input_once(
+    kafka_bootstrap: str, unique_topic: Callable[[str], str]
+) -> None:
+    """`role.Judging` (the cluster's edge): the same bisection without a commit in flight;
+    before, a synchronous role's failed step was retried as it was, for good."""
+    topic, out = unique_topic("in"), unique_topic("out")
+    values = [f"doc-{i}".encode() for i in range(20)]
+    values[13] = POISON
+    produce(kafka_bootstrap, topic, values, keys=False)
+    echo = start_echo(kafka_bootstrap, topic, out, backoff_s=30.0, synchronous=True)
+    role = echo.role
+    try:
+        echo.wait_committed(len(values))
+    finally:
+        echo.finish()
+    got = [m.value for m in read_all(kafka_bootstrap, out, len(values))]
+    assert got == [b"dead" if v == POISON else v.upper() for v in values]
+    assert role.failed_batches[0] == 8 and role.failed_batches[-1] == 1
+    assert all(n > 1 for n in role.failed_batches[:-1]) and len(role.dead) == 1
+    failures = echo.metrics.role_failures.labels("echo")._value.get()
+    assert failures == len(role.failed_batches)
+
+
 def test_group_polls_the_broker_refuses_are_retried_and_the_role_keeps_running(
     kafka_bootstrap: str, unique_topic: Callable[[str], str]
 ) -> None:

@@ -4,7 +4,8 @@ A `runtime.role.Role`: the runner polls, steps, publishes and applies the failur
 failed transaction replays from the committed input offsets with a halved batch (the rewind
 retried until it succeeds); a dead letter the broker rejects for good is blamed on its
 input, which the replay dead-letters as `unpublishable` (then without payload), as the single
-worker and the gather do, instead of retrying the same rejection forever. The
+worker and the gather do, instead of retrying the same rejection forever; an input the
+engine fails on is bisected down to and dead-lettered as `internal_error` (`step_failed`). The
 consumer lag of the input partitions is exported as the single worker does
 (`neardup_consumer_lag_messages`) and as the edge's `neardup_role_lag_messages`. Inputs
 retention deleted before the edge read them are reported as lost (`input_start`).
@@ -19,6 +20,7 @@ import time
 from typing import Any
 
 from kafka import OffsetAndMetadata, TopicPartition
+from kafka.errors import KafkaError
 
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from worker import clients, failpoints, retry
@@ -33,7 +35,7 @@ from worker.records import InputRecord, Source
 from worker.rejections import Rejections
 from worker.runtime.health import RoleHealth, forget_series
 from worker.runtime.publisher import Transaction
-from worker.runtime.role import Limits, Output, role_settings
+from worker.runtime.role import Limits, Output, Verdict, role_settings
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -119,6 +121,21 @@ class EdgeRole:
             Transaction(out.messages, out.sources, offsets), out
         )
         return plain
+
+    def step_failed(self, polled: list[InputRecord], error: Exception) -> Verdict:
+        """The step raised (`runtime.role.Judging`). A broker's error is retried; anything
+        else is taken for the engine failing on an input: the batch is bisected down to it
+        and the replay dead-letters it (`internal_error`), as the single worker does, so one
+        input cannot hold its partition back for good."""
+        if isinstance(error, (KafkaError, OSError)):
+            return Verdict.RETRY
+        if len(polled) == 1:
+            self.rejections.undecidable(polled[0].source, error)
+            return Verdict.DEAD_LETTERED
+        log.error(
+            "edge: ingesting %d records failed; retrying smaller", len(polled), exc_info=error
+        )
+        return Verdict.BISECT
 
     def committed(self, carried: Ingested | Staged, at: float) -> None:
         if isinstance(carried, Staged):  # a single-stage transaction: all three roles'

@@ -4,7 +4,8 @@ A `Role` polls, steps (an `Output`: one `Transaction` and what it carries until 
 counts what committed and rebuilds what ran ahead of a failed commit, within the `Limits` the
 failure policy sets. A role whose commit stays in flight (the single worker; the shard and
 gather roles through `runtime.overlap`) adds `InFlight` and judges a step that raises with a
-`Verdict`. Each cluster role has its own group (`role_settings`).
+`Verdict`; a synchronous role whose step reads inputs (the edge) judges it through
+`Judging`. Each cluster role has its own group (`role_settings`).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Generic, NamedTuple, Protocol, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from kafka import KafkaConsumer
 
@@ -81,6 +82,15 @@ class Verdict(Enum):
     RETRY = "retry"  # count a failure and back off
     BISECT = "bisect"  # shrink the next batch without backoff, down to the input causing it
     DEAD_LETTERED = "dead_lettered"  # the input is dead-lettered on the replay: no backoff
+
+
+@runtime_checkable
+class Judging(Protocol[PolledIn]):
+    """A synchronous role that judges its step raising on a batch (the edge: an input its
+    engine fails on is bisected down to and dead-lettered, as in the single worker); the
+    others' failed steps are retried (`Verdict.RETRY`)."""
+
+    def step_failed(self, polled: PolledIn, error: Exception) -> Verdict: ...
 
 
 class InFlight(Protocol[PolledIn, Carried]):

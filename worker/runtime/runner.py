@@ -54,7 +54,7 @@ from worker.runtime.broker_gone import GIVE_UP_S, BrokerGone, Streak
 from worker.runtime.membership import Membership
 from worker.runtime.policy import FailurePolicy
 from worker.runtime.publisher import Publisher, PublishFailure
-from worker.runtime.role import Carried, InFlight, Limits, Polled, Role, Verdict
+from worker.runtime.role import Carried, InFlight, Judging, Limits, Polled, Role, Verdict
 
 log = logging.getLogger(__name__)
 MIN_TXN_BYTES = 1 << 20  # the byte cap never shrinks below this
@@ -129,7 +129,10 @@ class RoleRunner(Generic[Polled, Carried]):
             try:
                 output = role.step(polled, limits)
             except Exception as exc:  # the step failed: as if its transaction had
-                self._failed(PublishFailure(exc, None))
+                judged = role.step_failed(polled, exc) if isinstance(role, Judging) else None
+                if judged is Verdict.BISECT:
+                    policy.bisect()
+                self._failed(PublishFailure(exc, None), backoff=judged in (None, Verdict.RETRY))
                 continue
             if output is None:
                 continue
@@ -267,9 +270,12 @@ class RoleRunner(Generic[Polled, Carried]):
         shutdown.pause(self._stop, delay)
         self.in_flight.recover(None, None)
 
-    def _failed(self, failure: PublishFailure[Carried] | PublishFailure[None]) -> None:
-        """Blame, halve (`_bisected`), or count a failure and back off; then the role
-        rebuilds and rewinds."""
+    def _failed(
+        self, failure: PublishFailure[Carried] | PublishFailure[None], backoff: bool = True
+    ) -> None:
+        """Blame, halve (`_bisected`), or count a failure and back off (unless the role
+        judged its failed step: bisected or dead-lettered, `Judging`); then the role rebuilds
+        and rewinds."""
         role = self.role
         self.metrics.role_failures.labels(role.name).inc()
         self.membership.fenced(failure.error)
@@ -281,7 +287,7 @@ class RoleRunner(Generic[Polled, Carried]):
         else:
             if role.health is not None:
                 role.health.failed()
-            if not self._bisected(failure):
+            if backoff and not self._bisected(failure):
                 delay = self.policy.failed()
                 what = "" if failure.blamed is None else f" (refused: {failure.blamed.why})"
                 log.error(
