@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from kafka import KafkaAdminClient
-from kafka.admin import ConfigResource, ConfigResourceType
+from kafka import KafkaAdminClient, KafkaProducer
+from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
 from tests.integration.harness import Topics, decisions, read_all
 from tests.integration.test_cluster_stops import wait_metric
@@ -77,5 +77,43 @@ def test_a_dead_letter_the_broker_rejects_is_dead_lettered_again_without_payload
             worker, "neardup_dlq_messages_total", 'reason="unpublishable"', lambda v: v == 1
         )
         assert worker.alive() and worker.http("/healthz")[0] == 200
+    finally:
+        assert worker.stop() == 0, worker.log()
+
+
+def test_a_document_as_large_as_allowed_with_a_large_key_is_decided_through_three_stages(
+    kafka_bootstrap: str, kafka_admin: KafkaAdminClient, topics: Topics, tmp_path: Path
+) -> None:
+    """The edge's payload record carried the input key: a value at the limit with a key
+    larger than the record headroom made it larger than any record the producer may send,
+    blamed on no input, and the edge retried that batch for good. A key the gather never
+    uses (only a dead letter's short key is kept) is no longer carried."""
+    limit = 200_000
+    docs = stream(6, seed=45)
+    text = " ".join(f"w{j}" for j in range(limit // 4))
+    big = {"id": "big-key", "text": text[: limit - 100]}
+    value = json.dumps(big).encode()
+    assert limit - 200 < len(value) <= limit
+    env = {
+        "NEARDUP_CLUSTER__SINGLE_STAGE": "false",
+        "NEARDUP_WORKER__MAX_MESSAGE_BYTES": str(limit),
+    }
+    # an input topic of the user's, taking records larger than the worker's limit
+    config = {"max.message.bytes": str(1 << 20)}
+    kafka_admin.create_topics([NewTopic(topics.input, 1, 1, topic_configs=config)])
+    [worker] = replicas(kafka_bootstrap, topics, tmp_path, 1, env_extra=env)
+    try:
+        worker.wait_ready()
+        producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks="all")
+        sent = [producer.send(topics.input, key=b"K" * 70_000, value=value, partition=0)]
+        for d in docs:
+            sent.append(producer.send(topics.input, value=json.dumps(d).encode(), partition=0))
+        for f in sent:
+            f.get(timeout=30)
+        producer.close()
+        got = decisions(kafka_bootstrap, topics, len(docs) + 1, timeout=180)
+        assert set(got) == {"big-key", *(str(d["id"]) for d in docs)}
+        assert all(len(v) == 1 for v in got.values())
+        assert worker.alive() and "refused a record of the batch" not in worker.log()
     finally:
         assert worker.stop() == 0, worker.log()

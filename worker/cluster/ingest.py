@@ -23,7 +23,7 @@ from neardup_stream.models import Parsed
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.fingerprints import FingerprintBatch
 from neardup_stream.sharded.home import domain_partition
-from worker.admission import DecideRules, admit, record_times
+from worker.admission import MAX_DLQ_KEY_BYTES, DecideRules, admit, record_times
 from worker.cluster.envelope import POSITION_BITS, decided_record, packed
 from worker.cluster.payloads import Passage, PayloadRecord
 from worker.codec import OutMessage
@@ -111,7 +111,9 @@ def ingest(
             chunk = kept[a:b]
             inputs = [r.source for r in chunk]
             value = decided_record(inputs) if single_stage else packed(fb.pack(), inputs)
-            passages = [Passage(r.source, r.timestamp_ms, r.key, r.value or b"") for r in chunk]
+            passages = [
+                Passage(r.source, r.timestamp_ms, carried_key(r.key), r.value or b"") for r in chunk
+            ]
             out.appends.append(LogAppend(len(out.messages), passages, fb))
             out.messages.append(OutMessage(log.fingerprints, None, value, partition=partition))
             out.sources.append(None)  # they hold many inputs: none to blame
@@ -121,6 +123,14 @@ def ingest(
                 out.sources.append(None)
             out.documents += b - a
     return out
+
+
+def carried_key(key: bytes | None) -> bytes | None:
+    """The input key a passage carries to the gather: only a key a dead letter keeps (up to
+    `MAX_DLQ_KEY_BYTES`; a pass-through is keyed by the document id). A larger one would
+    make a payload record of a value at the size limit larger than the producer may send,
+    a record blamed on no input, retried for good."""
+    return key if key is None or len(key) <= MAX_DLQ_KEY_BYTES else None
 
 
 def fingerprint_bytes(config: DedupConfig) -> int:
@@ -138,11 +148,11 @@ def fingerprint_bytes(config: DedupConfig) -> int:
 def _chunks(records: list[InputRecord], limit: int, room: int) -> list[tuple[int, int]]:
     """Ranges of `records` whose fingerprint and payload records each stay within `limit`
     bytes plus the topic's headroom (a lone record always fits: inputs are at most `limit`
-    bytes), each record counted with its value, its key and `room` (more than either
-    record's per-document overhead)."""
+    bytes and a carried key at most `MAX_DLQ_KEY_BYTES`), each record counted with its value,
+    its carried key and `room` (more than either record's per-document overhead)."""
     out, start, size = [], 0, 0
     for i, r in enumerate(records):
-        need = len(r.value or b"") + len(r.key or b"") + room
+        need = len(r.value or b"") + len(carried_key(r.key) or b"") + room
         if i > start and (size + need > limit or i - start >= MAX_DOCUMENTS):
             out.append((start, i))
             start, size = i, 0
