@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from neardup_stream.fingerprint.normalize import fold
+from neardup_stream.mapping import DEFAULT_MAPPING, InputMapping
+from neardup_stream.models import MAX_TEXT_CHARS
 from neardup_stream.parsing import ParseError, parse_document
-from neardup_stream.plain_objects import parse_input
+from neardup_stream.plain_objects import MAX_FOLDED_CHARS, folded_length, parse_input
 
 LIMIT = 1 << 20
 _PIECES = [
@@ -70,3 +74,33 @@ def test_deep_nesting_and_oversized_inputs_take_parse_document() -> None:
     deep = b'{"id":"a","text":"b","extra":' + b"[" * 600 + b"]" * 600 + b"}"
     _same(deep)
     _same(b'{"id":"a","text":"' + b"x" * LIMIT + b'"}')
+
+
+@pytest.mark.parametrize("mapping", [DEFAULT_MAPPING, InputMapping(text_fields=("text",))])
+def test_a_text_folding_past_the_limit_is_too_large_whichever_path_reads_it(
+    mapping: InputMapping,
+) -> None:
+    """U+FDFA folds to 18 code points: 300,000 of them (0.9 MB of UTF-8, within every
+    input limit) fold to 5.4M, past `MAX_FOLDED_CHARS`; fingerprinted, 2M of them took
+    3.4 GB."""
+    raw = json.dumps({"id": "x", "text": "\ufdfa" * 300_000}, ensure_ascii=False).encode()
+    got = parse_input(raw, 8 << 20, mapping)
+    assert isinstance(got, ParseError) and got.reason == "too_large"
+    assert str(MAX_FOLDED_CHARS) in got.message and "5400000" in got.message
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["a" * MAX_TEXT_CHARS, "\u4e2d" * MAX_TEXT_CHARS, "\ufdfa" * (MAX_FOLDED_CHARS // 18)],
+    ids=["ascii", "cjk", "ligature-at-the-limit"],
+)
+def test_texts_folding_within_the_limit_are_kept(text: str) -> None:
+    raw = json.dumps({"id": "x", "text": text}, ensure_ascii=False).encode()
+    got = parse_input(raw, 16 << 20)
+    assert not isinstance(got, ParseError) and got.text == text
+
+
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(st.characters(exclude_categories=("Cs",)), max_size=80))
+def test_the_folded_length_bounds_the_text_folded_whole(text: str) -> None:
+    assert folded_length(text) >= len(fold(text))
