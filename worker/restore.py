@@ -142,7 +142,9 @@ def _warn_empty(topic: str, partition: int, committed: int | None, pipeline: Pip
     log.warning(
         "changelog topic %s holds no records for partitions [%d], but the group already "
         "committed input offsets {%d: %s} there: its index starts empty, so documents decided "
-        "before are not known. If an earlier version or setting wrote them to another "
+        "before are not known (nothing is missing if none of them was indexed: every one "
+        "dead-lettered, or aged out by retention). If an earlier version or setting wrote them "
+        "to another "
         "changelog (the default used to be neardup.changelog for every group), set "
         "--changelog-topic / NEARDUP_TOPICS__CHANGELOG to it. Pipeline: %s",
         topic,
