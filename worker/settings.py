@@ -295,8 +295,8 @@ class Settings(EngineSettings):
         if (
             settings.cluster.enabled
             and "home_shards" not in dedup.model_fields_set
-            and not dedup.precise
-            and not dedup.longest_sentences  # refused below, naming it
+            and not dedup.precise  # both refused below, naming them
+            and not dedup.longest_sentences
         ):
             values = {**dedup.model_dump(exclude_unset=True), "home_shards": CLUSTER_HOME_SHARDS}
             object.__setattr__(settings, "dedup", DedupConfig.model_validate(values))
@@ -314,6 +314,11 @@ class Settings(EngineSettings):
                 "cluster.enabled (--cluster) needs worker.exactly_once: the scale-out roles "
                 "exchange votes and decisions in transactions; drop --at-least-once or "
                 "NEARDUP_WORKER__EXACTLY_ONCE=false"
+            )
+        if self.dedup.precise:
+            raise ValueError(
+                "dedup.precise (--precise) works in the single worker only: the scale-out "
+                "roles keep no shingle sets; drop --cluster or --precise"
             )
         if self.dedup.longest_sentences:
             raise ValueError(

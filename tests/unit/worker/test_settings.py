@@ -60,3 +60,9 @@ def test_an_empty_group_or_instance_id_is_refused(name: str) -> None:
     the empty group: two pipelines' names mixed."""
     with pytest.raises(ValidationError, match=name):
         Settings.model_validate({"worker": {name: ""}})
+
+
+def test_precise_mode_with_cluster_is_refused_naming_it() -> None:
+    """Accepted with the home shards it implies (1), a replica crashed in its warm-up."""
+    with pytest.raises(ValidationError, match="precise"):
+        Settings.model_validate({"cluster": {"enabled": True}, "dedup": {"precise": True}})
