@@ -49,7 +49,8 @@ def test_cluster_mode_spreads_the_index_over_24_home_shards_unless_set() -> None
     assert from_flags("--cluster").dedup.home_shards == CLUSTER_HOME_SHARDS == 24
     assert from_flags().dedup.home_shards == 1  # the single worker is unchanged
     assert from_flags("--cluster", "--home-shards", "6").dedup.home_shards == 6
-    assert from_flags("--cluster", "--precise").dedup.home_shards == 1
+    with pytest.raises(ValidationError, match="precise"):  # no shingle sets in the roles
+        from_flags("--cluster", "--precise")
 
 
 def test_home_shards_from_the_environment_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
