@@ -23,7 +23,7 @@ from kafka.errors import (
     TransactionalIdAuthorizationFailedError,
 )
 
-from worker.security_errors import SecurityFailure
+from worker.security_errors import SecurityFailure, raised_from
 from worker.settings import Settings
 
 DOCS = "docs/secured-kafka.md#acls"
@@ -35,13 +35,7 @@ class AuthorizationFailure(SecurityFailure):
 
 def denial_in(exc: BaseException | None) -> AuthorizationError | None:
     """The ACL denial in `exc` or the exceptions it was raised from, if any."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, AuthorizationError):
-            return exc
-        exc = exc.__cause__ or exc.__context__
-    return None
+    return next((e for e in raised_from(exc) if isinstance(e, AuthorizationError)), None)
 
 
 def denial_among(error: BaseException, futures: Iterable[Any]) -> AuthorizationError | None:

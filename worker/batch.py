@@ -35,7 +35,7 @@ from worker.records import BatchOutput, InputRecord, Source
 from worker.rejections import Rejections
 from worker.runtime.health import RoleHealth
 from worker.runtime.publisher import PublishFailure, Transaction
-from worker.runtime.role import Limits, Output, Verdict
+from worker.runtime.role import Limits, Output, Verdict, isolate
 from worker.scope import WithinPartitionWarning
 from worker.settings import Settings
 
@@ -153,11 +153,7 @@ class BatchRole:
         if isinstance(error, Unrecordable):
             self.rejections.unpublishable(error.source, str(error))
             return Verdict.DEAD_LETTERED
-        if len(polled) == 1:
-            self.rejections.undecidable(polled[0].source, error)
-            return Verdict.DEAD_LETTERED
-        log.error("deciding %d records failed; retrying smaller", len(polled), exc_info=error)
-        return Verdict.BISECT
+        return isolate([r.source for r in polled], error, self.rejections, "deciding")
 
     def aborted(self) -> None:
         self.metrics.transaction_aborts.inc()

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from kafka.errors import InvalidSessionTimeoutError, InvalidTransactionTimeoutError, KafkaError
 
+from worker.authorization import denial_in
+from worker.security_errors import raised_from
 from worker.settings import Settings
 
 REFUSALS: tuple[type[KafkaError], ...] = (
@@ -29,15 +31,18 @@ class SettingRefused(RuntimeError):
 
 def refusal_in(exc: BaseException | None) -> type[KafkaError] | None:
     """The kind of refusal in `exc` or the exceptions it was raised from, if any."""
-    seen: set[int] = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
+    for e in raised_from(exc):
         for kind in REFUSALS:
             # kafka-python may keep the broker's error only in a generic KafkaError's message
-            if isinstance(exc, kind) or (isinstance(exc, KafkaError) and kind.__name__ in str(exc)):
+            if isinstance(e, kind) or (isinstance(e, KafkaError) and kind.__name__ in str(e)):
                 return kind
-        exc = exc.__cause__ or exc.__context__
     return None
+
+
+def retrying_cannot_fix(exc: BaseException) -> bool:
+    """Whether `exc` holds an ACL denial (`authorization`) or a setting the broker refuses:
+    configuration errors, raised past every retry and said once by `main`."""
+    return denial_in(exc) is not None or refusal_in(exc) is not None
 
 
 def refused(exc: BaseException | None, settings: Settings) -> SettingRefused | None:

@@ -10,8 +10,7 @@ from typing import TypeVar
 
 from kafka.errors import KafkaError
 
-from worker.authorization import denial_in
-from worker.refusals import refusal_in
+from worker.refusals import retrying_cannot_fix
 from worker.runtime import shutdown
 
 log = logging.getLogger(__name__)
@@ -33,8 +32,8 @@ def until_stopped(
         try:
             return action()
         except (KafkaError, OSError) as exc:
-            if denial_in(exc) is not None or refusal_in(exc) is not None:
-                raise  # an ACL, a setting the broker refuses: retrying cannot change them
+            if retrying_cannot_fix(exc):
+                raise
             attempt += 1
             delay = delay_for(attempt)
             log.warning("broker not usable yet (%r); retrying in %.1f s", exc, delay)
@@ -51,8 +50,8 @@ def until_done(stop: threading.Event, max_s: float, action: Callable[[], None]) 
             action()
             return
         except Exception as exc:
-            if denial_in(exc) is not None or refusal_in(exc) is not None:
-                raise  # an ACL, a setting the broker refuses: retrying cannot change them
+            if retrying_cannot_fix(exc):
+                raise
             attempt += 1
             delay = backoff_s(max_s, attempt)
             log.exception("recovery step failed; retrying in %.1f s", delay)

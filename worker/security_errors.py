@@ -41,18 +41,25 @@ class Cause(NamedTuple):
     detail: str
 
 
+def raised_from(exc: BaseException | None) -> Iterator[BaseException]:
+    """`exc`, then each exception it was raised from (`__cause__`, else `__context__`), each
+    once: where the worker looks for a cause retrying cannot fix (here, `authorization`,
+    `refusals`)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__
+
+
 def cause_of(exc: BaseException) -> Cause | None:
     """The security failure in `exc` or the exceptions it was raised from, if any."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in raised_from(exc):
         if isinstance(current, (SaslAuthenticationFailedError, UnsupportedSaslMechanismError)):
             detail = str(current.args[0]) if current.args else current.description
             return Cause("sasl", detail)
         if isinstance(current, ssl.SSLCertVerificationError):
             return Cause("tls", current.verify_message or str(current))
-        current = current.__cause__ or current.__context__
     return None
 
 

@@ -235,22 +235,31 @@ def start_echo(
     return Running(role, runner, thread, stop, metrics, errors)
 
 
-def test_a_batch_the_step_fails_on_is_bisected_to_its_input_which_is_dead_lettered_once(
-    kafka_bootstrap: str, unique_topic: Callable[[str], str]
-) -> None:
-    topic, out = unique_topic("in"), unique_topic("out")
+def echo_past_a_poison(
+    bootstrap: str, topic: str, at: int, backoff_s: float, synchronous: bool = False
+) -> Running:
+    """20 inputs, POISON at `at`, echoed by a runner until all are committed; each output
+    checked: the echo, or `dead` for the poison."""
+    out = topic + "-out"
     values = [f"doc-{i}".encode() for i in range(20)]
-    values[10] = POISON
-    produce(kafka_bootstrap, topic, values, keys=False)
-    echo = start_echo(kafka_bootstrap, topic, out, backoff_s=1.0)
-    role = echo.role
-    tp = TopicPartition(topic, 0)
+    values[at] = POISON
+    produce(bootstrap, topic, values, keys=False)
+    echo = start_echo(bootstrap, topic, out, backoff_s=backoff_s, synchronous=synchronous)
     try:
         echo.wait_committed(len(values))
     finally:
         echo.finish()
-    got = [m.value for m in read_all(kafka_bootstrap, out, len(values))]
+    got = [m.value for m in read_all(bootstrap, out, len(values))]
     assert got == [b"dead" if v == POISON else v.upper() for v in values]
+    return echo
+
+
+def test_a_batch_the_step_fails_on_is_bisected_to_its_input_which_is_dead_lettered_once(
+    kafka_bootstrap: str, unique_topic: Callable[[str], str]
+) -> None:
+    topic = unique_topic("in")
+    role = echo_past_a_poison(kafka_bootstrap, topic, at=10, backoff_s=1.0).role
+    tp = TopicPartition(topic, 0)
     # halved per consecutive failure until the poison is alone, then dead-lettered once
     # the full batch fails first; consecutive failures halve it until the poison is alone,
     # which is dead-lettered once (a commit in between may reset the halving once)
@@ -260,7 +269,7 @@ def test_a_batch_the_step_fails_on_is_bisected_to_its_input_which_is_dead_letter
     assert all(p is not None for p in role.recovered)  # the failed batch's inputs rebuilt
     committed = KafkaConsumer(bootstrap_servers=kafka_bootstrap, group_id="g-" + topic)
     try:
-        assert committed.committed(tp) == len(values)
+        assert committed.committed(tp) == 20
     finally:
         committed.close()
 
@@ -270,18 +279,9 @@ def test_a_synchronous_role_that_judges_its_step_bisects_and_dead_letters_the_in
 ) -> None:
     """`role.Judging` (the cluster's edge): the same bisection without a commit in flight;
     before, a synchronous role's failed step was retried as it was, for good."""
-    topic, out = unique_topic("in"), unique_topic("out")
-    values = [f"doc-{i}".encode() for i in range(20)]
-    values[13] = POISON
-    produce(kafka_bootstrap, topic, values, keys=False)
-    echo = start_echo(kafka_bootstrap, topic, out, backoff_s=30.0, synchronous=True)
+    topic = unique_topic("in")
+    echo = echo_past_a_poison(kafka_bootstrap, topic, at=13, backoff_s=30.0, synchronous=True)
     role = echo.role
-    try:
-        echo.wait_committed(len(values))
-    finally:
-        echo.finish()
-    got = [m.value for m in read_all(kafka_bootstrap, out, len(values))]
-    assert got == [b"dead" if v == POISON else v.upper() for v in values]
     assert role.failed_batches[0] == 8 and role.failed_batches[-1] == 1
     assert all(n > 1 for n in role.failed_batches[:-1]) and len(role.dead) == 1
     failures = echo.metrics.role_failures.labels("echo")._value.get()

@@ -35,7 +35,7 @@ from worker.records import InputRecord, Source
 from worker.rejections import Rejections
 from worker.runtime.health import RoleHealth, forget_series
 from worker.runtime.publisher import Transaction
-from worker.runtime.role import Limits, Output, Verdict, role_settings
+from worker.runtime.role import Limits, Output, Verdict, isolate, role_settings
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -129,13 +129,7 @@ class EdgeRole:
         input cannot hold its partition back for good."""
         if isinstance(error, (KafkaError, OSError)):
             return Verdict.RETRY
-        if len(polled) == 1:
-            self.rejections.undecidable(polled[0].source, error)
-            return Verdict.DEAD_LETTERED
-        log.error(
-            "edge: ingesting %d records failed; retrying smaller", len(polled), exc_info=error
-        )
-        return Verdict.BISECT
+        return isolate([r.source for r in polled], error, self.rejections, "edge: ingesting")
 
     def committed(self, carried: Ingested | Staged, at: float) -> None:
         if isinstance(carried, Staged):  # a single-stage transaction: all three roles'

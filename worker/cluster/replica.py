@@ -19,7 +19,6 @@ from typing import Any, NamedTuple
 from neardup_stream.collector import freeze_start_up
 from neardup_stream.warmup import warm_replica
 from worker import claims, retry, security_errors, topics
-from worker.authorization import denial_in
 from worker.cluster import agreement as agreement_
 from worker.cluster import control
 from worker.cluster import layout as layout_
@@ -29,7 +28,7 @@ from worker.cluster.handover import Handover
 from worker.cluster.shard import ShardRole
 from worker.cluster.single_stage import SingleStage
 from worker.metrics import Metrics
-from worker.refusals import refusal_in
+from worker.refusals import retrying_cannot_fix
 from worker.runtime import shutdown
 from worker.runtime.membership import InstanceConflict
 from worker.runtime.overlap import Overlapped
@@ -195,7 +194,7 @@ class Replica:
             if isinstance(exc, InstanceConflict):  # a configuration error: said once, no trace
                 log.error("%s", exc)
                 self._conflict = exc
-            elif isinstance(exc, Exception) and (denial_in(exc) or refusal_in(exc)):
+            elif isinstance(exc, Exception) and retrying_cannot_fix(exc):
                 self._conflict = exc  # an ACL, a setting the broker refuses: `main` says it
             else:
                 log.exception("%s failed; stopping the replica", name)

@@ -10,18 +10,21 @@ gather roles through `runtime.overlap`) adds `InFlight` and judges a step that r
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Generic, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from kafka import KafkaConsumer
 
+from worker.records import Source
 from worker.rejections import Rejections
 from worker.runtime.health import RoleHealth
 from worker.runtime.publisher import PublishFailure, Transaction
 from worker.settings import Settings
 
+log = logging.getLogger(__name__)
 Polled = TypeVar("Polled")
 Carried = TypeVar("Carried")
 PolledIn = TypeVar("PolledIn", contravariant=True)
@@ -82,6 +85,19 @@ class Verdict(Enum):
     RETRY = "retry"  # count a failure and back off
     BISECT = "bisect"  # shrink the next batch without backoff, down to the input causing it
     DEAD_LETTERED = "dead_lettered"  # the input is dead-lettered on the replay: no backoff
+
+
+def isolate(
+    sources: Sequence[Source], error: Exception, rejections: Rejections, doing: str
+) -> Verdict:
+    """The verdict on a step the engine failed on, for the inputs `sources` of its batch:
+    one alone is dead-lettered on the replay (`internal_error`, `Rejections.undecidable`), a
+    larger batch bisected down to it (the single worker's and the edge's `step_failed`)."""
+    if len(sources) == 1:
+        rejections.undecidable(sources[0], error)
+        return Verdict.DEAD_LETTERED
+    log.error("%s %d records failed; retrying smaller", doing, len(sources), exc_info=error)
+    return Verdict.BISECT
 
 
 @runtime_checkable
