@@ -15,6 +15,12 @@ two pipelines starting at once, the same one wins for both.
 A claim names the topic's id, so a topic deleted and created again is claimed afresh. A
 claims record this version cannot read is logged and ignored: the claims guard the topics,
 they hold no decisions.
+
+The single worker's claim of its changelog also names the input mapping (`input.*`: which
+fields are the id and the text) its index is built with. A worker of the same pipeline
+restarted with another mapping would add fingerprints of other texts to the index it
+restores, so it is refused, naming each difference (a cluster's control topic does the same
+for its replicas). A claim written before mappings were named is not checked.
 """
 
 from __future__ import annotations
@@ -45,6 +51,7 @@ class Claim(NamedTuple):
     topic_id: str
     pipeline: Pipeline
     instance: str
+    mapping: dict[str, Any] | None = None  # `Settings.input_settings` of a changelog's index
 
 
 class Owned(NamedTuple):
@@ -54,14 +61,22 @@ class Owned(NamedTuple):
     topic_id: str
 
 
-def encode(pipeline: Pipeline, instance: str, ids: dict[str, str]) -> bytes:
-    """One claims record: `pipeline` claims every topic of `ids` (name -> topic id)."""
-    body = {
+def encode(
+    pipeline: Pipeline,
+    instance: str,
+    ids: dict[str, str],
+    mapping: dict[str, Any] | None = None,
+) -> bytes:
+    """One claims record: `pipeline` claims every topic of `ids` (name -> topic id), whose
+    index is built with the input `mapping` (None: not a single worker's changelog)."""
+    body: dict[str, Any] = {
         "format": CLAIM_FORMAT,
         "pipeline": {"input": pipeline.input_topic, "group": pipeline.group_id},
         "instance": instance,
         "topics": ids,
     }
+    if mapping is not None:
+        body["mapping"] = mapping
     return json.dumps(body, sort_keys=True).encode()
 
 
@@ -73,16 +88,19 @@ def decode(value: bytes | None) -> list[Claim]:
         raise ValueError(f"not JSON: {exc}") from None
     if not isinstance(data, dict) or data.get("format") != CLAIM_FORMAT:
         raise ValueError(f"not a claims record of format {CLAIM_FORMAT}")
-    who, claimed = data.get("pipeline"), data.get("topics")
+    who, claimed, mapping = data.get("pipeline"), data.get("topics"), data.get("mapping")
     if not isinstance(who, dict) or not isinstance(claimed, dict):
         raise ValueError("pipeline or topics missing")
+    if mapping is not None and not isinstance(mapping, dict):
+        raise ValueError("mapping is not a JSON object")
     pipeline = Pipeline(str(who.get("input")), str(who.get("group")))
     instance = str(data.get("instance", "?"))
-    return [Claim(str(t), str(i), pipeline, instance) for t, i in claimed.items()]
+    return [Claim(str(t), str(i), pipeline, instance, mapping) for t, i in claimed.items()]
 
 
 def owners(values: Iterable[bytes | None]) -> dict[Owned, Claim]:
-    """The first claim of each topic incarnation, in log order."""
+    """The first claim of each topic incarnation, in log order, with the first mapping its
+    owner named for it (a claim written before mappings were named gets one later)."""
     first: dict[Owned, Claim] = {}
     for offset, value in enumerate(values):
         try:
@@ -91,7 +109,9 @@ def owners(values: Iterable[bytes | None]) -> dict[Owned, Claim]:
             log.warning("claims record at offset %d ignored: %s", offset, exc)
             continue
         for c in claims:
-            first.setdefault(Owned(c.topic, c.topic_id), c)
+            owner = first.setdefault(Owned(c.topic, c.topic_id), c)
+            if owner.mapping is None and c.mapping is not None and c.pipeline == owner.pipeline:
+                first[Owned(c.topic, c.topic_id)] = owner._replace(mapping=c.mapping)
     return first
 
 
@@ -110,6 +130,35 @@ def conflicts(first: dict[Owned, Claim], mine: Pipeline, ids: dict[str, str]) ->
     ]
 
 
+def remapped(
+    first: dict[Owned, Claim], mine: Pipeline, ids: dict[str, str], mapping: dict[str, Any]
+) -> list[str]:
+    """One line per topic of `ids` this pipeline claimed first with another input mapping,
+    naming every difference."""
+    lines = []
+    for name, topic_id in sorted(ids.items()):
+        owner = first.get(Owned(name, topic_id))
+        if owner is None or owner.pipeline != mine or owner.mapping is None:
+            continue
+        differ = sorted(
+            k
+            for k in set(owner.mapping) | set(mapping)
+            if owner.mapping.get(k, "(absent)") != mapping.get(k, "(absent)")
+        )
+        if differ:
+            listed = "; ".join(
+                f"{k}: index {json.dumps(owner.mapping.get(k, '(absent)'))}, this worker "
+                f"{json.dumps(mapping.get(k, '(absent)'))}"
+                for k in differ
+            )
+            lines.append(
+                f"topic {name!r} holds this pipeline's index built with another input "
+                f"mapping ({listed}; first claimed by instance {owner.instance!r}): its "
+                "fingerprints are of other texts. Restart with the index's mapping"
+            )
+    return lines
+
+
 CLUSTER_HINT = (
     "give each pipeline internal topics of its own: drop the explicit names so they derive "
     "from the group id, or name others (NEARDUP_CLUSTER__FINGERPRINTS, __VOTES, __SHARDS, "
@@ -117,8 +166,10 @@ CLUSTER_HINT = (
     "claimed afresh"
 )
 CHANGELOG_HINT = (
-    "give each pipeline its own changelog with --changelog-topic / NEARDUP_TOPICS__CHANGELOG "
-    "(the default, <group id>.changelog, is one per group)"
+    "give each pipeline, or a pipeline's new input mapping, a changelog of its own with "
+    "--changelog-topic / NEARDUP_TOPICS__CHANGELOG (the default, <group id>.changelog, is "
+    "one per group; a new changelog starts with an empty index and keeps the group's "
+    "committed input offsets)"
 )
 
 
@@ -186,8 +237,18 @@ def taken(settings: Settings, names: list[str]) -> list[str]:
     return conflicts(first, pipeline_of(settings), ids)
 
 
-def claim(settings: Settings, names: list[str]) -> list[str]:
-    """Claim `names` for this pipeline; one line per other pipeline owning some of them.
+def _unclaimed(owner: Claim | None, mine: Pipeline, mapping: dict[str, Any] | None) -> bool:
+    """Whether to claim a topic: nobody did, or this pipeline did before mappings were named
+    (its mapping is then the first one named)."""
+    if owner is None:
+        return True
+    return mapping is not None and owner.pipeline == mine and owner.mapping is None
+
+
+def claim(settings: Settings, names: list[str], mapping: dict[str, Any] | None = None) -> list[str]:
+    """Claim `names` for this pipeline, with the input `mapping` of their index if given;
+    one line per other pipeline owning some of them, and per topic claimed with another
+    mapping (`remapped`).
 
     Claims only what nobody claimed yet, then reads again: of workers of different
     pipelines that claim at once, the first in log order owns the topic for all of them.
@@ -201,8 +262,10 @@ def claim(settings: Settings, names: list[str]) -> list[str]:
     finally:
         admin.close()
     first = owners(agreement.read_values(settings, topic))
-    unclaimed = {n: i for n, i in ids.items() if Owned(n, i) not in first}
+    unclaimed = {n: i for n, i in ids.items() if _unclaimed(first.get(Owned(n, i)), mine, mapping)}
     if unclaimed:
-        agreement.write(settings, topic, None, encode(mine, settings.worker.instance_id, unclaimed))
+        record = encode(mine, settings.worker.instance_id, unclaimed, mapping)
+        agreement.write(settings, topic, None, record)
         first = owners(agreement.read_values(settings, topic))
-    return conflicts(first, mine, ids)
+    changed = remapped(first, mine, ids, mapping) if mapping is not None else []
+    return conflicts(first, mine, ids) + changed

@@ -49,7 +49,7 @@ class Worker:
         layout = self._until_stopped(lambda: topics.ensure_topics(s))
         if layout is None:
             return
-        taken = self._until_stopped(lambda: claims.claim(s, [topic_of(s)]))
+        taken = self._until_stopped(lambda: claims.claim(s, [topic_of(s)], s.input_settings))
         if taken is None or taken:
             self._refuse(taken)
             return
@@ -67,8 +67,9 @@ class Worker:
             self._close(role, runner)
 
     def _refuse(self, taken: list[str] | None) -> None:
-        """Another pipeline owns the changelog (`claims`): say so once, stay unready (as a
-        cluster replica refuses), write nothing, until stopped."""
+        """Another pipeline owns the changelog, or its index has another input mapping
+        (`claims`): say so once, stay unready (as a cluster replica refuses), write nothing,
+        until stopped."""
         if taken is None:  # stopped while claiming
             return
         log.error("refusing the changelog: %s | %s", " | ".join(taken), claims.CHANGELOG_HINT)

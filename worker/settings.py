@@ -8,6 +8,7 @@ Secrets are `SecretStr` and never appear in `redacted()` (what the worker logs a
 
 from __future__ import annotations
 
+import json
 import socket
 from typing import Any, Literal
 
@@ -347,6 +348,14 @@ class Settings(EngineSettings):
                     "scale-out roles compare documents within their domain; the single "
                     "worker would ignore it. Add --cluster, or drop the setting"
                 )
+
+    @property
+    def input_settings(self) -> dict[str, Any]:
+        """The input mapping flattened to `input.field`, as JSON reads it back (lists, not
+        tuples): what the fingerprints in an index were computed from."""
+        flat = {f"input.{k}": v for k, v in self.input.model_dump(mode="json").items()}
+        loaded: dict[str, Any] = json.loads(json.dumps(flat))
+        return loaded
 
     def is_derived(self, path: str) -> bool:
         """Whether the setting at "section.field" was derived rather than given."""

@@ -74,7 +74,7 @@ def settings_record(settings: Settings) -> SettingsRecord:
     flat["dedup.fingerprint_id"] = s.dedup.fingerprint_id
     # Derived, but named: a build that capped each shard's keys otherwise differs here.
     flat["dedup.shard_bucket_cap"] = s.dedup.shard_bucket_cap
-    flat.update({f"input.{k}": v for k, v in s.input.model_dump(mode="json").items()})
+    flat.update(s.input_settings)
     flat.update({f"topics.{k}": getattr(s.topics, k) for k in _OUTPUT_FIELDS})
     flat.update({f"worker.{k}": getattr(s.worker, k) for k in _WORKER_FIELDS})
     flat.update({f"cluster.{k}": getattr(s.cluster, k) for k in _CLUSTER_FIELDS})

@@ -7,7 +7,8 @@ import logging
 import pytest
 
 from worker.changelog import Pipeline
-from worker.claims import Owned, conflicts, decode, encode, owners
+from worker.claims import Owned, conflicts, decode, encode, owners, remapped
+from worker.settings import Settings
 
 A, B = Pipeline("docs-a", "g-a"), Pipeline("docs-b", "g-b")
 
@@ -57,3 +58,46 @@ def test_records_this_version_cannot_read_are_logged_and_ignored(
     ]
     with pytest.raises(ValueError, match="pipeline or topics missing"):
         decode(b'{"format": 1}')
+
+
+def test_a_changelog_claimed_with_another_input_mapping_is_refused_naming_each_difference() -> None:
+    old = Settings().input_settings
+    new = Settings(input={"text_fields": "title,text", "id_from_key": True}).input_settings
+    first = owners([encode(A, "a0", {"a.changelog": "id-1"}, old)])
+    assert first[Owned("a.changelog", "id-1")].mapping == old
+    assert remapped(first, A, {"a.changelog": "id-1"}, old) == []
+    (line,) = remapped(first, A, {"a.changelog": "id-1"}, new)
+    assert (
+        "topic 'a.changelog' holds this pipeline's index built with another input mapping" in line
+    )
+    assert 'input.text_fields: index ["text"], this worker ["title", "text"]' in line
+    assert "input.id_from_key: index false, this worker true" in line
+    assert "input.id_field" not in line and "'a0'" in line
+
+
+def test_a_mapping_is_checked_only_against_this_pipelines_own_claims_that_name_one() -> None:
+    mapping = Settings().input_settings
+    other = Settings(input={"text_fields": "body"}).input_settings
+    first = owners([encode(A, "a0", {"legacy": "1"}), encode(B, "b0", {"theirs": "2"}, other)])
+    assert first[Owned("legacy", "1")].mapping is None  # claimed before mappings were named
+    assert remapped(first, A, {"legacy": "1"}, mapping) == []
+    assert remapped(first, A, {"theirs": "2"}, mapping) == []  # another pipeline's: conflicts()
+    assert remapped(first, A, {"unclaimed": "3"}, mapping) == []
+    with pytest.raises(ValueError, match="mapping is not a JSON object"):
+        decode(b'{"format": 1, "pipeline": {}, "topics": {}, "mapping": [1]}')
+
+
+def test_a_claim_written_before_mappings_were_named_takes_its_owners_first_mapping() -> None:
+    mapping = Settings().input_settings
+    other = Settings(input={"text_fields": "body"}).input_settings
+    log = [
+        encode(A, "a0", {"legacy": "1"}),
+        encode(B, "b0", {"legacy": "1"}, other),  # another pipeline's mapping: not A's
+        encode(A, "a1", {"legacy": "1"}, mapping),
+        encode(A, "a2", {"legacy": "1"}, other),  # later: the first one named counts
+    ]
+    first = owners(log)
+    assert first[Owned("legacy", "1")].pipeline == A
+    assert first[Owned("legacy", "1")].instance == "a0"
+    assert first[Owned("legacy", "1")].mapping == mapping
+    assert remapped(first, A, {"legacy": "1"}, other) != []
