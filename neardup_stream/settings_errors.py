@@ -106,13 +106,33 @@ def _across(
     flags: Mapping[str, str],
     environ: Mapping[str, str],
 ) -> Iterator[SettingsProblem]:
-    named = [f for f in sub.model_fields if re.search(rf"\b{re.escape(f)}\b", message)]
-    paths = [(*path, f) for f in named] or [path]
+    paths = _named_paths(sub, message)
+    paths = [(*path, *p) for p in paths] or [path]
     sources = [source_of(p, flags, environ) for p in paths]
     pairs = list(zip(paths, sources, strict=True))
     given = [(p, s) for p, s in pairs if s != "default"] or pairs
     setting = ", ".join(".".join(p) for p, _ in given)
     yield SettingsProblem(setting, ", ".join(s for _, s in given), message)
+
+
+def _named_paths(sub: type[BaseModel], message: str) -> list[tuple[str, ...]]:
+    """The fields of `sub` a cross-field message names: `section.field` where a field is a
+    section of its own (a check across sections), else the bare field name."""
+    named: list[tuple[str, ...]] = []
+    for f in sub.model_fields:
+        inner = submodel(sub.model_fields[f].annotation)
+        dotted = []
+        if inner is not None:
+            dotted = [
+                (f, g)
+                for g in inner.model_fields
+                if re.search(rf"\b{re.escape(f)}\.{re.escape(g)}\b", message)
+            ]
+        if dotted:
+            named.extend(dotted)
+        elif re.search(rf"\b{re.escape(f)}\b", message):
+            named.append((f,))
+    return named
 
 
 def _unknown(

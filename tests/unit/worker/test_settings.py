@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from neardup_stream.settings_errors import problems
 from worker.settings import Settings
 
 
@@ -66,3 +67,21 @@ def test_precise_mode_with_cluster_is_refused_naming_it() -> None:
     """Accepted with the home shards it implies (1), a replica crashed in its warm-up."""
     with pytest.raises(ValidationError, match="precise"):
         Settings.model_validate({"cluster": {"enabled": True}, "dedup": {"precise": True}})
+
+
+def test_a_check_across_sections_names_each_setting_and_its_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    env = {"NEARDUP_CLUSTER__ENABLED": "true", "NEARDUP_WORKER__EXACTLY_ONCE": "false"}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    with pytest.raises(ValidationError) as caught:
+        Settings()
+    [problem] = problems(caught.value, Settings, {}, env)
+    assert problem.setting == "worker.exactly_once, cluster.enabled"
+    assert problem.source == (
+        "environment variable NEARDUP_WORKER__EXACTLY_ONCE, "
+        "environment variable NEARDUP_CLUSTER__ENABLED"
+    )
+    [flagged] = problems(caught.value, Settings, {"cluster.enabled": "--cluster"}, {})
+    assert flagged.setting == "cluster.enabled" and flagged.source == "flag --cluster"
