@@ -78,6 +78,42 @@ def test_a_replica_paused_past_its_session_timeout_then_resumed(
         cluster.stop_all()
 
 
+def test_one_of_two_replicas_paused_while_the_other_decides_alone_resumes_without_a_stop(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+) -> None:
+    """While r1 is paused past its session, r0 is the whole cluster and decides in single
+    stage: its log records hold no fingerprints, and its checkpoints are past them. r1's
+    readers, resumed, read such records on a view that is no longer theirs: they rebuild
+    from their committed checkpoints, not stop the partition (a false "STOPPED ... until
+    the replica restarts" before)."""
+    docs = long_range_stream(500, seed=103)
+    env = {"NEARDUP_WORKER__SESSION_TIMEOUT_MS": str(SESSION_MS)}
+    cluster = Cluster(kafka_bootstrap, topics, tmp_path, size=2, env=env)
+    try:
+        workers = cluster.start_all()
+        cluster.wait_held(workers, "shard", SHARDS, 120)
+        cluster.wait_held(workers, "gather", 1, 120)
+        # r1: the one gathering the log partition (its reader meets the records first)
+        [r1] = [w for w in workers if w.held().get("gather", 0) >= 1]
+        [r0] = [w for w in workers if w is not r1]
+        feeder = feed(kafka_bootstrap, topics, docs[:100], chunks=5)
+        fed(feeder)
+        decisions(kafka_bootstrap, topics, 100)
+        pause(r1)  # idle: no commit in flight to tell it first
+        wait_for("r0 alone in single stage", lambda: r0.gauge("neardup_single_stage") == 1, 120)
+        feeder = feed(kafka_bootstrap, topics, docs[100:], chunks=20)
+        wait_for("r0 deciding alone", lambda: len(decisions(kafka_bootstrap, topics, 0)) > 300, 120)
+        resume(r1)
+        cluster.wait_held(workers, "shard", SHARDS, 120)
+        fed(feeder)
+        decided_like_offline(kafka_bootstrap, topics, docs)
+        wait_for("both ready", lambda: all(w.http("/healthz")[0] == 200 for w in workers), 60)
+        assert all(w.alive() for w in workers), cluster.logs()
+        assert "STOPPED partition" not in cluster.logs(), cluster.logs()
+    finally:
+        cluster.stop_all()
+
+
 def test_a_rolling_restart_while_input_flows(
     kafka_bootstrap: str, topics: Topics, tmp_path: Path
 ) -> None:

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Collection
 
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+from kafka.errors import KafkaError
 
 from worker.cluster.payloads import PayloadCheckpoint
 from worker.partitions import COMMITTED_TIMEOUT_MS
@@ -75,3 +77,28 @@ def read_metadata(consumer: KafkaConsumer, tp: TopicPartition) -> str | None:
     if not isinstance(committed, OffsetAndMetadata):
         return None
     return str(committed.metadata)
+
+
+class Overtaken(KafkaError):
+    """A role read a log record that a single-stage replica decided, and its committed
+    checkpoints are past that record: the role reads on a view that is no longer its own
+    (it was paused or cut off while another replica was the whole cluster). Retriable: the
+    role rebuilds from its committed checkpoints, as after a failed read."""
+
+    retriable = True
+
+    def __init__(self, topic: str, partition: int, offset: int) -> None:
+        super().__init__(
+            f"{topic}-{partition} offset {offset} was decided by a single-stage replica "
+            "while this replica was away (the committed checkpoints are past it); "
+            "rebuilding from them"
+        )
+
+
+def decided_past(
+    consumer: KafkaConsumer, committed: Collection[TopicPartition], p: int, offset: int
+) -> bool:
+    """Whether the checkpoint committed at each of `committed` (one at least) says log
+    partition `p` is decided past `offset`. A role that meets a single-stage record there
+    was overtaken (`Overtaken`); otherwise a checkpoint went back, and it stops."""
+    return bool(committed) and all(read(consumer, tp).get(p, 0) > offset for tp in committed)

@@ -44,3 +44,32 @@ def test_reading_a_checkpoint_waits_for_the_coordinator_a_bounded_time() -> None
 
     assert checkpoint.read(Consumer(), TopicPartition("shards", 3)) == {3: 12}  # type: ignore[arg-type]
     assert asked == [{"metadata": True, "timeout_ms": COMMITTED_TIMEOUT_MS}]
+
+
+def test_a_role_is_overtaken_only_when_every_checkpoint_it_holds_is_past_the_record() -> None:
+    # A single-stage record at log offset 10 of partition 0: a role whose committed
+    # checkpoints are all past it read on a stale view (it rebuilds); one that is not
+    # means a checkpoint went back (the partition stops).
+    committed = {
+        TopicPartition("shards", 0): checkpoint.encode({0: 11, 1: 3}),
+        TopicPartition("shards", 1): checkpoint.encode({0: 40}),
+        TopicPartition("shards", 2): checkpoint.encode({0: 10}),
+        TopicPartition("shards", 3): None,
+    }
+
+    class Consumer:
+        def committed(self, tp: TopicPartition, **kwargs: Any) -> OffsetAndMetadata | None:
+            meta = committed[tp]
+            return None if meta is None else OffsetAndMetadata(0, meta, -1)
+
+    def past(*shards: int, p: int = 0) -> bool:
+        held = [TopicPartition("shards", s) for s in shards]
+        return checkpoint.decided_past(Consumer(), held, p, 10)  # type: ignore[arg-type]
+
+    assert past(0) and past(0, 1)
+    assert not past(0, 2)  # shard 2's checkpoint is at the record: not decided past it
+    assert not past(0, 3)  # nothing committed for shard 3
+    assert not past(0, p=1)  # another log partition
+    assert not past()  # holding nothing, nothing says so
+    error = checkpoint.Overtaken("log", 0, 10)
+    assert error.retriable and "log-0 offset 10 was decided by a single-stage replica" in str(error)
