@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import logging
 import sys
+import threading
+import time
+from collections.abc import Mapping
 from typing import Any
 
 from kafka import KafkaConsumer, KafkaProducer
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
+from kafka.errors import KafkaTimeoutError
 
 from worker import kafka_join
 from worker.settings import KafkaSettings, Settings
@@ -113,6 +117,33 @@ def close_producer(producer: KafkaProducer, timeout: float) -> None:
             sender.force_close()
             sender.join(timeout)
         producer._closed = True  # `__del__` closes it no more
+
+
+def await_partitions(
+    producer: KafkaProducer, wanted: Mapping[str, set[int]], timeout_s: float
+) -> None:
+    """Wait until the producer's metadata shows every partition of `wanted`. A partition
+    added a moment ago (input partitions added at runtime, and the changelog partitions
+    that follow them) is refused by `send` ("Unrecognized partition", failing the
+    transaction) until the producer's metadata, refreshed every `metadata.max.age.ms`,
+    shows it: a refresh is asked for at once, as kafka-python's own wait for an unknown
+    topic does. Raises `KafkaTimeoutError` (retriable) after `timeout_s`."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        missing = {
+            topic: sorted(wanted[topic] - set(producer.partitions_for(topic) or ()))
+            for topic in wanted
+        }
+        missing = {topic: ps for topic, ps in missing.items() if ps}
+        left = deadline - time.monotonic()
+        if not missing:
+            return
+        if left <= 0:
+            raise KafkaTimeoutError(f"partitions {missing} do not show in the metadata")
+        refreshed = threading.Event()
+        producer._metadata.request_update().add_both(lambda event, *_: event.set(), refreshed)
+        producer._sender.wakeup()
+        refreshed.wait(min(left, 1.0))
 
 
 LINGER_MS = 5

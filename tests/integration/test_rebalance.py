@@ -111,5 +111,7 @@ def test_input_partitions_added_at_runtime_are_consumed(
         assert {k: v[0][0] for k, v in got.items()} == per_partition_expected(placed)
         meta = kafka_admin.describe_topics([topics.changelog])[0]
         assert len(meta["partitions"]) >= 3
+        # the producer waited for the new changelog partitions: no transaction failed on them
+        assert "Unrecognized partition" not in w.log_path.read_text(errors="replace")
     finally:
         w.stop()

@@ -189,6 +189,11 @@ class Publisher(Generic[T]):
 
     def _send(self, sent: _Sent[T], messages: Sequence[OutMessage]) -> None:
         p = self.producer
+        explicit: dict[str, set[int]] = {}
+        for m in messages:
+            if m.partition is not None:
+                explicit.setdefault(m.topic, set()).add(m.partition)
+        clients.await_partitions(p, explicit, max(0.0, sent.deadline - time.monotonic()))
         for m, partition in zip(messages, placed(messages, p.partitions_for), strict=True):
             sent.futures.append(
                 p.send(m.topic, value=m.value, key=m.key, partition=partition, headers=m.headers)

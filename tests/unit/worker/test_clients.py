@@ -1,12 +1,16 @@
 import gc
 import logging
 import threading
+import types
+from typing import Any
 
 import kafka.producer.kafka as kafka_producer
 import pytest
 from kafka import KafkaProducer, TopicPartition
 from kafka.errors import KafkaTimeoutError
+from kafka.future import Future
 
+from worker import clients
 from worker.clients import Producer, close_producer, producer_config
 from worker.settings import Settings
 
@@ -70,3 +74,44 @@ def test_a_record_may_take_as_long_to_deliver_as_a_request(request_timeout_ms: i
     cfg = producer_config(settings)
     assert cfg["request_timeout_ms"] == request_timeout_ms
     assert cfg["delivery_timeout_ms"] >= max(120_000, request_timeout_ms + cfg["linger_ms"])
+
+
+class _Metadata:
+    """A producer's metadata that shows partitions added since after each refresh."""
+
+    def __init__(self, known: dict[str, set[int]], later: dict[str, set[int]]) -> None:
+        self.known, self.later, self.refreshes = known, later, 0
+
+    def request_update(self) -> Any:
+        self.refreshes += 1
+        self.known = {t: self.known.get(t, set()) | ps for t, ps in self.later.items()}
+        done = Future()
+        done.success(None)
+        return done
+
+
+class _Producer:
+    def __init__(self, metadata: _Metadata) -> None:
+        self._metadata = metadata
+        self._sender = types.SimpleNamespace(wakeup=lambda: None)
+
+    def partitions_for(self, topic: str) -> set[int]:
+        return self._metadata.known.get(topic, set())
+
+
+def test_partitions_added_a_moment_ago_are_waited_for_with_a_refresh() -> None:
+    # kafka-python's send refuses a partition its metadata does not show yet ("Unrecognized
+    # partition", failing the transaction) until the periodic refresh: asked for at once.
+    meta = _Metadata({"log": {0}}, {"log": {0, 1, 2}})
+    producer = _Producer(meta)
+    clients.await_partitions(producer, {"log": {0}}, 5)  # type: ignore[arg-type]
+    assert meta.refreshes == 0  # known: no refresh
+    clients.await_partitions(producer, {"log": {0, 2}}, 5)  # type: ignore[arg-type]
+    assert meta.refreshes == 1
+
+
+def test_partitions_that_never_show_time_out_retriably() -> None:
+    producer = _Producer(_Metadata({"log": {0}}, {"log": {0}}))
+    with pytest.raises(KafkaTimeoutError, match=r"partitions \{'log': \[3\]\} do not show"):
+        clients.await_partitions(producer, {"log": {3}}, 0.05)  # type: ignore[arg-type]
+    assert KafkaTimeoutError.retriable
