@@ -36,7 +36,7 @@ from kafka.errors import KafkaTimeoutError
 
 from worker import clients, topics
 from worker.changelog import Pipeline, pipeline_of
-from worker.cluster import agreement
+from worker.cluster import agreement, control
 from worker.settings import CLUSTER_TOPICS, Settings
 
 log = logging.getLogger(__name__)
@@ -140,16 +140,11 @@ def remapped(
         owner = first.get(Owned(name, topic_id))
         if owner is None or owner.pipeline != mine or owner.mapping is None:
             continue
-        differ = sorted(
-            k
-            for k in set(owner.mapping) | set(mapping)
-            if owner.mapping.get(k, "(absent)") != mapping.get(k, "(absent)")
-        )
+        differ = control.differences(owner.mapping, mapping)
         if differ:
             listed = "; ".join(
-                f"{k}: index {json.dumps(owner.mapping.get(k, '(absent)'))}, this worker "
-                f"{json.dumps(mapping.get(k, '(absent)'))}"
-                for k in differ
+                f"{d.name}: index {json.dumps(d.cluster)}, this worker {json.dumps(d.replica)}"
+                for d in differ
             )
             lines.append(
                 f"topic {name!r} holds this pipeline's index built with another input "

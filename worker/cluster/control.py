@@ -131,13 +131,18 @@ def winner(values: Iterable[bytes | None]) -> SettingsRecord | None:
 def verdict(cluster: SettingsRecord, mine: SettingsRecord) -> Verdict:
     """How `mine` differs from the cluster's record."""
     other = cluster.identity != mine.identity
-    names = sorted(set(cluster.settings) | set(mine.settings))
-    diffs = [
-        Difference(n, cluster.settings.get(n, "(absent)"), mine.settings.get(n, "(absent)"))
+    return Verdict(other, differences(cluster.settings, mine.settings), cluster.instance)
+
+
+def differences(first: dict[str, Any], mine: dict[str, Any]) -> list[Difference]:
+    """Each setting on which `mine` differs from `first`, by name ("(absent)" where one
+    lacks it)."""
+    names = sorted(set(first) | set(mine))
+    return [
+        Difference(n, first.get(n, "(absent)"), mine.get(n, "(absent)"))
         for n in names
-        if cluster.settings.get(n, "(absent)") != mine.settings.get(n, "(absent)")
+        if first.get(n, "(absent)") != mine.get(n, "(absent)")
     ]
-    return Verdict(other, diffs, cluster.instance)
 
 
 def explain(v: Verdict, cluster: SettingsRecord, mine: SettingsRecord, control: str) -> str:
