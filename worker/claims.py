@@ -149,7 +149,8 @@ def remapped(
             lines.append(
                 f"topic {name!r} holds this pipeline's index built with another input "
                 f"mapping ({listed}; first claimed by instance {owner.instance!r}): its "
-                "fingerprints are of other texts. Restart with the index's mapping"
+                "documents' ids, texts or times were read otherwise. Restart with the "
+                "index's mapping"
             )
     return lines
 
