@@ -127,6 +127,18 @@ def generation_of(consumer: KafkaConsumer) -> Callable[[], int]:
     return lambda: int(consumer.group_metadata().generation_id)
 
 
+def topic_id(consumer: KafkaConsumer, topic: str) -> str | None:
+    """The id of `topic` in the consumer's metadata (None: not known to it, or a broker that
+    gives none): tells a topic from one deleted and created again under its name. Read from
+    kafka-python's cluster metadata (no public API gives it), after the consumer looked the
+    topic up (offsets, an assignment)."""
+    cluster = getattr(getattr(consumer, "_client", None), "cluster", None)
+    found = cluster.topic_id(topic) if cluster is not None else None
+    if found is None or int(getattr(found, "int", 0)) == 0:
+        return None
+    return str(found)
+
+
 def position(consumer: KafkaConsumer, tp: TopicPartition) -> int:
     """The group consumer's position on `tp`, waiting `COMMITTED_TIMEOUT_MS` at most.
     kafka-python's `position` first fetches the committed offsets of *every* assigned

@@ -25,7 +25,7 @@ from kafka import KafkaConsumer, TopicPartition
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.records import FingerprintRecord
-from worker import changelog, snapshots
+from worker import changelog, partitions, snapshots
 from worker.changelog import Pipeline
 from worker.metrics import Metrics
 from worker.runtime.replay import WORKER_POLICY, Applied, Refusal, Refused, replay
@@ -112,7 +112,10 @@ def restore_index(
     log_end = reader.end_offsets([tp])[tp]
     if log_start == log_end and (committed or 0) > 0:
         _warn_empty(topic, partition, committed, pipeline)
-    dedup, offset = _start(snapshot_dir, tp, config, pipeline, log_start, log_end, metrics)
+    made_of = partitions.topic_id(reader, topic)
+    dedup, offset = _start(
+        snapshot_dir, tp, made_of, config, pipeline, (log_start, log_end), metrics
+    )
     apply = IndexReplay(dedup, config, pipeline)
     try:
         done = replay(reader, {tp: offset}, apply, WORKER_POLICY, should_stop, metrics)
@@ -158,17 +161,19 @@ def _warn_empty(topic: str, partition: int, committed: int | None, pipeline: Pip
 def _start(
     snapshot_dir: str | None,
     tp: TopicPartition,
+    topic_id: str | None,
     config: DedupConfig,
     pipeline: Pipeline,
-    log_start: int,
-    log_end: int,
+    bounds: tuple[int, int],
     metrics: Metrics,
 ) -> tuple[Deduplicator, int]:
-    """The index to replay onto and the changelog offset to replay from."""
+    """The index to replay onto and the changelog offset to replay from (`bounds`: the
+    changelog partition's log start and last stable offset)."""
+    log_start, log_end = bounds
     if snapshot_dir is None:
         return Deduplicator(config), log_start
     found = snapshots.load(
-        snapshot_dir, tp.topic, tp.partition, config, log_start, log_end, pipeline
+        snapshot_dir, tp.topic, tp.partition, config, log_start, log_end, pipeline, topic_id
     )
     if isinstance(found, snapshots.Rejected):
         if found.reason != "missing":

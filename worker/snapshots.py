@@ -1,8 +1,9 @@
 """Local index snapshots, one per input partition, and the rules for trusting one.
 
 Layout: `<snapshot_dir>/<changelog topic>/p<partition>/` (a `neardup_stream.snapshot`
-directory, written atomically). Its metadata names the changelog topic and partition, the
-pipeline (input topic, group id: `worker.changelog.Pipeline`), the changelog offset it covers
+directory, written atomically). Its metadata names the changelog topic (and its topic id,
+so a snapshot of a changelog deleted and created again under its name is not used) and
+partition, the pipeline (input topic, group id: `worker.changelog.Pipeline`), the changelog offset it covers
 and a digest of the whole engine configuration. A snapshot is used only when all of them match
 and its offset is still inside the changelog (between the log start and the last stable
 offset); otherwise restore replays the partition from the start. A snapshot of an earlier
@@ -26,6 +27,7 @@ from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.snapshot import load_snapshot, other_format, read_meta, save_snapshot
 from worker import failpoints
 from worker.changelog import Pipeline
+from worker.partitions import topic_id
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +63,13 @@ def save(
     partition: int,
     offset: int,
     pipeline: Pipeline,
+    topic_id: str | None = None,
 ) -> Path:
-    """Snapshot one partition's index covering the changelog up to `offset` (exclusive)."""
+    """Snapshot one partition's index covering the changelog (of id `topic_id`) up to
+    `offset` (exclusive)."""
     extra: dict[str, object] = {
         "changelog_topic": changelog,
+        "changelog_topic_id": topic_id,
         "partition": partition,
         "pipeline": {"input_topic": pipeline.input_topic, "group_id": pipeline.group_id},
         "changelog_offset": offset,
@@ -81,8 +86,10 @@ def load(
     log_start: int,
     log_end: int,
     pipeline: Pipeline,
+    topic_id: str | None = None,
 ) -> Snapshot | Rejected:
-    """The snapshot of `partition` if it can be trusted, else why not."""
+    """The snapshot of `partition` if it can be trusted, else why not (`topic_id`: the
+    changelog's now; None when the broker gives none, and then not compared)."""
     path = partition_dir(root, changelog, partition)
     if not (path / "meta.json").exists():
         return Rejected("missing", f"no snapshot in {path}")
@@ -92,6 +99,13 @@ def load(
         offset = meta.get("changelog_offset")
         if topic != changelog or part != partition or not isinstance(offset, int):
             return Rejected("other_topic", f"{path} covers {topic!r} partition {part!r}")
+        made_of = meta.get("changelog_topic_id")
+        if topic_id is not None and made_of != topic_id:
+            return Rejected(
+                "other_topic",
+                f"{path} was made from changelog {changelog!r} of topic id {made_of}, and that "
+                f"topic now has id {topic_id}: it was deleted and created again",
+            )
         made_for = meta.get("pipeline")
         ours = {"input_topic": pipeline.input_topic, "group_id": pipeline.group_id}
         if made_for != ours:
@@ -131,8 +145,9 @@ def save_all(
     tps = {p: TopicPartition(changelog, p) for p in indexes}
     try:
         ends = consumer.end_offsets(list(tps.values()))
+        made_of = topic_id(consumer, changelog)
         for p, dedup in indexes.items():
-            save(dedup, root, changelog, p, ends[tps[p]], pipeline)
+            save(dedup, root, changelog, p, ends[tps[p]], pipeline, made_of)
             failpoints.hit("snapshot_saved")
         log.info("snapshots of partitions %s saved", sorted(indexes))
     except Exception:

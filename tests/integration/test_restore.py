@@ -1,4 +1,5 @@
-"""Restore from a damaged changelog: corrupt and foreign records are counted and skipped."""
+"""Restore from a damaged changelog: corrupt and foreign records are counted and skipped; a
+snapshot of a changelog deleted and created again is not used."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ import pytest
 from kafka import KafkaAdminClient, KafkaProducer
 
 from neardup_stream import DedupConfig, Deduplicator, Document
+from tests.integration.faults import wait_for
 from tests.integration.harness import Topics, WorkerProcess, decisions, produce_docs
-from tests.integration.test_worker import stream
+from tests.integration.test_worker import expected, stream
 from worker import changelog
 
 pytestmark = pytest.mark.integration
@@ -76,3 +78,49 @@ def test_corrupt_and_foreign_changelog_records_are_skipped_not_fatal(
         assert worker.alive()
     finally:
         assert worker.stop() == 0, worker.log()
+
+
+def test_a_snapshot_of_a_changelog_deleted_and_created_again_is_not_used(
+    kafka_bootstrap: str,
+    kafka_admin: KafkaAdminClient,
+    topics: Topics,
+    tmp_path: Path,
+) -> None:
+    """A snapshot covers offsets of one changelog incarnation: once the topic is deleted and
+    created again, its offsets start over, and a snapshot "up to offset 2" of the old one
+    would stand for the new one's records (and hide them)."""
+    group, first, second = "g-" + topics.input, stream(20, seed=71), stream(20, seed=72)
+    kept = {"NEARDUP_WORKER__SNAPSHOT_DIR": str(tmp_path / "snapshots")}
+    w1 = WorkerProcess(kafka_bootstrap, topics, group, tmp_path / "w1.log", env=kept).start()
+    try:
+        w1.wait_ready()
+        produce_docs(kafka_bootstrap, topics.input, first)
+        assert len(decisions(kafka_bootstrap, topics, len(first))) == len(first), w1.log()
+    finally:
+        assert w1.stop() == 0, w1.log()
+    assert "snapshots of partitions [0] saved" in w1.log()
+    kafka_admin.delete_topics([topics.changelog])
+    wait_for("the changelog deleted", lambda: topics.changelog not in kafka_admin.list_topics(), 60)
+    w2 = WorkerProcess(kafka_bootstrap, topics, group, tmp_path / "w2.log").start()
+    try:  # no snapshots: the second part's records go to the new changelog
+        w2.wait_ready()
+        produce_docs(kafka_bootstrap, topics.input, second)
+        want = len(first) + len(second)
+        assert sum(map(len, decisions(kafka_bootstrap, topics, want).values())) == want
+    finally:
+        assert w2.stop() == 0, w2.log()
+    copies = [{"id": f"copy-{d['id']}", "text": d["text"]} for d in second]
+    w3 = WorkerProcess(kafka_bootstrap, topics, group, tmp_path / "w3.log", env=kept).start()
+    try:
+        w3.wait_ready()
+        produce_docs(kafka_bootstrap, topics.input, copies)
+        got = decisions(kafka_bootstrap, topics, len(first) + len(second) + len(copies))
+        log = w3.log()
+    finally:
+        assert w3.stop() == 0, w3.log()
+    assert "snapshot not used" in log and "deleted and created again" in log, log
+    # the new changelog's records were replayed: the copies are decided against the second
+    # part, as offline over it (no copy is unique, which a stale snapshot made them)
+    want = {k: v for k, v in expected(second + copies).items() if k.startswith("copy-")}
+    assert {k: v[0] for k, v in got.items() if k.startswith("copy-")} == want, log
+    assert {d for d, _ in want.values()} == {"duplicate"}

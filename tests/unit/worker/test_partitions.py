@@ -5,13 +5,15 @@ the coordinator is away; the recovery retries it and looks at its stop in betwee
 from __future__ import annotations
 
 import threading
+import uuid
+from types import SimpleNamespace
 
 import pytest
 from kafka import TopicPartition
 from kafka.errors import KafkaTimeoutError
 
 from worker import retry
-from worker.partitions import COMMITTED_TIMEOUT_MS, position, rewind_to_committed
+from worker.partitions import COMMITTED_TIMEOUT_MS, position, rewind_to_committed, topic_id
 
 
 class Consumer:
@@ -75,3 +77,13 @@ def test_no_position_in_time_is_a_retriable_timeout_not_a_type_error() -> None:
     with pytest.raises(KafkaTimeoutError) as raised:
         position(Positioned(None), TopicPartition("votes", 3))  # type: ignore[arg-type]
     assert raised.value.retriable and "votes[3]" in str(raised.value)
+
+
+def test_a_topic_id_is_read_from_the_consumers_metadata_and_none_when_unknown() -> None:
+    known = {"cl": uuid.UUID("46674105-9769-453b-adfe-3cbb0605f32f"), "old": uuid.UUID(int=0)}
+    cluster = SimpleNamespace(topic_id=known.get)
+    consumer = SimpleNamespace(_client=SimpleNamespace(cluster=cluster))
+    assert topic_id(consumer, "cl") == "46674105-9769-453b-adfe-3cbb0605f32f"  # type: ignore[arg-type]
+    assert topic_id(consumer, "old") is None  # type: ignore[arg-type]  # (no ids)
+    assert topic_id(consumer, "absent") is None  # type: ignore[arg-type]
+    assert topic_id(SimpleNamespace(), "cl") is None  # type: ignore[arg-type]

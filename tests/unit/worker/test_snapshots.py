@@ -110,3 +110,26 @@ def test_failpoint_specs_are_validated() -> None:
     for bad in ("nowhere=kill", "batch_produced=explode", "batch_produced=kill@0"):
         with pytest.raises(ValueError):
             failpoints.parse(bad)
+
+
+def test_a_snapshot_of_a_changelog_deleted_and_created_again_is_rejected(tmp_path: Path) -> None:
+    # The new topic's offsets start at 0 again: the offset range alone cannot tell them apart.
+    config = DedupConfig()
+    dedup = Deduplicator(config)
+    dedup.check(Document(id="a", text="some text that is long enough to shingle well"))
+    snapshots.save(dedup, tmp_path, "cl", 3, 2, OURS, "id-old")
+    found = snapshots.load(tmp_path, "cl", 3, config, 0, 3, OURS, "id-new")
+    assert isinstance(found, snapshots.Rejected) and found.reason == "other_topic"
+    assert "topic id id-old, and that topic now has id id-new" in found.detail
+    used = snapshots.load(tmp_path, "cl", 3, config, 0, 3, OURS, "id-old")
+    assert isinstance(used, snapshots.Snapshot) and used.offset == 2
+    unknown = snapshots.load(tmp_path, "cl", 3, config, 0, 3, OURS, None)  # broker gives none
+    assert isinstance(unknown, snapshots.Snapshot)
+
+
+def test_a_snapshot_naming_no_topic_id_is_rejected_where_the_changelog_has_one(
+    tmp_path: Path,
+) -> None:
+    config = saved(tmp_path)  # no topic id: as an earlier release wrote it
+    found = snapshots.load(tmp_path, "cl", 3, config, 0, 12, OURS, "id-now")
+    assert isinstance(found, snapshots.Rejected) and found.reason == "other_topic"
