@@ -21,6 +21,12 @@ fields are the id and the text) its index is built with. A worker of the same pi
 restarted with another mapping would add fingerprints of other texts to the index it
 restores, so it is refused, naming each difference (a cluster's control topic does the same
 for its replicas). A claim written before mappings were named is not checked.
+
+Every worker also claims its pipeline's consumer group (`group_claim`), with its mode: a
+single worker or a `--cluster` replica. A worker of another pipeline with the same group id
+is refused (two inputs in one consumer group: partitions of one are never assigned), and so
+is a worker of the pipeline in the other mode: a single worker and a replica each decide
+every input, and their groups keep separate offsets, so inputs would be decided twice.
 """
 
 from __future__ import annotations
@@ -42,6 +48,8 @@ from worker.settings import CLUSTER_TOPICS, Settings
 log = logging.getLogger(__name__)
 CLAIM_FORMAT = 1
 NO_TOPIC_ID = "00000000-0000-0000-0000-000000000000"  # a topic whose metadata is not complete
+GROUP_ID = "consumer-group"  # the "topic id" of a group's claim (a group has no incarnations)
+MODES = {"single": "single workers (no --cluster)", "cluster": "--cluster replicas"}
 
 
 class Claim(NamedTuple):
@@ -52,6 +60,7 @@ class Claim(NamedTuple):
     pipeline: Pipeline
     instance: str
     mapping: dict[str, Any] | None = None  # `Settings.input_settings` of a changelog's index
+    mode: str | None = None  # a group's claim: "single" or "cluster" (`MODES`)
 
 
 class Owned(NamedTuple):
@@ -66,9 +75,11 @@ def encode(
     instance: str,
     ids: dict[str, str],
     mapping: dict[str, Any] | None = None,
+    mode: str | None = None,
 ) -> bytes:
     """One claims record: `pipeline` claims every topic of `ids` (name -> topic id), whose
-    index is built with the input `mapping` (None: not a single worker's changelog)."""
+    index is built with the input `mapping` (None: not a single worker's changelog), by a
+    worker of `mode` (`MODES`)."""
     body: dict[str, Any] = {
         "format": CLAIM_FORMAT,
         "pipeline": {"input": pipeline.input_topic, "group": pipeline.group_id},
@@ -77,6 +88,8 @@ def encode(
     }
     if mapping is not None:
         body["mapping"] = mapping
+    if mode is not None:
+        body["mode"] = mode
     return json.dumps(body, sort_keys=True).encode()
 
 
@@ -93,9 +106,12 @@ def decode(value: bytes | None) -> list[Claim]:
         raise ValueError("pipeline or topics missing")
     if mapping is not None and not isinstance(mapping, dict):
         raise ValueError("mapping is not a JSON object")
+    mode = data.get("mode")
+    if mode is not None and mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}")
     pipeline = Pipeline(str(who.get("input")), str(who.get("group")))
     instance = str(data.get("instance", "?"))
-    return [Claim(str(t), str(i), pipeline, instance, mapping) for t, i in claimed.items()]
+    return [Claim(str(t), str(i), pipeline, instance, mapping, mode) for t, i in claimed.items()]
 
 
 def owners(values: Iterable[bytes | None]) -> dict[Owned, Claim]:
@@ -153,6 +169,40 @@ def remapped(
                 "index's mapping"
             )
     return lines
+
+
+def group_claim(settings: Settings) -> str:
+    """The name under which a pipeline's consumer group is claimed (with a space: no topic
+    has it)."""
+    return f"group {settings.worker.group_id}"
+
+
+def mode_of(settings: Settings) -> str:
+    return "cluster" if settings.cluster.enabled else "single"
+
+
+def group_conflicts(first: dict[Owned, Claim], mine: Pipeline, mode: str) -> list[str]:
+    """The line refusing this worker if its group is another pipeline's, or is run in the
+    other mode (`mode`); none when the group is its own in its mode, or unclaimed."""
+    owner = first.get(Owned(f"group {mine.group_id}", GROUP_ID))
+    if owner is None:
+        return []
+    if owner.pipeline != mine:
+        return [
+            f"consumer group {mine.group_id!r} belongs to another pipeline "
+            f"({owner.pipeline.describe()}, first claimed by instance {owner.instance!r}); "
+            f"this worker is the pipeline {mine.describe()}: give each pipeline a group id of "
+            "its own (--group-id / NEARDUP_WORKER__GROUP_ID)"
+        ]
+    if owner.mode is not None and owner.mode != mode:
+        return [
+            f"the pipeline {mine.describe()} is run by {MODES[owner.mode]} (first claimed by "
+            f"instance {owner.instance!r}); this worker is one of {MODES[mode]}. Both would "
+            f"decide every input (each input twice): run it as one of {MODES[owner.mode]}, "
+            f"or run {MODES[mode]} with a group id of their own (a new pipeline: it decides "
+            "the retained input again)"
+        ]
+    return []
 
 
 CLUSTER_HINT = (
@@ -227,10 +277,9 @@ def taken(settings: Settings, names: list[str]) -> list[str]:
         ids = _existing_ids(admin, names, existing)
     finally:
         admin.close()
-    if not ids:
-        return []
     first = owners(agreement.read_values(settings, settings.cluster.claims))
-    return conflicts(first, pipeline_of(settings), ids)
+    mine = pipeline_of(settings)
+    return conflicts(first, mine, ids) + group_conflicts(first, mine, mode_of(settings))
 
 
 def _unclaimed(owner: Claim | None, mine: Pipeline, mapping: dict[str, Any] | None) -> bool:
@@ -259,9 +308,12 @@ def claim(settings: Settings, names: list[str], mapping: dict[str, Any] | None =
         admin.close()
     first = owners(agreement.read_values(settings, topic))
     unclaimed = {n: i for n, i in ids.items() if _unclaimed(first.get(Owned(n, i)), mine, mapping)}
+    group, mode = group_claim(settings), mode_of(settings)
+    if Owned(group, GROUP_ID) not in first:
+        unclaimed[group] = GROUP_ID
     if unclaimed:
-        record = encode(mine, settings.worker.instance_id, unclaimed, mapping)
+        record = encode(mine, settings.worker.instance_id, unclaimed, mapping, mode)
         agreement.write(settings, topic, None, record)
         first = owners(agreement.read_values(settings, topic))
     changed = remapped(first, mine, ids, mapping) if mapping is not None else []
-    return conflicts(first, mine, ids) + changed
+    return conflicts(first, mine, ids) + changed + group_conflicts(first, mine, mode)

@@ -284,3 +284,44 @@ def test_two_pipelines_started_at_once_on_one_new_changelog_one_is_refused_by_th
     packs = read_all(kafka_bootstrap, a.changelog, 1)
     owner = changelog.Pipeline(mine.input, "g-" + mine.input)
     assert packs and all(changelog.unpack(m.value).pipeline == owner for m in packs)
+
+
+def test_a_pipeline_runs_in_one_mode_and_its_group_is_its_own(
+    kafka_bootstrap: str, unique_topic: Callable[[str], str], tmp_path: Path
+) -> None:
+    """A single worker deciding a pipeline's input, then a `--cluster` replica of the same
+    pipeline (each would decide every input: twice), then a worker of another input with the
+    same group id (its partitions would never be assigned): both refused, the first goes on."""
+    topics, group = Topics.fresh(unique_topic), unique_topic("g")
+    first, later = stream(20, seed=57), stream(10, seed=58)
+    single = WorkerProcess(kafka_bootstrap, topics, group, tmp_path / "single.log").start()
+    try:
+        single.wait_ready()
+        produce_docs(kafka_bootstrap, topics.input, first)
+        assert len(decisions(kafka_bootstrap, topics, len(first))) == len(first)
+        replica = WorkerProcess(
+            kafka_bootstrap,
+            topics,
+            group,
+            tmp_path / "replica.log",
+            "r0",
+            ["--cluster"],
+            topics.internal_env(),
+        ).start()
+        other = dataclasses.replace(Topics.fresh(unique_topic), changelog=topics.changelog + "2")
+        stranger = WorkerProcess(kafka_bootstrap, other, group, tmp_path / "other.log", "o1")
+        stranger.start()
+        try:
+            wait_for_log(replica, "is run by single workers (no --cluster)")
+            wait_for_log(stranger, f"consumer group {group!r} belongs to another pipeline")
+            for refused in (replica, stranger):
+                assert refused.http("/healthz")[0] == 503
+                assert refused.gauge("neardup_settings_mismatch") == 1
+            produce_docs(kafka_bootstrap, topics.input, later)
+            got = decided(decisions(kafka_bootstrap, topics, len(first) + len(later)))
+            assert got == expected(first + later), single.log()  # each input once
+        finally:
+            assert replica.stop() == 0, replica.log()
+            assert stranger.stop() == 0, stranger.log()
+    finally:
+        assert single.stop() == 0, single.log()

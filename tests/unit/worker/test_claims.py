@@ -7,7 +7,16 @@ import logging
 import pytest
 
 from worker.changelog import Pipeline
-from worker.claims import Owned, conflicts, decode, encode, owners, remapped
+from worker.claims import (
+    GROUP_ID,
+    Owned,
+    conflicts,
+    decode,
+    encode,
+    group_conflicts,
+    owners,
+    remapped,
+)
 from worker.settings import Settings
 
 A, B = Pipeline("docs-a", "g-a"), Pipeline("docs-b", "g-b")
@@ -101,3 +110,19 @@ def test_a_claim_written_before_mappings_were_named_takes_its_owners_first_mappi
     assert first[Owned("legacy", "1")].instance == "a0"
     assert first[Owned("legacy", "1")].mapping == mapping
     assert remapped(first, A, {"legacy": "1"}, other) != []
+
+
+def test_a_group_is_claimed_by_its_pipeline_in_one_mode() -> None:
+    g = Pipeline("docs-a", "g")
+    first = owners([encode(g, "w1", {"group g": GROUP_ID}, None, "single")])
+    assert first[Owned("group g", GROUP_ID)].mode == "single"
+    assert group_conflicts(first, g, "single") == []  # its own, in its mode
+    (mixed,) = group_conflicts(first, g, "cluster")
+    assert "is run by single workers (no --cluster)" in mixed
+    assert "this worker is one of --cluster replicas" in mixed and "'w1'" in mixed
+    (other,) = group_conflicts(first, Pipeline("docs-b", "g"), "single")
+    assert "consumer group 'g' belongs to another pipeline" in other
+    assert "input topic 'docs-a'" in other and "input topic 'docs-b'" in other
+    assert group_conflicts(first, Pipeline("docs-a", "h"), "cluster") == []  # unclaimed
+    with pytest.raises(ValueError, match="unknown mode 'both'"):
+        decode(encode(g, "w1", {"group g": GROUP_ID}, None, "both"))
