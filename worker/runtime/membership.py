@@ -15,6 +15,11 @@ member (the partitions it held are lost and restored, as after any lost membersh
 fencing is counted (`neardup_group_fenced_total{role}`) and logged with what it means; fenced
 `CONFLICT_FENCES` times within `CONFLICT_WINDOW_S`, the instance id is in use by another live
 consumer, and the role stops with `InstanceConflict` instead of taking turns with it.
+
+The role's transactional id derives from the instance id too, so a second process with the
+same id also fences the role's producer (`ProducerFencedError`) each time either replaces
+its producer: the two take turns, and nothing is committed. Those fencings count towards
+the same conflict (no rejoin: the producer is replaced by the publisher).
 """
 
 from __future__ import annotations
@@ -25,9 +30,10 @@ from collections import deque
 from collections.abc import Callable
 
 from kafka import KafkaConsumer
-from kafka.errors import CommitFailedError, FencedInstanceIdError
+from kafka.errors import CommitFailedError, FencedInstanceIdError, ProducerFencedError
 
 from worker.metrics import Metrics
+from worker.security_errors import raised_from
 
 log = logging.getLogger(__name__)
 CONFLICT_FENCES = 3
@@ -66,22 +72,22 @@ class Membership:
 
     def fenced(self, error: BaseException) -> bool:
         """If `error` is a fencing (`is_fencing`): count it, and make the consumer rejoin on
-        its next poll (True). Raises `InstanceConflict` when fencings repeat."""
-        if self.instance_id is None or not is_fencing(error):
+        its next poll (True). A fenced producer is counted too (False: no rejoin). Raises
+        `InstanceConflict` when fencings repeat."""
+        if self.instance_id is None:
             return False
-        now = self._clock()
-        self._fences.append(now)
-        while self._fences and self._fences[0] < now - CONFLICT_WINDOW_S:
-            self._fences.popleft()
-        self.metrics.group_fenced.labels(self.role).inc()
-        if len(self._fences) >= CONFLICT_FENCES:
-            raise InstanceConflict(
-                f"{self.role}: the membership of instance id {self.instance_id!r} in group "
-                f"{self.group_id!r} was fenced {len(self._fences)} times in "
-                f"{CONFLICT_WINDOW_S:.0f} s: another live consumer joins the group with this "
-                "instance id. Give every worker its own --instance-id (NEARDUP_WORKER__"
-                "INSTANCE_ID)"
+        if any(isinstance(e, ProducerFencedError) for e in raised_from(error)):
+            self._count()
+            log.warning(
+                "%s: the transactional id of instance id %r was fenced: another producer "
+                "took it; if it repeats, another worker uses this instance id",
+                self.role,
+                self.instance_id,
             )
+            return False
+        if not is_fencing(error):
+            return False
+        self._count()
         log.warning(
             "%s: group %r fenced instance id %r (%s: %s); rejoining as its new member. "
             "After a broker pause this was our own retried join; if it repeats, another "
@@ -94,6 +100,21 @@ class Membership:
         )
         self._rejoin()
         return True
+
+    def _count(self) -> None:
+        """Count a fencing; raise `InstanceConflict` when they repeat."""
+        now = self._clock()
+        self._fences.append(now)
+        while self._fences and self._fences[0] < now - CONFLICT_WINDOW_S:
+            self._fences.popleft()
+        self.metrics.group_fenced.labels(self.role).inc()
+        if len(self._fences) >= CONFLICT_FENCES:
+            raise InstanceConflict(
+                f"{self.role}: instance id {self.instance_id!r} (its membership of group "
+                f"{self.group_id!r}, or its transactional id) was fenced {len(self._fences)} "
+                f"times in {CONFLICT_WINDOW_S:.0f} s: another live worker uses this instance "
+                "id. Give every worker its own --instance-id (NEARDUP_WORKER__INSTANCE_ID)"
+            )
 
     def _rejoin(self) -> None:
         # kafka-python has no public call for this: its coordinator's reset_generation()

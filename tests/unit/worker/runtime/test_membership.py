@@ -60,8 +60,9 @@ def test_a_fencing_makes_the_consumer_rejoin_and_is_counted() -> None:
     assert found.fenced(FencedInstanceIdError())
     assert consumer._coordinator.resets == 1
     assert fenced_total(registry) == 1
+    # a fenced producer: counted towards a conflict, no rejoin (the producer is replaced)
     assert not found.fenced(ProducerFencedError())
-    assert consumer._coordinator.resets == 1 and fenced_total(registry) == 1
+    assert consumer._coordinator.resets == 1 and fenced_total(registry) == 2
 
 
 def test_fencings_that_repeat_within_the_window_are_a_conflict() -> None:
@@ -70,10 +71,25 @@ def test_fencings_that_repeat_within_the_window_are_a_conflict() -> None:
         assert found.fenced(FencedInstanceIdError())
         clock.now += CONFLICT_WINDOW_S / CONFLICT_FENCES
     with pytest.raises(
-        InstanceConflict, match=r"instance id 'w1' in group 'g-edge'.*--instance-id"
+        InstanceConflict,
+        match=r"instance id 'w1' \(its membership of group 'g-edge'.*--instance-id",
     ):
         found.fenced(FencedInstanceIdError())
     assert consumer._coordinator.resets == CONFLICT_FENCES - 1
+
+
+def test_a_producer_fenced_again_and_again_is_a_conflict_too() -> None:
+    # Two processes with one instance id share its transactional id: each new producer of
+    # one fences the other's, and neither commits again (the group may not say so at all).
+    found, consumer, clock, _ = membership()
+    for _ in range(CONFLICT_FENCES - 1):
+        wrapped = RuntimeError("the commit failed")
+        wrapped.__cause__ = ProducerFencedError()
+        assert not found.fenced(wrapped)
+        clock.now += 1
+    with pytest.raises(InstanceConflict, match="its transactional id"):
+        found.fenced(ProducerFencedError())
+    assert consumer._coordinator.resets == 0
 
 
 def test_fencings_spread_wider_than_the_window_each_rejoin() -> None:
