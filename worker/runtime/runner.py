@@ -123,6 +123,7 @@ class RoleRunner(Generic[Polled, Carried]):
                 self._read_failed(exc)
                 continue
             self._gone.ended()
+            self._holding_nothing()
             if self.in_flight is not None:
                 self._round_in_flight(self.in_flight, polled, limits)
                 continue
@@ -239,6 +240,14 @@ class RoleRunner(Generic[Polled, Carried]):
             self.policy.shrunk(self.role.max_records),
         )
         return True
+
+    def _holding_nothing(self) -> None:
+        """A role that holds no partition has nothing left that fails: its failure streak
+        ends (it ended only at a commit, which such a role never makes: a replica whose
+        partitions moved away after failed transactions stayed unready for good)."""
+        health, consumer = self.role.health, self.role.consumer
+        if health is not None and consumer is not None and not consumer.assignment():
+            health.succeeded()
 
     def _poll_failed(self, error: BrokerGone) -> None:
         """A group poll the broker could not serve (`runtime.broker_gone`): nothing was read,

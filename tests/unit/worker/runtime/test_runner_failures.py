@@ -82,3 +82,19 @@ def test_a_transient_failure_still_backs_off(
     r._failed(PublishFailure(KafkaTimeoutError("no answer"), None))
     assert len(pauses) == 1 and pauses[0] > 0
     assert r.policy.shrunk(role.max_records) == 4
+
+
+def test_a_role_that_holds_no_partition_ends_its_failure_streak(
+    runner: tuple[RoleRunner[Any, Any], FakeRole, list[float]],
+) -> None:
+    r, role, _ = runner
+    for _ in range(role.health.max_failures):
+        r._failed(PublishFailure(KafkaTimeoutError("the commit"), None))
+    assert not role.health.healthy()
+    held = {"partitions": {("in", 0)}}
+    role.consumer = type("Consumer", (), {"assignment": lambda self: held["partitions"]})()
+    r._holding_nothing()
+    assert not role.health.healthy()  # it still holds what failed
+    held["partitions"] = set()  # the partition moved to another replica
+    r._holding_nothing()
+    assert role.health.healthy()
