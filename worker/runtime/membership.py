@@ -30,7 +30,13 @@ from collections import deque
 from collections.abc import Callable
 
 from kafka import KafkaConsumer
-from kafka.errors import CommitFailedError, FencedInstanceIdError, ProducerFencedError
+from kafka.errors import (
+    CommitFailedError,
+    FencedInstanceIdError,
+    IllegalGenerationError,
+    ProducerFencedError,
+    RebalanceInProgressError,
+)
 
 from worker.metrics import Metrics
 from worker.security_errors import raised_from
@@ -51,6 +57,20 @@ def is_fencing(error: BaseException) -> bool:
     if isinstance(error, FencedInstanceIdError):
         return True
     return isinstance(error, CommitFailedError) and "UnknownMemberIdError" in str(error)
+
+
+def rebalanced(error: BaseException) -> bool:
+    """Whether `error` says only that the group rebalanced under a transaction (a replica
+    joined or left): its offsets are refused, the batch is replayed by the partitions' owner,
+    and nothing is wrong (logged as a warning, without a traceback)."""
+    for e in raised_from(error):
+        if isinstance(e, (IllegalGenerationError, RebalanceInProgressError)):
+            return True
+        if isinstance(e, CommitFailedError) and any(
+            name in str(e) for name in ("IllegalGenerationError", "RebalanceInProgressError")
+        ):
+            return True
+    return False
 
 
 class Membership:

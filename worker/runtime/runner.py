@@ -51,7 +51,7 @@ from worker import retry
 from worker.metrics import Metrics
 from worker.runtime import shutdown
 from worker.runtime.broker_gone import GIVE_UP_S, BrokerGone, Streak
-from worker.runtime.membership import Membership
+from worker.runtime.membership import Membership, rebalanced
 from worker.runtime.policy import FailurePolicy
 from worker.runtime.publisher import Publisher, PublishFailure
 from worker.runtime.role import Carried, InFlight, Judging, Limits, Polled, Role, Verdict
@@ -211,12 +211,7 @@ class RoleRunner(Generic[Polled, Carried]):
             self.role.rejections.unpublishable(rejected.source, rejected.why)
         if backoff and rejected is None and not self._bisected(failure):
             delay = self.policy.failed()
-            log.error(
-                "%s: a batch failed; retrying in %.1f s",
-                self.role.name,
-                delay,
-                exc_info=failure.error,
-            )
+            _log_failure(f"{self.role.name}: a batch failed", "retrying", delay, failure.error)
             shutdown.pause(self._stop, delay)
         retry.until_done(
             self._stop, self.role.role.worker.retry_backoff_max_s, self.publisher.reset
@@ -299,13 +294,11 @@ class RoleRunner(Generic[Polled, Carried]):
             if backoff and not self._bisected(failure):
                 delay = self.policy.failed()
                 what = "" if failure.blamed is None else f" (refused: {failure.blamed.why})"
-                log.error(
-                    "%s transaction failed%s; rebuilding and replaying from the committed "
-                    "offsets in %.1f s",
-                    role.name,
-                    what,
+                _log_failure(
+                    f"{role.name} transaction failed{what}",
+                    "rebuilding and replaying from the committed offsets",
                     delay,
-                    exc_info=failure.error,
+                    failure.error,
                 )
         role.rebuild()
         if delay:
@@ -318,3 +311,12 @@ class RoleRunner(Generic[Polled, Carried]):
             self.publisher.close()
         finally:
             self.role.close()
+
+
+def _log_failure(what: str, then: str, delay: float, error: BaseException) -> None:
+    """A failed batch: an error with its traceback, or a warning when the group only
+    rebalanced under it (`membership.rebalanced`: a replica joined or left)."""
+    if rebalanced(error):
+        log.warning("%s (the group rebalanced: %s); %s in %.1f s", what, error, then, delay)
+    else:
+        log.error("%s; %s in %.1f s", what, then, delay, exc_info=error)

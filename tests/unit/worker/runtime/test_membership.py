@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from kafka.errors import CommitFailedError, FencedInstanceIdError, ProducerFencedError
+from kafka.errors import (
+    CommitFailedError,
+    FencedInstanceIdError,
+    IllegalGenerationError,
+    KafkaTimeoutError,
+    ProducerFencedError,
+)
 from prometheus_client import CollectorRegistry
 
 from tests.unit.clock import Clock
@@ -14,6 +20,7 @@ from worker.runtime.membership import (
     InstanceConflict,
     Membership,
     is_fencing,
+    rebalanced,
 )
 
 
@@ -104,3 +111,16 @@ def test_a_dynamic_member_is_left_to_kafka_python() -> None:
     found, consumer, _, registry = membership(instance=None)
     assert not found.fenced(FencedInstanceIdError())
     assert consumer._coordinator.resets == 0 and fenced_total(registry) == 0
+
+
+def test_a_rebalance_under_a_transaction_is_told_from_a_failure() -> None:
+    # as kafka-python words a transaction's offsets refused after a replica joined
+    stale = "Transaction offset commit failed due to consumer group metadata mismatch: "
+    assert rebalanced(CommitFailedError(stale + "IllegalGenerationError"))
+    assert rebalanced(IllegalGenerationError())
+    wrapped = RuntimeError("the commit failed")
+    wrapped.__cause__ = CommitFailedError(stale + "RebalanceInProgressError")
+    assert rebalanced(wrapped)
+    assert not rebalanced(CommitFailedError(stale + "UnknownMemberIdError"))  # fenced
+    assert not rebalanced(KafkaTimeoutError())
+    assert not rebalanced(ProducerFencedError())
