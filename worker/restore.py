@@ -12,7 +12,8 @@ other fingerprint settings are counted and skipped; a record of another pipeline
 whole restore, raised as `OtherPipeline` naming both pipelines and the fix (the worker then
 decides nothing: `worker.indexes`). Packs written before pipelines were named are replayed as
 this worker's own (the upgrade path) and counted in the log. A partition whose changelog is
-empty while the group already committed input offsets for it is warned about.
+empty while the group already committed input offsets for it is warned about, and so is one
+whose changelog holds records while the group has no committed offset for it.
 """
 
 from __future__ import annotations
@@ -112,6 +113,8 @@ def restore_index(
     log_end = reader.end_offsets([tp])[tp]
     if log_start == log_end and (committed or 0) > 0:
         _warn_empty(topic, partition, committed, pipeline)
+    if log_start < log_end and committed is None:
+        _warn_uncommitted(topic, partition, pipeline)
     made_of = partitions.topic_id(reader, topic)
     dedup, offset = _start(
         snapshot_dir, tp, made_of, config, pipeline, (log_start, log_end), metrics
@@ -154,6 +157,21 @@ def _warn_empty(topic: str, partition: int, committed: int | None, pipeline: Pip
         partition,
         partition,
         committed,
+        pipeline.describe(),
+    )
+
+
+def _warn_uncommitted(topic: str, partition: int, pipeline: Pipeline) -> None:
+    """An index without the group's offsets: say what reading the input again means."""
+    log.warning(
+        "changelog topic %s holds index records for partition %d, but the group has no "
+        "committed input offset there: the input is read from its log start, against this "
+        "index. After the input topic was deleted and created again, that is expected. If "
+        "the group's offsets expired instead (the broker's offsets.retention.minutes, 7 days "
+        "by default, counted from when the group had no member), the inputs still retained "
+        "were decided before and are decided again. Pipeline: %s",
+        topic,
+        partition,
         pipeline.describe(),
     )
 

@@ -124,3 +124,33 @@ def test_a_snapshot_of_a_changelog_deleted_and_created_again_is_not_used(
     want = {k: v for k, v in expected(second + copies).items() if k.startswith("copy-")}
     assert {k: v[0] for k, v in got.items() if k.startswith("copy-")} == want, log
     assert {d for d, _ in want.values()} == {"duplicate"}
+
+
+def test_an_index_without_the_groups_offsets_is_warned_about(
+    kafka_bootstrap: str,
+    kafka_admin: KafkaAdminClient,
+    topics: Topics,
+    tmp_path: Path,
+) -> None:
+    """The input topic deleted and created again: the broker drops the group's offsets for
+    it, the changelog keeps the index. The worker says what reading the input again means."""
+    group, docs = "g-" + topics.input, stream(10, seed=73)
+    w1 = WorkerProcess(kafka_bootstrap, topics, group, tmp_path / "w1.log").start()
+    try:
+        w1.wait_ready()
+        produce_docs(kafka_bootstrap, topics.input, docs)
+        assert len(decisions(kafka_bootstrap, topics, len(docs))) == len(docs), w1.log()
+        assert "has no committed input offset" not in w1.log()
+    finally:
+        assert w1.stop() == 0, w1.log()
+    kafka_admin.delete_topics([topics.input])
+    wait_for("the input deleted", lambda: topics.input not in kafka_admin.list_topics(), 60)
+    w2 = WorkerProcess(kafka_bootstrap, topics, group, tmp_path / "w2.log").start()
+    try:
+        w2.wait_ready()
+        wait_for("the warning", lambda: "has no committed input offset" in w2.log(), 60)
+        assert f"changelog topic {topics.changelog} holds index records for partition 0" in (
+            w2.log()
+        )
+    finally:
+        assert w2.stop() == 0, w2.log()
