@@ -6,7 +6,8 @@ running `batch.BatchRole`, one index per input partition, so it compares within 
 holds several (`scope`); `decide` as its pure step) and, with `--cluster`, a replica running
 the edge, shard and gather roles over a sharded index (`worker.cluster`). Both use the same
 settings (`settings`), topics (`topics`), clients (`clients`), codecs (`codec`), admission of
-inputs (`admission`), claims of their topics for their pipeline (`claims`), metrics
+inputs (`admission`), claims of their topics and group for their pipeline (`claims`, its
+records and rule in `claim_records`), metrics
 (`metrics`) and the runtime (`runtime`): the failure policy, assignment following, one
 publisher, one background restore and its changelog reader. Both run on the runtime's role
 loop (`runtime.runner`): the cluster roles synchronously, the single worker in flight.

@@ -1,4 +1,5 @@
-"""The first-claim rule of the claims topic (pure: records in, owners and refusals out)."""
+"""`worker.claim_records`: the first-claim rule of the claims topic (pure: records in, owners
+and refusals out)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import logging
 import pytest
 
 from worker.changelog import Pipeline
-from worker.claims import (
+from worker.claim_records import (
     GROUP_ID,
     Owned,
     conflicts,
@@ -58,7 +59,7 @@ def test_a_topic_created_again_is_claimed_afresh() -> None:
 def test_records_this_version_cannot_read_are_logged_and_ignored(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="worker.claims"):
+    with caplog.at_level(logging.WARNING, logger="worker.claim_records"):
         first = owners([b"{", None, b'{"format": 99}', encode(B, "b0", {"t": "i"})])
     assert first[Owned("t", "i")].pipeline == B
     ignored = [r.getMessage() for r in caplog.records]
