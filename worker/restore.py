@@ -13,7 +13,7 @@ whole restore, raised as `OtherPipeline` naming both pipelines and the fix (the 
 decides nothing: `worker.indexes`). Packs written before pipelines were named are replayed as
 this worker's own (the upgrade path) and counted in the log. A partition whose changelog is
 empty while the group already committed input offsets for it is warned about, and so is one
-whose changelog holds records while the group has no committed offset for it.
+whose restored index holds documents while the group has no committed offset for it.
 """
 
 from __future__ import annotations
@@ -113,8 +113,6 @@ def restore_index(
     log_end = reader.end_offsets([tp])[tp]
     if log_start == log_end and (committed or 0) > 0:
         _warn_empty(topic, partition, committed, pipeline)
-    if log_start < log_end and committed is None:
-        _warn_uncommitted(topic, partition, pipeline)
     made_of = partitions.topic_id(reader, topic)
     dedup, offset = _start(
         snapshot_dir, tp, made_of, config, pipeline, (log_start, log_end), metrics
@@ -126,6 +124,8 @@ def restore_index(
         if apply.foreign is None:
             raise
         raise OtherPipeline(topic, partition, exc.at.offset, apply.foreign, pipeline) from exc
+    if committed is None and len(dedup) > 0:  # (not a changelog of aborted records only)
+        _warn_uncommitted(topic, partition, pipeline)
     for reason, count in done.skipped.items():
         log.error("%d changelog records skipped as %s%s", count, reason, SKIP_HINTS.get(reason, ""))
     if apply.legacy:

@@ -88,8 +88,8 @@ def test_a_worker_whose_instance_id_another_consumer_keeps_taking_stops_and_says
         intruder.start()
         assert worker.wait_exit(timeout=240) == EXIT_CONFIG
         log = worker.log_path.read_text()
-        assert "another live consumer joins the group with this instance id" in log, log[-4000:]
-        assert log.count("another live consumer joins") == 1  # said once
+        assert "another live worker uses this instance id" in log, log[-4000:]
+        assert log.count("another live worker uses this instance id") == 1  # said once
     finally:
         done.set()
         intruder.join(60)
