@@ -145,10 +145,10 @@ def remapped(
     return lines
 
 
-def group_claim(settings: Settings) -> str:
-    """The name under which a pipeline's consumer group is claimed (with a space: no topic
-    has it)."""
-    return f"group {settings.worker.group_id}"
+def group_claim(group_id: str) -> Owned:
+    """What a pipeline's consumer group is claimed as: a name with a space (no topic has
+    it) and `GROUP_ID`."""
+    return Owned(f"group {group_id}", GROUP_ID)
 
 
 def mode_of(settings: Settings) -> str:
@@ -158,7 +158,7 @@ def mode_of(settings: Settings) -> str:
 def group_conflicts(first: dict[Owned, Claim], mine: Pipeline, mode: str) -> list[str]:
     """The line refusing this worker if its group is another pipeline's, or is run in the
     other mode (`mode`); none when the group is its own in its mode, or unclaimed."""
-    owner = first.get(Owned(f"group {mine.group_id}", GROUP_ID))
+    owner = first.get(group_claim(mine.group_id))
     if owner is None:
         return []
     if owner.pipeline != mine:

@@ -41,7 +41,6 @@ from kafka.errors import KafkaTimeoutError
 from worker import clients, topics
 from worker.changelog import pipeline_of
 from worker.claim_records import (
-    GROUP_ID,
     Owned,
     conflicts,
     encode,
@@ -155,9 +154,9 @@ def claim(settings: Settings, names: list[str], mapping: dict[str, Any] | None =
     unclaimed = {
         n: i for n, i in ids.items() if unclaimed_by(first.get(Owned(n, i)), mine, mapping)
     }
-    group, mode = group_claim(settings), mode_of(settings)
-    if Owned(group, GROUP_ID) not in first:
-        unclaimed[group] = GROUP_ID
+    group, mode = group_claim(mine.group_id), mode_of(settings)
+    if group not in first:
+        unclaimed[group.topic] = group.topic_id
     if unclaimed:
         record = encode(mine, settings.worker.instance_id, unclaimed, mapping, mode)
         agreement.write(settings, topic, None, record)

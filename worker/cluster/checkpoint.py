@@ -12,8 +12,10 @@ import logging
 from collections.abc import Collection
 
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+from kafka.consumer.fetcher import ConsumerRecord
 from kafka.errors import KafkaError
 
+from worker.cluster.envelope import is_decided
 from worker.cluster.payloads import PayloadCheckpoint
 from worker.partitions import COMMITTED_TIMEOUT_MS
 
@@ -102,3 +104,13 @@ def decided_past(
     partition `p` is decided past `offset`. A role that meets a single-stage record there
     was overtaken (`Overtaken`); otherwise a checkpoint went back, and it stops."""
     return bool(committed) and all(read(consumer, tp).get(p, 0) > offset for tp in committed)
+
+
+def check_overtaken(
+    consumer: KafkaConsumer, committed: Collection[TopicPartition], log: ConsumerRecord
+) -> None:
+    """Raise `Overtaken` if the log record `log` a role cannot read is a single-stage one
+    that every checkpoint at `committed` is past (`decided_past`); return, for the role to
+    stop there, otherwise."""
+    if is_decided(log.value) and decided_past(consumer, committed, log.partition, log.offset):
+        raise Overtaken(log.topic, log.partition, log.offset)

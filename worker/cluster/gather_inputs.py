@@ -20,7 +20,7 @@ from neardup_stream.sharded.join import Pending
 from neardup_stream.sharded.votes import unpack_record
 from worker import clients, partitions
 from worker.cluster import checkpoint
-from worker.cluster.envelope import Envelope, is_decided
+from worker.cluster.envelope import Envelope
 from worker.cluster.gather_state import Blocked, LogPartition
 from worker.cluster.payloads import PayloadCheckpoint, PayloadRecord
 from worker.runtime.health import RoleHealth, Stop
@@ -112,10 +112,7 @@ class GatherInputs:
                     env = Envelope.unpack(rec.value, config_id, topic, rec.offset, tp.partition)
                 except ValueError as exc:  # the shards stop there too (fingerprint log)
                     votes = TopicPartition(c.votes, tp.partition)
-                    if is_decided(rec.value) and checkpoint.decided_past(
-                        self.consumer, [votes], tp.partition, rec.offset
-                    ):
-                        raise checkpoint.Overtaken(tp.topic, tp.partition, rec.offset) from None
+                    checkpoint.check_overtaken(self.consumer, [votes], rec)
                     self.halt(Stop(tp.topic, tp.partition, rec.offset, str(exc)))
                     break
                 into.join.add_record(Pending(rec.offset, env, rec.timestamp, len(rec.value)))

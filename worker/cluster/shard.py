@@ -27,14 +27,13 @@ import threading
 from typing import Any
 
 from kafka import OffsetAndMetadata, TopicPartition
-from kafka.consumer.fetcher import ConsumerRecord
 
 from neardup_stream.sharded.changes import ShardChange
 from neardup_stream.sharded.voter import ShardVoter
 from neardup_stream.sharded.votes import pack_records
 from worker import clients
 from worker.cluster import checkpoint
-from worker.cluster.envelope import Envelope, is_decided
+from worker.cluster.envelope import Envelope
 from worker.cluster.shard_state import RestoredShard, ShardState, ShardVotes
 from worker.cluster.single_stage import SingleStage, moved, read_to_end, settled
 from worker.codec import OutMessage
@@ -265,7 +264,8 @@ class ShardRole:
                         rec.value, config_id, self.settings.topics.input, rec.offset, tp.partition
                     )
                 except ValueError as exc:  # the gather stops there too
-                    self._overtaken(tp, rec)
+                    held = [TopicPartition(self.settings.cluster.shards, s) for s in self.owned]
+                    checkpoint.check_overtaken(self.consumer, held, rec)
                     self.reader.pause(tp)
                     self.health.stop(Stop(tp.topic, tp.partition, rec.offset, str(exc)))
                     break
@@ -276,15 +276,6 @@ class ShardRole:
                 for value in pack_records([v.votes for v in voted], self.votes_limit):
                     messages.append(OutMessage(c.votes, key, value, partition=tp.partition))
         return messages
-
-    def _overtaken(self, tp: TopicPartition, rec: ConsumerRecord) -> None:
-        """Raise `checkpoint.Overtaken` for a single-stage record that every owned shard's
-        committed checkpoint is past (this replica's view is stale: it rebuilds)."""
-        if is_decided(rec.value):
-            shards = self.settings.cluster.shards
-            held = [TopicPartition(shards, s) for s in self.owned]
-            if checkpoint.decided_past(self.consumer, held, tp.partition, rec.offset):
-                raise checkpoint.Overtaken(tp.topic, tp.partition, rec.offset)
 
     def changelog(self, offset: int, voted: list[ShardVotes]) -> list[OutMessage]:
         """The shard changelog records of the shards' votes on log record `offset`."""
