@@ -1,6 +1,7 @@
 import gc
 import logging
 import threading
+import time
 import types
 from typing import Any
 
@@ -62,6 +63,11 @@ def test_a_producer_whose_records_never_leave_is_closed_with_its_network_thread(
     with pytest.raises(KafkaTimeoutError):
         producer.flush(timeout=0.2)  # what `close` meets first
     close_producer(producer, timeout=0.2)
+    # stopped: gone within seconds (on a loaded machine the 0.2 s join may end first);
+    # without close_producer it runs until the process ends
+    deadline = time.monotonic() + 10
+    while set(_sender_threads()) - before and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert set(_sender_threads()) - before == set()
     assert producer._closed
 
