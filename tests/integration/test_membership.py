@@ -93,3 +93,31 @@ def test_a_worker_whose_instance_id_another_consumer_keeps_taking_stops_and_says
     finally:
         done.set()
         intruder.join(60)
+
+
+def test_two_workers_started_with_one_instance_id_one_stops_and_the_other_decides(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+) -> None:
+    # As a user starting a second worker on the same host gets by default (both take the
+    # host name): the second's join fences the first's membership in a heartbeat's answer,
+    # with no input to commit. The first must not go on saying it is ready.
+    first = WorkerProcess(kafka_bootstrap, topics, group(topics), tmp_path / "a.log").start()
+    second = WorkerProcess(kafka_bootstrap, topics, group(topics), tmp_path / "b.log")
+    try:
+        first.wait_ready()
+        second.start()
+        wait_for("one of the two to stop", lambda: not (first.alive() and second.alive()), 120)
+        stopped, running = (first, second) if not first.alive() else (second, first)
+        assert stopped.wait_exit(timeout=10) == EXIT_CONFIG, stopped.log()
+        assert "another live worker uses this instance id" in stopped.log_path.read_text()
+        running.wait_ready()
+        docs = stream(150, seed=11)
+        produce_docs(kafka_bootstrap, topics.input, docs)
+        got = decisions(kafka_bootstrap, topics, len(docs))
+        assert all(len(v) == 1 for v in got.values()), "a document decided twice"
+        assert {k: v[0] for k, v in got.items()} == expected(docs)
+        assert running.alive(), running.log()
+    finally:
+        for w in (first, second):
+            if w.proc is not None:
+                w.stop()

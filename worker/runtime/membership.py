@@ -12,9 +12,16 @@ A fencing is not always another process. After the broker was paused, the member
 retried join can replace its first one, which the broker then fences. So `Membership.fenced`
 rejoins: the consumer forgets its member id and its next poll joins as the instance's new
 member (the partitions it held are lost and restored, as after any lost membership). A
-fencing is counted (`neardup_group_fenced_total{role}`) and logged with what it means; fenced
+membership lost is counted once, however many of its commits and heartbeats say so after
+(until the consumer is a stable member again); a fencing is counted (`neardup_group_fenced_total{role}`) and logged with what it means; fenced
 `CONFLICT_FENCES` times within `CONFLICT_WINDOW_S`, the instance id is in use by another live
 consumer, and the role stops with `InstanceConflict` instead of taking turns with it.
+
+A fencing can also arrive in a heartbeat's answer. kafka-python then only stops heartbeating:
+the consumer keeps its assignment and its group state, so an idle worker would go on saying
+it is ready while another process (a second worker started with the same instance id, e.g.
+the default host name twice on one host) holds its partitions. `Membership.check_heartbeat`
+notices that state before each poll and raises it as the fencing it is.
 
 The role's transactional id derives from the instance id too, so a second process with the
 same id also fences the role's producer (`ProducerFencedError`) each time either replaces
@@ -88,6 +95,9 @@ class Membership:
         self.consumer, self.role, self.group_id = consumer, role, group_id
         self.instance_id, self.metrics, self._clock = instance_id, metrics, clock
         self._fences: deque[float] = deque()
+        # a fencing was counted and the consumer has not been a stable member since: what
+        # else says it lost that membership (a commit of it, its heartbeat) is not counted
+        self._awaiting_join = False
         metrics.group_fenced.labels(role)  # the series exists before the first fencing
 
     def fenced(self, error: BaseException) -> bool:
@@ -107,6 +117,10 @@ class Membership:
             return False
         if not is_fencing(error):
             return False
+        if self._awaiting_join:  # the same lost membership, told again (a commit of it)
+            self._rejoin()
+            return True
+        self._awaiting_join = True
         self._count()
         log.warning(
             "%s: group %r fenced instance id %r (%s: %s); rejoining as its new member. "
@@ -120,6 +134,30 @@ class Membership:
         )
         self._rejoin()
         return True
+
+    def check_heartbeat(self) -> None:
+        """Raise `FencedInstanceIdError` if the group fenced this member in a heartbeat's
+        answer (module docstring): kafka-python's coordinator then stays in its stable state
+        with its heartbeat disabled, which it is in no other case (a join in progress
+        disables it with `rejoining` set, a group left is not stable). A stable member with
+        its heartbeat on has rejoined: the next fencing is counted again."""
+        if self.instance_id is None:
+            return
+        coordinator = getattr(self.consumer, "_coordinator", None)
+        if coordinator is None:
+            return
+        with coordinator._lock:
+            stable = coordinator.stable()
+            heartbeat = coordinator._heartbeat_enabled
+            fenced = stable and not heartbeat and not coordinator._heartbeat_closed
+            fenced = fenced and not coordinator.rejoining
+        if stable and heartbeat:
+            self._awaiting_join = False
+        if fenced:
+            raise FencedInstanceIdError(
+                f"group {self.group_id!r} answered a heartbeat: instance id "
+                f"{self.instance_id!r} is fenced"
+            )
 
     def _count(self) -> None:
         """Count a fencing; raise `InstanceConflict` when they repeat."""

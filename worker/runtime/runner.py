@@ -110,8 +110,9 @@ class RoleRunner(Generic[Polled, Carried]):
                 policy.shrunk(role.max_bytes, floor=min(role.max_bytes, MIN_TXN_BYTES)),
             )
             try:
+                self.membership.check_heartbeat()
                 polled = role.poll(limits)
-            except FencedInstanceIdError as exc:  # its join was refused: rejoin
+            except FencedInstanceIdError as exc:  # its join or heartbeat was fenced: rejoin
                 self.membership.fenced(exc)
                 continue
             except BrokerGone as exc:  # nothing was read: poll again, for a while

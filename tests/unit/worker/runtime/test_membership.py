@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 from kafka.errors import (
     CommitFailedError,
@@ -25,11 +27,24 @@ from worker.runtime.membership import (
 
 
 class Coordinator:
+    """What `Membership` reads of kafka-python's coordinator (the real one is checked in
+    `test_the_real_coordinator_fenced_in_a_heartbeat_is_told`)."""
+
     def __init__(self) -> None:
         self.resets = 0
+        self._lock = threading.Lock()
+        self._heartbeat_closed = self.rejoining = False
+        self.joined()
+
+    def joined(self) -> None:  # a join completed: stable, heartbeating
+        self.state, self._heartbeat_enabled = "stable", True
+
+    def stable(self) -> bool:
+        return self.state == "stable"
 
     def reset_generation(self) -> None:
         self.resets += 1
+        self.state, self._heartbeat_enabled = "unjoined", False
 
 
 class Consumer:
@@ -76,6 +91,7 @@ def test_fencings_that_repeat_within_the_window_are_a_conflict() -> None:
     found, consumer, clock, _ = membership()
     for _ in range(CONFLICT_FENCES - 1):
         assert found.fenced(FencedInstanceIdError())
+        rejoined(found, consumer)
         clock.now += CONFLICT_WINDOW_S / CONFLICT_FENCES
     with pytest.raises(
         InstanceConflict,
@@ -83,6 +99,64 @@ def test_fencings_that_repeat_within_the_window_are_a_conflict() -> None:
     ):
         found.fenced(FencedInstanceIdError())
     assert consumer._coordinator.resets == CONFLICT_FENCES - 1
+
+
+def rejoined(found: Membership, consumer: Consumer) -> None:
+    consumer._coordinator.joined()
+    found.check_heartbeat()  # sees a stable member again
+
+
+def test_a_membership_lost_is_counted_once_however_often_it_is_told() -> None:
+    # the heartbeat says it first, then the transaction in flight's offsets fail with it
+    found, consumer, _, registry = membership()
+    consumer._coordinator._heartbeat_enabled = False  # the heartbeat thread was fenced
+    with pytest.raises(FencedInstanceIdError, match="instance id 'w1' is fenced"):
+        found.check_heartbeat()
+    assert found.fenced(FencedInstanceIdError())
+    for _ in range(2 * CONFLICT_FENCES):  # still the same membership: rejoin, no count
+        stale = CommitFailedError("metadata mismatch: UnknownMemberIdError")
+        assert found.fenced(stale)
+        found.check_heartbeat()  # not stable yet (rejoining): nothing to say
+    assert fenced_total(registry) == 1 and consumer._coordinator.resets == 1 + 2 * CONFLICT_FENCES
+    rejoined(found, consumer)
+    assert found.fenced(FencedInstanceIdError())  # a new membership lost: counted
+    assert fenced_total(registry) == 2
+
+
+def test_a_join_in_progress_or_a_group_left_is_no_fencing() -> None:
+    found, consumer, _, _ = membership()
+    coordinator = consumer._coordinator
+    coordinator._heartbeat_enabled, coordinator.rejoining = False, True  # joining
+    found.check_heartbeat()
+    coordinator.rejoining, coordinator.state = False, "unjoined"  # left, or not joined yet
+    found.check_heartbeat()
+    coordinator.state, coordinator._heartbeat_closed = "stable", True  # closed
+    found.check_heartbeat()
+    membership(instance=None)[0].check_heartbeat()  # dynamic members: kafka-python's own
+
+
+def test_the_real_coordinator_fenced_in_a_heartbeat_is_told() -> None:
+    # the private state it reads is kafka-python's own, as its heartbeat thread leaves it
+    # when fenced (`_disable_heartbeat` with the member stable); no broker is contacted
+    from kafka import KafkaConsumer
+    from kafka.coordinator.base import MemberState
+
+    consumer = KafkaConsumer(
+        bootstrap_servers="127.0.0.1:1", group_id="g", group_instance_id="w1", api_version=(3, 9)
+    )
+    try:
+        found = Membership(consumer, "edge", "g", "w1", build_metrics(CollectorRegistry()))
+        found.check_heartbeat()  # not joined
+        coordinator = consumer._coordinator
+        with coordinator._lock:
+            coordinator.state = MemberState.STABLE
+            coordinator._enable_heartbeat()
+        found.check_heartbeat()  # a member, heartbeating
+        coordinator._disable_heartbeat()
+        with pytest.raises(FencedInstanceIdError):
+            found.check_heartbeat()
+    finally:
+        consumer.close(timeout_ms=0)
 
 
 def test_a_producer_fenced_again_and_again_is_a_conflict_too() -> None:
@@ -103,6 +177,7 @@ def test_fencings_spread_wider_than_the_window_each_rejoin() -> None:
     found, consumer, clock, _ = membership()
     for _ in range(3 * CONFLICT_FENCES):
         assert found.fenced(FencedInstanceIdError())
+        rejoined(found, consumer)
         clock.now += CONFLICT_WINDOW_S / (CONFLICT_FENCES - 1) + 1
     assert consumer._coordinator.resets == 3 * CONFLICT_FENCES
 
