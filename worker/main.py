@@ -182,10 +182,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         is_ready = worker.ready.is_set
     server = None
     if settings.metrics.enabled:
-        server = MetricsServer(
-            registry, is_ready, settings.metrics.host, settings.metrics.port
-        ).start()
-        log.info("metrics on http://%s:%d/metrics", settings.metrics.host, server.port)
+        m = settings.metrics
+        try:
+            server = MetricsServer(registry, is_ready, m.host, m.port).start()
+        except OSError as exc:  # most often a second worker on this host, with the defaults
+            log.error(
+                "metrics.port=%d: cannot listen on %s (%s). If another worker runs on this "
+                "host, give this one its own --metrics-port (NEARDUP_METRICS__PORT; 0 picks "
+                "a free port) and its own --instance-id (NEARDUP_WORKER__INSTANCE_ID)",
+                m.port,
+                m.host,
+                exc.strerror or exc,
+            )
+            return EXIT_CONFIG
+        log.info("metrics on http://%s:%d/metrics", m.host, server.port)
 
     def on_signal(signum: int, _frame: object) -> None:
         if not worker.consuming:  # still connecting: nothing to finish

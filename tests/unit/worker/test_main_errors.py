@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import socket
+
 import pytest
 
 from neardup_stream import __version__
 from worker.main import main
+from worker.security_errors import EXIT_CONFIG
 
 
 def test_a_bad_flag_is_refused_naming_it(
@@ -35,3 +38,18 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         main(["--version"])
     assert stopped.value.code == 0
     assert capsys.readouterr().out.strip() == f"neardup-stream {__version__}"
+
+
+def test_a_metrics_port_in_use_is_refused_saying_what_to_change(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # a second worker started on one host with the defaults: no traceback, exit 78
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code = main(["--metrics-host", "127.0.0.1", "--metrics-port", str(port)])
+    assert code == EXIT_CONFIG
+    err = caplog.text
+    assert f"metrics.port={port}: cannot listen on 127.0.0.1 (Address already in use)" in err
+    assert "--metrics-port" in err and "--instance-id" in err and "Traceback" not in err
