@@ -3,7 +3,12 @@
 A batch whose transaction failed is replayed: transient failures (broker down, timeouts,
 fencing) back off, doubling up to `worker.retry_backoff_max_s`, and shrink the next batch,
 halved per consecutive failure (so a batch that keeps failing is bisected down to the one
-input that causes it); a success resets both. A failure the broker causes for a deterministic
+input that causes it); a success resets both. A batch halved because one of its records (a
+changelog or log record, whose size is the batch's) was too large for its topic keeps all but
+one of those halvings after its commit, and the batch doubles back one commit at a time: the
+next batch, sent at the size that failed, would fail the same way (a changelog with a small
+`max.message.bytes` cost every commit ~log2(max_batch) refused transactions, now about one).
+A failure the broker causes for a deterministic
 reason (too large, invalid record) is blamed on exactly one output (`blame`): the loop
 dead-letters its input on the replay instead of sending it again, so the rejection never
 repeats. Written once here; the loops differ only in what they rebuild and where they rewind.
@@ -48,10 +53,12 @@ class FailurePolicy:
 
     backoff_max_s: float
     failures: int = 0
+    kept: int = 0  # halvings kept from batches too large for a topic, one undone per commit
+    too_large_now: int = 0  # of the current failures, those for a batch too large
 
     def shrunk(self, limit: int, floor: int = 1) -> int:
-        """`limit` halved per consecutive failure, never below `floor`."""
-        return max(floor, limit >> min(self.failures, MAX_HALVINGS))
+        """`limit` halved per consecutive failure and kept halving, never below `floor`."""
+        return max(floor, limit >> min(self.kept + self.failures, MAX_HALVINGS))
 
     def failed(self) -> float:
         """Count a failure; the seconds to back off before the replay (0.5 s doubling)."""
@@ -62,8 +69,15 @@ class FailurePolicy:
         """Count a failure that only shrinks the next batch (no backoff: nothing transient)."""
         self.failures += 1
 
+    def too_large(self) -> None:
+        """Count a failure of a batch a record of which was too large for its topic: it only
+        shrinks the next batch, and the halving outlives the commit (module docstring)."""
+        self.failures += 1
+        self.too_large_now += 1
+
     def succeeded(self) -> None:
-        self.failures = 0
+        self.kept = max(0, min(self.kept + self.too_large_now, MAX_HALVINGS) - 1)
+        self.failures = self.too_large_now = 0
 
 
 def describe(error: BaseException) -> str:

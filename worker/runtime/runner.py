@@ -224,10 +224,11 @@ class RoleRunner(Generic[Polled, Carried]):
         log record too large for its topic: its size is the batch's): sending the same batch
         again fails the same way, so the replay is half the size at once, without backoff,
         while halving still shrinks it. Once the batch is one input the refusal is blamed on
-        that input (the role's `sources`), or, if not, backs off as any other failure."""
+        that input (the role's `sources`), or, if not, backs off as any other failure. The
+        halving outlives the commit, undone one commit at a time (`FailurePolicy.too_large`)."""
         if failure.blamed is None or self.policy.shrunk(self.role.max_records) <= 1:
             return False
-        self.policy.bisect()
+        self.policy.too_large()
         log.warning(
             "%s: the broker refused a record of the batch for good (%s); retrying with half "
             "the batch (%d records at most)",

@@ -37,6 +37,37 @@ def test_bisecting_shrinks_without_a_backoff() -> None:
     assert policy.shrunk(8) == 4
 
 
+def test_a_batch_too_large_for_a_topic_stays_small_and_doubles_back_one_commit_at_a_time() -> (
+    None
+):
+    policy = FailurePolicy(backoff_max_s=3)
+    for _ in range(4):  # 1000 -> 500 -> 250 -> 125 -> 62, which fits
+        policy.too_large()
+    assert policy.shrunk(1000) == 62
+    policy.succeeded()
+    assert policy.failures == 0 and policy.shrunk(1000) == 125  # not 1000: it would fail again
+    policy.too_large()  # 125 did not fit either
+    assert policy.shrunk(1000) == 62
+    policy.succeeded()
+    sizes = []
+    for _ in range(5):  # fitting from now on: doubles back per commit
+        sizes.append(policy.shrunk(1000))
+        policy.succeeded()
+    assert sizes == [125, 250, 500, 1000, 1000]
+
+
+def test_other_failures_keep_no_halving_past_a_commit() -> None:
+    policy = FailurePolicy(backoff_max_s=3)
+    policy.too_large()
+    policy.succeeded()
+    assert policy.shrunk(8) == 8  # one halving, undone by its own commit
+    policy.bisect()  # an input the step failed on: bisected, then dead-lettered
+    policy.failed()
+    assert policy.shrunk(8) == 2
+    policy.succeeded()
+    assert policy.shrunk(8) == 8
+
+
 def _messages(*sizes: int) -> list[OutMessage]:
     return [OutMessage("t", b"k", b"x" * n) for n in sizes]
 
