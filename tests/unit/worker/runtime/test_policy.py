@@ -37,9 +37,7 @@ def test_bisecting_shrinks_without_a_backoff() -> None:
     assert policy.shrunk(8) == 4
 
 
-def test_a_batch_too_large_for_a_topic_stays_small_and_doubles_back_one_commit_at_a_time() -> (
-    None
-):
+def test_a_batch_too_large_for_its_topic_stays_small_then_doubles_back_per_commit() -> None:
     policy = FailurePolicy(backoff_max_s=3)
     for _ in range(4):  # 1000 -> 500 -> 250 -> 125 -> 62, which fits
         policy.too_large()
