@@ -31,6 +31,7 @@ def stalled(cluster: Cluster, point: str) -> bool:
     return f"failpoint {point} stalls this thread" in cluster.logs()
 
 
+@pytest.mark.faults  # a stall, then SIGTERM: with the fault scenarios (`make test-faults`)
 @pytest.mark.parametrize(
     "points",
     [("restore_batch",), ("shard_produced",), ("restore_batch", "edge_produced")],

@@ -140,6 +140,7 @@ def test_three_replicas_committing_synchronously_decide_the_same(
     assert sum(len(v) for v in got.values()) == len(docs), "not exactly once"
 
 
+@pytest.mark.faults  # a kill: with the fault scenarios (`make test-faults`)
 def test_pairs_split_across_partitions_are_caught_and_a_killed_replica_loses_nothing(
     kafka_bootstrap: str, topics: Topics, tmp_path: Path
 ) -> None:
@@ -171,6 +172,7 @@ def test_pairs_split_across_partitions_are_caught_and_a_killed_replica_loses_not
         assert of is not None and not of.startswith("copy-")
 
 
+@pytest.mark.faults  # kills: with the fault scenarios (`make test-faults`)
 @pytest.mark.parametrize(
     "failpoint", ["edge_produced=kill@1", "shard_produced=kill@1", "shard_committed=kill@1"]
 )
@@ -224,6 +226,7 @@ def test_an_edge_whose_rewind_fails_after_a_failed_transaction_loses_no_input(
     assert all(len(v) == 1 for v in got.values()), "a document was decided twice"
 
 
+@pytest.mark.faults  # a kill: with the fault scenarios (`make test-faults`)
 def test_a_killed_and_restarted_replica_restores_its_shards_from_their_changelogs(
     kafka_bootstrap: str, topics: Topics, tmp_path: Path
 ) -> None:
@@ -252,6 +255,7 @@ def test_a_killed_and_restarted_replica_restores_its_shards_from_their_changelog
     assert len(restored) == SHARDS and sum(map(int, restored)) >= 140  # from the changelogs
 
 
+@pytest.mark.faults  # a kill: with the fault scenarios (`make test-faults`)
 def test_domains_over_three_log_partitions_survive_a_gather_kill_and_match_offline(
     kafka_bootstrap: str, topics: Topics, tmp_path: Path
 ) -> None:
