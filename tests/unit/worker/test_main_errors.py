@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import socket
+from collections.abc import Iterator
 
 import pytest
 
@@ -40,6 +42,25 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
     assert capsys.readouterr().out.strip() == f"neardup-stream {__version__}"
 
 
+@pytest.fixture
+def logging_kept() -> Iterator[None]:
+    """`main` configures logging for the process (levels, the kafka loggers' throttling
+    filters); put back what it changed, so later tests see logging as before."""
+    loggers = [logging.getLogger()] + [
+        logging.getLogger(n) for n in list(logging.Logger.manager.loggerDict)
+    ]
+    kept = [(lg, lg.level, list(lg.filters), list(lg.handlers)) for lg in loggers]
+    yield
+    for lg, level, filters, handlers in kept:
+        lg.setLevel(level)
+        lg.filters[:], lg.handlers[:] = filters, handlers
+    for name in set(logging.Logger.manager.loggerDict) - {lg.name for lg in loggers}:
+        made = logging.getLogger(name)  # made by main: as a new logger is
+        made.setLevel(logging.NOTSET)
+        made.filters[:], made.handlers[:] = [], []
+
+
+@pytest.mark.usefixtures("logging_kept")
 def test_a_metrics_port_in_use_is_refused_saying_what_to_change(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
