@@ -139,6 +139,34 @@ class Batch:
         for i in (*self.known, *self.repeat_of):
             docs.skip[i] = True
 
+    def version(self, row: int) -> int | None:
+        """The stored ref of the version replay `row` repeats (None: not stored here, e.g.
+        a row another home shard stores); for a repeat, read once the row it repeats ran."""
+        if row in self.known:
+            return self.known[row]
+        first = self.repeat_of[row]
+        if first in self.known:
+            return self.known[first]
+        ref = int(self.decisions.ref[first])
+        return ref if ref >= 0 else None
+
+    def renew(self, row: int, version: int) -> None:
+        """Replay `row` is a new document: its id's `version` left the window before its
+        turn (the `run` of the kernels checks). Later rows of its id that named that
+        version (or the row it repeated) as the one they repeat or update now name this row."""
+        self.known.pop(row, None)
+        first = self.repeat_of.pop(row, -1)  # the row it repeated, if one of this batch
+        docs = self.docs
+        docs.skip[row] = False
+        doc_id = self.ids[row]
+        for later in range(row + 1, len(self.ids)):
+            if self.ids[later] != doc_id:
+                continue
+            if first >= 0 and self.repeat_of.get(later) == first:
+                self.repeat_of[later] = row  # a replay of the same content: of this row now
+            elif docs.prior[later] == version or (first >= 0 and docs.prior_row[later] == first):
+                docs.prior[later], docs.prior_row[later] = -1, row
+
     def stored(self) -> list[int]:
         """Positions of the documents the kernels stored (not known, repeated or probe-only)."""
         docs = self.docs

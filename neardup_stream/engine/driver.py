@@ -28,10 +28,45 @@ def mark_known(engine: Deduplicator, batch: Batch) -> None:
 
 
 def run(
-    engine: Deduplicator, batch: Batch, decide: bool, begin: int = 0, end: int | None = None
+    engine: Deduplicator,
+    batch: Batch,
+    decide: bool,
+    begin: int = 0,
+    end: int | None = None,
+    renew: bool = True,
 ) -> None:
-    """Run the decide (or append) kernel over rows begin..end, growing tables as needed."""
+    """Run the decide (or append) kernel over rows begin..end, growing tables as needed.
+
+    A replay (`batch.known`, `batch.repeat_of`) is its id's version again only while that
+    version is in the window. With `renew`, each one is checked at its turn, after the rows
+    before it were stored: one whose version rows before it evicted (`max_docs`, or age) is
+    a new document, decided afresh as it would be in a batch of its own (`Batch.renew`)."""
     end = len(batch) if end is None else end
+    if renew and (batch.known or batch.repeat_of) and evicts(engine):
+        for row in sorted(r for r in (*batch.known, *batch.repeat_of) if begin <= r < end):
+            _pass(engine, batch, decide, begin, row)
+            renewed(engine, batch, row)
+            begin = row  # skipped if still a replay, decided if renewed
+    _pass(engine, batch, decide, begin, end)
+
+
+def evicts(engine: Deduplicator) -> bool:
+    """Whether the engine's window ever evicts (`max_docs` or an age)."""
+    return bool(engine._limits.max_docs or engine._limits.max_age)
+
+
+def renewed(engine: Deduplicator, batch: Batch, row: int) -> bool:
+    """At replay `row`'s turn: whether its id's version left the window since the batch
+    began, making the row a new document (`Batch.renew`); call once the rows before it ran."""
+    version = batch.version(row)
+    if version is None or engine.store.alive(version):
+        return False
+    batch.renew(row, version)
+    return True
+
+
+def _pass(engine: Deduplicator, batch: Batch, decide: bool, begin: int, end: int) -> None:
+    """One kernel pass over rows begin..end (the kernel returns early to grow the tables)."""
     width = batch.docs.keys.shape[1]
     i = begin
     while i < end:

@@ -14,6 +14,7 @@ earlier version (updates), probe and verify, choose, then append the row.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -33,7 +34,7 @@ def decide_precise(engine: Deduplicator, batch: Batch, texts: list[str]) -> dict
     """Decide `batch` in precise mode; returns each stored row's shingle set."""
     cfg, st, out = engine.config, engine.store, batch.decisions
     feats: dict[int, np.ndarray] = {}
-    for i in batch.stored():
+    for i in _turns(engine, batch):
         driver.advance(engine, batch.docs.ts[i])
         out.update[i] = kernels.supersede(i, batch.docs, out, st.arrays(), st.window)
         feats[i] = engine.fingerprinter.features(texts[i])
@@ -61,7 +62,7 @@ def decide_sentences(engine: Deduplicator, batch: Batch, texts: list[str]) -> di
     """Decide `batch` with longest sentences on; returns each stored row's signature."""
     cfg, st, out, docs = engine.config, engine.store, batch.decisions, batch.docs
     sigs: dict[int, int] = {}
-    for i in batch.stored():
+    for i in _turns(engine, batch):
         driver.advance(engine, docs.ts[i])
         out.update[i] = kernels.supersede(i, docs, out, st.arrays(), st.window)
         cands = kernels.probe_verify(
@@ -95,6 +96,18 @@ def decide_sentences(engine: Deduplicator, batch: Batch, texts: list[str]) -> di
             engine.sentences.add(int(out.ref[i]), sig)
     engine.sentences.forget(st.alive)
     return sigs
+
+
+def _turns(engine: Deduplicator, batch: Batch) -> Iterator[int]:
+    """The rows to decide, in order: those the kernels would store, and a replay whose
+    version left the window before its turn (`driver.renewed`, checked at that turn)."""
+    docs, evicts = batch.docs, driver.evicts(engine)
+    for i in range(len(batch)):
+        if docs.probe_only[i]:
+            continue
+        if docs.skip[i] and not (evicts and driver.renewed(engine, batch, i)):
+            continue
+        yield i
 
 
 def _estimate(engine: Deduplicator, batch: Batch, i: int, ref: int) -> float:

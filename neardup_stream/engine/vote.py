@@ -45,7 +45,8 @@ def vote(engine: Deduplicator, batch: Batch, records: bool = False) -> Vote:
             found[i] = ref
     batch.mark_known(found, st.exact_of)
     st.reserve(len(batch))
-    driver.run(engine, batch, decide=True)
+    # replays stay the shard's own (no renew): the gather decides what a replay gets
+    driver.run(engine, batch, decide=True, renew=False)
     out = batch.decisions
     made: list[FingerprintRecord] = []
     stored = batch.stored()  # first: later rows of the batch may match these

@@ -172,3 +172,57 @@ def test_packed_votes_and_first_decisions_carry_the_update_flag() -> None:
     assert FirstDecisions.unpack(v1_first).entries[0][1] == Decision(id="x", decision="unique")
     assert FirstDecisions.unpack(v1_first).stream is None  # as the shards' v1 changes
     assert FirstDecisions.unpack(first.pack()).stream == 3
+
+
+def _reused_ids(seed: int, n: int = 120) -> list[Document]:
+    """A stream that reuses a few ids, with copies, edits and new texts, one a second apart."""
+    rng = np.random.default_rng(seed)
+    texts = [random_text(100 + seed * 7 + k) for k in range(6)]
+    docs = []
+    for k in range(n):
+        doc_id = f"id{rng.integers(0, 8)}"
+        base = texts[int(rng.integers(0, len(texts)))]
+        text = base if rng.random() < 0.6 else mutate(base, 0.03, int(rng.integers(1 << 30)))
+        docs.append(Document(id=doc_id, text=text, timestamp=NOW + k + 17 * (k % 3)))
+    return docs
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+@pytest.mark.parametrize(
+    "config",
+    [
+        DedupConfig(max_docs=5),
+        DedupConfig(max_age_seconds=9),
+        DedupConfig(max_docs=7, precise=True),
+        DedupConfig(max_age_seconds=12, longest_sentences=2),
+    ],
+    ids=["max_docs", "max_age", "precise", "sentences"],
+)
+def test_a_replay_whose_version_left_the_window_in_its_batch_is_decided_as_alone(
+    seed: int, config: DedupConfig
+) -> None:
+    # An id comes back after rows of its own batch evicted its stored version: it is a new
+    # document, as in a batch of its own (it kept the evicted version's decision before).
+    docs = _reused_ids(seed)
+    alone = Deduplicator(config)
+    expected = [alone.check(d, NOW) for d in docs]
+    for per_batch in (4, 33, len(docs)):
+        engine = Deduplicator(config)
+        outcomes = [
+            o
+            for k in range(0, len(docs), per_batch)
+            for o in engine.process(docs[k : k + per_batch], now=NOW, records=True)
+        ]
+        assert [o.decision for o in outcomes] == expected, per_batch
+        # the changelog's records rebuild the same state, replayed in one batch
+        replayed = Deduplicator(config)
+        replayed.apply_records([o.record for o in outcomes if o.record is not None])
+        assert (replayed.store.base, replayed.store.count) == (
+            engine.store.base,
+            engine.store.count,
+        )
+        assert [replayed.lookup(f"id{k}") for k in range(8)] == [
+            engine.lookup(f"id{k}") for k in range(8)
+        ]
+        probe = _reused_ids(seed + 10, 20)
+        assert replayed.check_batch(probe, NOW) == engine.check_batch(probe, NOW)
