@@ -89,14 +89,19 @@ class TopicSettings(_Section):
     )
 
     @model_validator(mode="after")
-    def _changelog_apart(self) -> TopicSettings:
-        others = {"input": self.input, "unique": self.unique, "duplicate": self.duplicate}
-        others["dlq"] = self.dlq
-        for setting, name in others.items():
+    def _topics_apart(self) -> TopicSettings:
+        outputs = {"unique": self.unique, "duplicate": self.duplicate, "dlq": self.dlq}
+        for setting, name in {"input": self.input, **outputs}.items():
             if self.changelog == name:
                 raise ValueError(
                     f"changelog topic {name!r} is also the {setting} topic; the index changelog "
                     "needs a topic of its own (topics.changelog)"
+                )
+        for setting, name in outputs.items():
+            if self.input == name:  # every output would come back as input, for ever
+                raise ValueError(
+                    f"{setting} topic {name!r} is also the input topic: the worker would read "
+                    f"its own outputs again without end; give topics.{setting} another topic"
                 )
         return self
 

@@ -85,3 +85,17 @@ def test_a_check_across_sections_names_each_setting_and_its_variable(
     )
     [flagged] = problems(caught.value, Settings, {"cluster.enabled": "--cluster"}, {})
     assert flagged.setting == "cluster.enabled" and flagged.source == "flag --cluster"
+
+
+@pytest.mark.parametrize("output", ["unique", "duplicate", "dlq"])
+def test_an_output_topic_that_is_the_input_topic_is_refused(output: str) -> None:
+    # the worker would read each output back as input and write it again, without end
+    with pytest.raises(ValidationError, match=rf"{output} topic 'docs' is also the input topic"):
+        Settings.model_validate({"topics": {"input": "docs", output: "docs"}})
+    Settings.model_validate({"topics": {"input": "docs", output: "docs.out"}})  # apart: kept
+
+
+@pytest.mark.parametrize("other", ["input", "unique", "duplicate", "dlq"])
+def test_a_changelog_that_is_another_topic_is_refused(other: str) -> None:
+    with pytest.raises(ValidationError, match=rf"is also the {other} topic"):
+        Settings.model_validate({"topics": {other: "t", "changelog": "t"}})
