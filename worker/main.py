@@ -40,6 +40,7 @@ from worker.refusals import refused
 from worker.runtime.membership import InstanceConflict
 from worker.security_errors import EXIT_CONFIG, SecurityFailure
 from worker.settings import Settings
+from worker.topics import TopicsUnusable
 
 if TYPE_CHECKING:
     from worker.cluster.replica import Replica
@@ -217,7 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     announce_unreachable(settings.kafka.bootstrap_servers)
     try:
         worker.run()
-    except (SecurityFailure, InstanceConflict) as exc:
+    except (SecurityFailure, InstanceConflict, TopicsUnusable) as exc:
         log.error("%s", exc)  # configuration: said once, no traceback
         return EXIT_CONFIG
     except Exception as exc:

@@ -35,6 +35,12 @@ log = logging.getLogger(__name__)
 MAX_MESSAGE_BYTES = "max.message.bytes"
 
 
+class TopicsUnusable(RuntimeError):
+    """The topics as configured cannot be used (a missing one with creation off, a derived
+    name Kafka refuses, a changelog too small to grow): configuration, not a broker fault;
+    the worker says it once and exits 78, without a traceback."""
+
+
 @dataclass(frozen=True)
 class TopicLayout:
     """What the loop needs to know about its topics after `ensure_topics`."""
@@ -54,7 +60,7 @@ def _admin(settings: Settings) -> KafkaAdminClient:
 
 
 def ensure_topics(settings: Settings) -> TopicLayout:
-    """Create missing topics, check existing ones; raises RuntimeError when unusable.
+    """Create missing topics, check existing ones; raises `TopicsUnusable` when unusable.
 
     A broker that is down raises a `KafkaError`; the caller retries.
     """
@@ -62,7 +68,7 @@ def ensure_topics(settings: Settings) -> TopicLayout:
     try:
         changelog_topic = changelog.topic_of(settings)
     except ValueError as exc:
-        raise RuntimeError(str(exc)) from None
+        raise TopicsUnusable(str(exc)) from None
     how = "derived from the group id" if settings.is_derived("topics.changelog") else "named"
     log.info("index changelog %s (%s) of %s", changelog_topic, how, _pipeline(settings))
     admin = _admin(settings)
@@ -107,7 +113,7 @@ def grow_changelog(admin: KafkaAdminClient, settings: Settings, input_partitions
     if have >= input_partitions:
         return
     if not settings.topics.create:
-        raise RuntimeError(
+        raise TopicsUnusable(
             f"changelog topic {name!r} has {have} partitions; it needs at least the "
             f"input's {input_partitions} (topic creation is off: add partitions to it)"
         )
@@ -205,7 +211,10 @@ def _partition_count(
             return len(meta[0]["partitions"])
         if time.monotonic() > deadline:
             if not create and topic not in admin.list_topics():
-                raise RuntimeError(f"topic {topic!r} does not exist and topic creation is off")
+                raise TopicsUnusable(
+                    f"topic {topic!r} does not exist and topic creation is off "
+                    "(NEARDUP_TOPICS__CREATE=false): create the topic, or let the worker do so"
+                )
             raise KafkaTimeoutError(
                 f"topic {topic!r}: the broker has not described its partitions after {wait_s:.0f} s"
             )

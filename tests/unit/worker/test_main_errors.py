@@ -9,8 +9,10 @@ from collections.abc import Iterator
 import pytest
 
 from neardup_stream import __version__
+from worker.loop import Worker
 from worker.main import main
 from worker.security_errors import EXIT_CONFIG
+from worker.topics import TopicsUnusable
 
 
 def test_a_bad_flag_is_refused_naming_it(
@@ -74,3 +76,20 @@ def test_a_metrics_port_in_use_is_refused_saying_what_to_change(
     err = caplog.text
     assert f"metrics.port={port}: cannot listen on 127.0.0.1 (Address already in use)" in err
     assert "--metrics-port" in err and "--instance-id" in err and "Traceback" not in err
+
+
+@pytest.mark.usefixtures("logging_kept")
+def test_unusable_topics_end_start_up_in_one_line(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # e.g. a missing input with topic creation off, or a group id no topic can be named after
+    def unusable(_worker: object) -> None:
+        raise TopicsUnusable("topic 'docs' does not exist and topic creation is off")
+
+    monkeypatch.setattr(Worker, "run", unusable)
+    assert main(["--metrics-port", "0"]) == EXIT_CONFIG
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert [r.getMessage() for r in errors] == [
+        "topic 'docs' does not exist and topic creation is off"
+    ]
+    assert errors[0].exc_info is None  # no traceback

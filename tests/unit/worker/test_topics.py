@@ -65,5 +65,5 @@ def test_a_topic_the_broker_has_not_described_yet_is_retried_not_fatal() -> None
 
 
 def test_a_missing_topic_with_creation_off_stays_a_configuration_error() -> None:
-    with pytest.raises(RuntimeError, match="does not exist and topic creation is off"):
+    with pytest.raises(topics.TopicsUnusable, match="does not exist and topic creation is off"):
         topics._partition_count(SlowBroker(set(), {}), "docs", create=False, wait_s=0)  # type: ignore[arg-type]
