@@ -101,6 +101,7 @@ def ensure_topics(settings: Settings) -> TopicLayout:
         outputs = (topics.unique, topics.duplicate, topics.dlq, changelog_topic)
         limits = _limits(admin, outputs)
         _report_small(limits, settings)
+        report_uncompacted(admin, changelog_topic, settings)
         return TopicLayout(partitions, limits)
     finally:
         admin.close()
@@ -166,6 +167,45 @@ def _limits(admin: KafkaAdminClient, names: tuple[str, ...]) -> dict[str, int]:
             raise RuntimeError(f"could not read {MAX_MESSAGE_BYTES} of topic {name!r}")
         limits[name] = int(entry["value"])
     return limits
+
+
+def report_uncompacted(admin: KafkaAdminClient, name: str, settings: Settings) -> None:
+    """Say so when the changelog is not compacted (a topic made by hand, or auto-created
+    with the broker's defaults): deleted by time, it forgets documents still in the window,
+    and a restore decides them again as new; never deleted, it grows without bound."""
+    wanted = {"cleanup.policy": None, "retention.ms": None}
+    resource = ConfigResource(ConfigResourceType.TOPIC, name, wanted)
+    found = admin.describe_configs([resource], config_filter="all").get("topic", {}).get(name, {})
+    policy = (found.get("cleanup.policy") or {}).get("value")
+    if policy is None or "compact" in str(policy).split(","):
+        return
+    retention = int((found.get("retention.ms") or {}).get("value") or -1)
+    age = settings.dedup.max_age_seconds
+    fix = (
+        f"kafka-configs.sh --bootstrap-server {settings.kafka.bootstrap_servers} --alter "
+        f"--entity-type topics --entity-name {name} --add-config cleanup.policy=compact"
+    )
+    if retention < 0:
+        log.warning(
+            "changelog topic %s has cleanup.policy=%s, not compact: replaced and evicted "
+            "documents' records are never removed, so it grows without bound and every restore "
+            "replays all of them. To fix it run: %s",
+            name,
+            policy,
+            fix,
+        )
+    elif age is None or retention < age * 1000:
+        log.error(
+            "changelog topic %s has cleanup.policy=%s with retention.ms=%d: index records "
+            "older than that are deleted while their documents are still in the window (%s), "
+            "so after a restart those documents are forgotten and their copies decided unique. "
+            "To fix it run: %s",
+            name,
+            policy,
+            retention,
+            "kept without an age limit" if age is None else f"max_age_seconds={age}",
+            fix,
+        )
 
 
 def _report_small(limits: dict[str, int], settings: Settings) -> None:

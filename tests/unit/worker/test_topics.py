@@ -9,6 +9,7 @@ import pytest
 from kafka.errors import KafkaTimeoutError
 
 from worker import topics
+from worker.settings import Settings
 
 
 def test_a_mistyped_input_topic_is_said_with_the_nearest_names(
@@ -67,3 +68,38 @@ def test_a_topic_the_broker_has_not_described_yet_is_retried_not_fatal() -> None
 def test_a_missing_topic_with_creation_off_stays_a_configuration_error() -> None:
     with pytest.raises(topics.TopicsUnusable, match="does not exist and topic creation is off"):
         topics._partition_count(SlowBroker(set(), {}), "docs", create=False, wait_s=0)  # type: ignore[arg-type]
+
+
+class Configs:
+    """An admin client's `describe_configs`, answering from `configs` (name -> value)."""
+
+    def __init__(self, configs: dict[str, str]) -> None:
+        self.configs = configs
+
+    def describe_configs(self, resources: list, config_filter: str) -> dict:
+        (resource,) = resources
+        found = {k: {"value": v} for k, v in self.configs.items() if k in resource.configs}
+        return {"topic": {resource.name: found}}
+
+
+@pytest.mark.parametrize(
+    ("configs", "age", "said"),
+    [
+        ({"cleanup.policy": "compact"}, None, None),
+        ({"cleanup.policy": "compact,delete", "retention.ms": "1000"}, None, None),
+        ({"cleanup.policy": "delete", "retention.ms": "15000"}, None, "ERROR"),
+        ({"cleanup.policy": "delete", "retention.ms": "15000"}, 60, "ERROR"),
+        ({"cleanup.policy": "delete", "retention.ms": "86400000"}, 3600, None),
+        ({"cleanup.policy": "delete", "retention.ms": "-1"}, None, "WARNING"),
+        ({}, None, None),  # not readable: nothing said
+    ],
+)
+def test_a_changelog_that_is_not_compacted_is_said(
+    configs: dict[str, str], age: int | None, said: str | None, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = Settings.model_validate({"dedup": {"max_age_seconds": age}})
+    with caplog.at_level(logging.WARNING, logger="worker.topics"):
+        topics.report_uncompacted(Configs(configs), "g.changelog", settings)  # type: ignore[arg-type]
+    assert [r.levelname for r in caplog.records] == ([said] if said else [])
+    if said:
+        assert "g.changelog" in caplog.text and "--add-config cleanup.policy=compact" in caplog.text
