@@ -111,10 +111,32 @@ def agree(settings: Settings) -> Agreement:
     if cluster is None:
         if settings.cluster.handover_from is not None:
             mine = mine._replace(handover=handover_.compute(settings).to_json())
+            _check_size(mine)
         append(settings, mine)
         cluster = control.winner(read_values(settings))
         if cluster is None:
             raise RuntimeError(f"control topic {settings.cluster.control!r} lost our record")
         if cluster.instance == mine.instance:
             log.info("wrote the cluster's settings to %s", settings.cluster.control)
-    return Agreement(cluster, mine, control.verdict(cluster, mine))
+    found = control.verdict(cluster, mine)
+    wanted = settings.cluster.handover_from
+    if wanted is not None:  # a replica's own handover must be the cluster's, not ignored
+        taken = None if not cluster.handover else cluster.handover.get("old_group")
+        if taken != wanted:
+            difference = control.Difference("cluster.handover_from", taken, wanted)
+            found = found._replace(differences=[*found.differences, difference])
+    return Agreement(cluster, mine, found)
+
+
+def _check_size(mine: SettingsRecord) -> None:
+    """Refuse a handover whose record would not fit the control topic (the producer would
+    refuse it on every retry)."""
+    size = len(control.encode(mine)[1])
+    if size > handover_.MAX_RECORD_BYTES:
+        handover = Handover.from_json(mine.handover)
+        raise handover_.HandoverRefused(
+            f"cluster.handover_from = {handover.old_group!r}: the old generation left inputs "
+            f"taken in but not decided in too many runs for one control record ({size} bytes, "
+            f"at most {handover_.MAX_RECORD_BYTES}; {handover.summary()}). Start the old "
+            "generation again until its gather catches up, stop it, then hand over"
+        )

@@ -28,6 +28,17 @@ from worker.settings import Settings
 
 log = logging.getLogger(__name__)
 ROLES = ("edge", "shards", "gather")
+# The settings record carrying a handover is one record of the control topic: below the
+# producer's 1 MB request and the topic's default max.message.bytes, with room for the rest.
+MAX_RECORD_BYTES = 900_000
+
+
+class HandoverRefused(RuntimeError):
+    """`cluster.handover_from` cannot be honoured as set (no such generation, another
+    pipeline's, still running, or more undecided inputs than a record holds): the replica
+    refuses to start, saying why in one line."""
+
+
 INACTIVE = {"Empty", "Dead"}
 STOPPED_WAIT_S = 90.0  # static members stay in their group for a session timeout
 
@@ -51,10 +62,12 @@ class Handover(NamedTuple):
         return h is None or source.offset >= h.frontier or source.offset in h.pending
 
     def to_json(self) -> dict[str, Any]:
+        """Pending inputs as [first, last] runs: an edge that ran ahead of its gather leaves
+        long runs, and one number each did not fit a record past ~130k inputs."""
         return {
             "old_group": self.old_group,
             "partitions": {
-                str(p): {"frontier": h.frontier, "pending": sorted(h.pending)}
+                str(p): {"frontier": h.frontier, "pending_runs": runs(h.pending)}
                 for p, h in sorted(self.partitions.items())
             },
         }
@@ -65,11 +78,39 @@ class Handover(NamedTuple):
             return cls("", {})
         return cls(
             str(data["old_group"]),
-            {
-                int(p): PartitionHandover(int(h["frontier"]), frozenset(map(int, h["pending"])))
-                for p, h in data["partitions"].items()
-            },
+            {int(p): _partition(h) for p, h in data["partitions"].items()},
         )
+
+    def summary(self) -> str:
+        """Per partition its frontier and how many inputs are pending, in how many runs."""
+        return (
+            ", ".join(
+                f"partition {p}: frontier {h.frontier}, {len(h.pending)} pending in "
+                f"{len(runs(h.pending))} runs"
+                for p, h in sorted(self.partitions.items())
+            )
+            or "no input partition"
+        )
+
+
+def runs(offsets: frozenset[int]) -> list[list[int]]:
+    """`offsets` as sorted [first, last] runs of consecutive offsets."""
+    out: list[list[int]] = []
+    for offset in sorted(offsets):
+        if out and offset == out[-1][1] + 1:
+            out[-1][1] = offset
+        else:
+            out.append([offset, offset])
+    return out
+
+
+def _partition(data: dict[str, Any]) -> PartitionHandover:
+    """One partition's handover: runs, or (records before runs) one number per input."""
+    if "pending_runs" in data:
+        pending = {o for first, last in data["pending_runs"] for o in range(first, last + 1)}
+    else:
+        pending = set(map(int, data["pending"]))
+    return PartitionHandover(int(data["frontier"]), frozenset(pending))
 
 
 def pending_sources(
@@ -92,7 +133,7 @@ def compute(settings: Settings) -> Handover:
         return Handover("", {})
     record = _old_record(settings, old)
     if record.identity.get("topics.input") != settings.topics.input:
-        raise RuntimeError(
+        raise HandoverRefused(
             f"cluster.handover_from = {old!r} read input topic "
             f"{record.identity.get('topics.input')!r}, this pipeline reads "
             f"{settings.topics.input!r}: a handover is between generations of one pipeline"
@@ -115,7 +156,7 @@ def compute(settings: Settings) -> Handover:
         old,
         {p: PartitionHandover(f, pending.get(p, frozenset())) for p, f in frontiers.items()},
     )
-    log.info("handover from generation %s: %s", old, handover.to_json())
+    log.info("handover from generation %s: %s", old, handover.summary())
     return handover
 
 
@@ -126,8 +167,9 @@ def _old_record(settings: Settings, old: str) -> control.SettingsRecord:
     values = agreement.read_values(settings.model_copy(update={"cluster": cluster}))
     record = control.winner(values)
     if record is None:
-        raise RuntimeError(
-            f"cluster.handover_from = {old!r}: control topic {old}.control holds no settings"
+        raise HandoverRefused(
+            f"cluster.handover_from = {old!r}: control topic {old}.control holds no settings "
+            "(no generation of that group id ran on this broker)"
         )
     return record
 
@@ -141,7 +183,7 @@ def _wait_stopped(admin: KafkaAdminClient, old: str) -> None:
         if not active:
             return
         if time.monotonic() > deadline:
-            raise RuntimeError(
+            raise HandoverRefused(
                 f"cluster.handover_from = {old!r}: the old generation still runs (groups "
                 f"{active} have members); stop all of its replicas first"
             )

@@ -24,7 +24,7 @@ from worker.cluster import control
 from worker.cluster import layout as layout_
 from worker.cluster.edge import EdgeRole
 from worker.cluster.gather import GatherRole
-from worker.cluster.handover import Handover
+from worker.cluster.handover import Handover, HandoverRefused
 from worker.cluster.shard import ShardRole
 from worker.cluster.single_stage import SingleStage
 from worker.metrics import Metrics
@@ -61,6 +61,8 @@ def _prepare(settings: Settings) -> Prepared | Refusal:
     layout = topics.ensure_topics(settings)
     try:
         agreement = agreement_.agree(settings)
+    except HandoverRefused as exc:
+        return Refusal([str(exc)])
     except control.Undecodable as exc:
         return Refusal(
             [

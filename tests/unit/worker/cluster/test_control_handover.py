@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from neardup_stream import Document
 from neardup_stream.config import DedupConfig
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
-from worker.cluster import control
+from worker.cluster import agreement, control
+from worker.cluster import handover as handover_
 from worker.cluster.envelope import Envelope, sources_of
-from worker.cluster.handover import Handover, PartitionHandover, pending_sources
+from worker.cluster.handover import (
+    Handover,
+    HandoverRefused,
+    PartitionHandover,
+    pending_sources,
+    runs,
+)
 from worker.decide import Source
 from worker.settings import Settings
 
@@ -50,3 +58,60 @@ def test_pending_sources_are_the_undecided_inputs_below_the_frontier() -> None:
     record = sources_of(env.pack(), "documents")  # as the handover reads the old log
     assert pending_sources([record], {0: 9, 1: 10}) == {0: frozenset({8}), 1: frozenset({3})}
     assert pending_sources([], {0: 9}) == {}
+
+
+def test_pending_inputs_travel_as_runs_and_records_of_one_number_each_still_read() -> None:
+    backlog = Handover("old", {0: PartitionHandover(250_000, frozenset(range(50_000, 250_000)))})
+    record = control.settings_record(Settings())._replace(handover=backlog.to_json())
+    value = control.encode(record)[1]
+    assert len(value) < 5_000  # one run, not 200,000 numbers (1.49 MB: never sent)
+    assert Handover.from_json(control.decode(value).handover) == backlog
+    assert runs(frozenset({3, 4, 5, 9, 11, 12})) == [[3, 5], [9, 9], [11, 12]]
+    legacy = {"old_group": "old", "partitions": {"0": {"frontier": 100, "pending": [97, 98]}}}
+    assert Handover.from_json(legacy) == Handover("old", {0: H.partitions[0]})
+    assert "partition 0: frontier 250000, 200000 pending in 1 runs" in backlog.summary()
+
+
+def _agree(
+    monkeypatch: pytest.MonkeyPatch,
+    handover_from: str | None,
+    cluster: control.SettingsRecord | None,
+) -> agreement.Agreement:
+    """`agreement.agree` against a control topic holding `cluster` (None: empty), with the
+    old generation's handover computed as a backlog of scattered inputs."""
+    written: list[bytes | None] = [] if cluster is None else [control.encode(cluster)[1]]
+    scattered = Handover("g1", {0: PartitionHandover(400_000, frozenset(range(0, 400_000, 2)))})
+    monkeypatch.setattr(agreement, "ensure_control_topic", lambda s: None)
+    monkeypatch.setattr(agreement, "read_values", lambda s: written)
+    monkeypatch.setattr(agreement, "append", lambda s, r: written.append(control.encode(r)[1]))
+    monkeypatch.setattr(handover_, "compute", lambda s: scattered)
+    settings = Settings.model_validate(
+        {"cluster": {"enabled": True, "handover_from": handover_from}}
+    )
+    return agreement.agree(settings)
+
+
+def test_a_replica_whose_handover_is_not_the_clusters_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the cluster's first replica started without --handover-from: a later one that names
+    # a generation must not be ignored (the first publishes again what g1 decided)
+    first = control.settings_record(Settings.model_validate({"cluster": {"enabled": True}}))
+    found = _agree(monkeypatch, "g1", first)
+    assert not found.verdict.ok
+    assert found.verdict.differences == [control.Difference("cluster.handover_from", None, "g1")]
+    assert 'cluster.handover_from: cluster null, this replica "g1"' in found.explain("c")
+    handed = first._replace(handover=Handover("g1", {}).to_json())
+    assert _agree(monkeypatch, "g1", handed).verdict.ok  # the same generation: agreed
+    assert not _agree(monkeypatch, "g0", handed).verdict.ok  # another one: refused
+    assert _agree(monkeypatch, None, handed).verdict.ok  # later replicas need not name it
+
+
+def test_a_handover_too_large_for_one_record_is_refused_in_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with pytest.raises(
+        HandoverRefused,
+        match=r"too many runs for one control record .*200000 pending in 200000 runs",
+    ):
+        _agree(monkeypatch, "g1", None)
