@@ -33,6 +33,8 @@ from worker.settings import Settings
 
 log = logging.getLogger(__name__)
 MAX_MESSAGE_BYTES = "max.message.bytes"
+CLEANUP_POLICY, RETENTION_MS = "cleanup.policy", "retention.ms"
+READ_CONFIGS = (MAX_MESSAGE_BYTES, CLEANUP_POLICY, RETENTION_MS)  # of outputs and changelog
 
 
 class TopicsUnusable(RuntimeError):
@@ -92,16 +94,17 @@ def ensure_topics(settings: Settings) -> TopicLayout:
         partitions = _partition_count(admin, topics.input, topics.create)
         if changelog_topic not in existing and topics.create:
             policy = "compact" if topics.changelog_retention_ms is None else "compact,delete"
-            configs = {"cleanup.policy": policy, MAX_MESSAGE_BYTES: limit}
+            made = {CLEANUP_POLICY: policy, MAX_MESSAGE_BYTES: limit}
             if topics.changelog_retention_ms is not None:
-                configs["retention.ms"] = str(topics.changelog_retention_ms)
+                made[RETENTION_MS] = str(topics.changelog_retention_ms)
             spec = {"num_partitions": partitions, "replication_factor": topics.replication_factor}
-            create(admin, {changelog_topic: {**spec, "configs": configs}})
+            create(admin, {changelog_topic: {**spec, "configs": made}})
         grow_changelog(admin, settings, partitions)
         outputs = (topics.unique, topics.duplicate, topics.dlq, changelog_topic)
-        limits = _limits(admin, outputs)
+        configs = _configs(admin, outputs)
+        limits = _limits(configs)
         _report_small(limits, settings)
-        report_uncompacted(admin, changelog_topic, settings)
+        report_uncompacted(configs[changelog_topic], changelog_topic, settings)
         return TopicLayout(partitions, limits)
     finally:
         admin.close()
@@ -155,36 +158,45 @@ def grow_changelog_for(settings: Settings, input_partitions: int) -> None:
         admin.close()
 
 
-def _limits(admin: KafkaAdminClient, names: tuple[str, ...]) -> dict[str, int]:
-    resources = [
-        ConfigResource(ConfigResourceType.TOPIC, n, {MAX_MESSAGE_BYTES: None}) for n in names
-    ]
+def _configs(admin: KafkaAdminClient, names: tuple[str, ...]) -> dict[str, dict[str, str]]:
+    """The configs start-up checks (`READ_CONFIGS`) of each topic, in one request."""
+    wanted = dict.fromkeys(READ_CONFIGS)
+    resources = [ConfigResource(ConfigResourceType.TOPIC, n, wanted) for n in names]
     described = admin.describe_configs(resources, config_filter="all").get("topic", {})
+    return {
+        name: {k: str(e["value"]) for k, e in described.get(name, {}).items() if e is not None}
+        for name in names
+    }
+
+
+def _limits(configs: dict[str, dict[str, str]]) -> dict[str, int]:
     limits = {}
-    for name in names:
-        entry = described.get(name, {}).get(MAX_MESSAGE_BYTES)
-        if entry is None:
+    for name, found in configs.items():
+        if MAX_MESSAGE_BYTES not in found:
             raise RuntimeError(f"could not read {MAX_MESSAGE_BYTES} of topic {name!r}")
-        limits[name] = int(entry["value"])
+        limits[name] = int(found[MAX_MESSAGE_BYTES])
     return limits
 
 
-def report_uncompacted(admin: KafkaAdminClient, name: str, settings: Settings) -> None:
-    """Say so when the changelog is not compacted (a topic made by hand, or auto-created
-    with the broker's defaults): deleted by time, it forgets documents still in the window,
-    and a restore decides them again as new; never deleted, it grows without bound."""
-    wanted = {"cleanup.policy": None, "retention.ms": None}
-    resource = ConfigResource(ConfigResourceType.TOPIC, name, wanted)
-    found = admin.describe_configs([resource], config_filter="all").get("topic", {}).get(name, {})
-    policy = (found.get("cleanup.policy") or {}).get("value")
-    if policy is None or "compact" in str(policy).split(","):
-        return
-    retention = int((found.get("retention.ms") or {}).get("value") or -1)
-    age = settings.dedup.max_age_seconds
-    fix = (
+def _fix(settings: Settings, name: str, config: str) -> str:
+    """The command that sets `config` (`key=value`) on topic `name`."""
+    return (
         f"kafka-configs.sh --bootstrap-server {settings.kafka.bootstrap_servers} --alter "
-        f"--entity-type topics --entity-name {name} --add-config cleanup.policy=compact"
+        f"--entity-type topics --entity-name {name} --add-config {config}"
     )
+
+
+def report_uncompacted(found: dict[str, str], name: str, settings: Settings) -> None:
+    """Say so when the changelog `name` (its configs `found`) is not compacted (a topic made
+    by hand, or auto-created with the broker's defaults): deleted by time, it forgets
+    documents still in the window, and a restore decides them again as new; never deleted,
+    it grows without bound."""
+    policy = found.get(CLEANUP_POLICY)
+    if policy is None or "compact" in policy.split(","):
+        return
+    retention = int(found.get(RETENTION_MS) or -1)
+    age = settings.dedup.max_age_seconds
+    fix = _fix(settings, name, f"{CLEANUP_POLICY}=compact")
     if retention < 0:
         log.warning(
             "changelog topic %s has cleanup.policy=%s, not compact: replaced and evicted "
@@ -215,17 +227,12 @@ def _report_small(limits: dict[str, int], settings: Settings) -> None:
             continue
         log.error(
             "topic %s has %s=%d, below the %d bytes the worker may write to it; outputs that "
-            "do not fit go to the dead-letter topic as 'unpublishable'. To fix it run: "
-            "kafka-configs.sh --bootstrap-server %s --alter --entity-type topics "
-            "--entity-name %s --add-config %s=%d",
+            "do not fit go to the dead-letter topic as 'unpublishable'. To fix it run: %s",
             name,
             MAX_MESSAGE_BYTES,
             have,
             need,
-            settings.kafka.bootstrap_servers,
-            name,
-            MAX_MESSAGE_BYTES,
-            need,
+            _fix(settings, name, f"{MAX_MESSAGE_BYTES}={need}"),
         )
 
 

@@ -70,18 +70,6 @@ def test_a_missing_topic_with_creation_off_stays_a_configuration_error() -> None
         topics._partition_count(SlowBroker(set(), {}), "docs", create=False, wait_s=0)  # type: ignore[arg-type]
 
 
-class Configs:
-    """An admin client's `describe_configs`, answering from `configs` (name -> value)."""
-
-    def __init__(self, configs: dict[str, str]) -> None:
-        self.configs = configs
-
-    def describe_configs(self, resources: list, config_filter: str) -> dict:
-        (resource,) = resources
-        found = {k: {"value": v} for k, v in self.configs.items() if k in resource.configs}
-        return {"topic": {resource.name: found}}
-
-
 @pytest.mark.parametrize(
     ("configs", "age", "said"),
     [
@@ -99,7 +87,7 @@ def test_a_changelog_that_is_not_compacted_is_said(
 ) -> None:
     settings = Settings.model_validate({"dedup": {"max_age_seconds": age}})
     with caplog.at_level(logging.WARNING, logger="worker.topics"):
-        topics.report_uncompacted(Configs(configs), "g.changelog", settings)  # type: ignore[arg-type]
+        topics.report_uncompacted(configs, "g.changelog", settings)
     assert [r.levelname for r in caplog.records] == ([said] if said else [])
     if said:
         assert "g.changelog" in caplog.text and "--add-config cleanup.policy=compact" in caplog.text
