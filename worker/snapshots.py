@@ -4,11 +4,11 @@ Layout: `<snapshot_dir>/<changelog topic>/p<partition>/` (a `neardup_stream.snap
 directory, written atomically). Its metadata names the changelog topic (and its topic id,
 so a snapshot of a changelog deleted and created again under its name is not used) and
 partition, the pipeline (input topic, group id: `worker.changelog.Pipeline`), the changelog
-offset it covers and a digest of the whole engine configuration. A snapshot is used only when all of them match
-and its offset is still inside the changelog (between the log start and the last stable
-offset); otherwise restore replays the partition from the start. A snapshot of an earlier
-version names no pipeline: it is rejected (`other_pipeline`) and the replay, which checks
-every record's pipeline, rebuilds the index once.
+offset it covers and a digest of the whole engine configuration. A snapshot is used only when
+all of them match and its offset is still inside the changelog (between the log start and the
+last stable offset); otherwise restore replays the partition from the start. A snapshot of an
+earlier version names no pipeline: it is rejected (`other_pipeline`) and the replay, which
+checks every record's pipeline, rebuilds the index once.
 A snapshot that cannot be read is rejected the same way: counted, logged, never a crash.
 """
 

@@ -110,8 +110,9 @@ def agree(settings: Settings) -> Agreement:
     cluster = control.winner(read_values(settings))
     if cluster is None:
         if settings.cluster.handover_from is not None:
-            mine = mine._replace(handover=handover_.compute(settings).to_json())
-            _check_size(mine)
+            handover = handover_.compute(settings)
+            mine = mine._replace(handover=handover.to_json())
+            _check_size(mine, handover)
         append(settings, mine)
         cluster = control.winner(read_values(settings))
         if cluster is None:
@@ -128,12 +129,11 @@ def agree(settings: Settings) -> Agreement:
     return Agreement(cluster, mine, found)
 
 
-def _check_size(mine: SettingsRecord) -> None:
-    """Refuse a handover whose record would not fit the control topic (the producer would
-    refuse it on every retry)."""
+def _check_size(mine: SettingsRecord, handover: Handover) -> None:
+    """Refuse `handover` if `mine`, the record carrying it, would not fit the control topic
+    (the producer would refuse it on every retry)."""
     size = len(control.encode(mine)[1])
     if size > handover_.MAX_RECORD_BYTES:
-        handover = Handover.from_json(mine.handover)
         raise handover_.HandoverRefused(
             f"cluster.handover_from = {handover.old_group!r}: the old generation left inputs "
             f"taken in but not decided in too many runs for one control record ({size} bytes, "

@@ -28,6 +28,8 @@ from worker.settings import Settings
 
 log = logging.getLogger(__name__)
 ROLES = ("edge", "shards", "gather")
+INACTIVE = {"Empty", "Dead"}
+STOPPED_WAIT_S = 90.0  # static members stay in their group for a session timeout
 # The settings record carrying a handover is one record of the control topic: below the
 # producer's 1 MB request and the topic's default max.message.bytes, with room for the rest.
 MAX_RECORD_BYTES = 900_000
@@ -37,10 +39,6 @@ class HandoverRefused(RuntimeError):
     """`cluster.handover_from` cannot be honoured as set (no such generation, another
     pipeline's, still running, or more undecided inputs than a record holds): the replica
     refuses to start, saying why in one line."""
-
-
-INACTIVE = {"Empty", "Dead"}
-STOPPED_WAIT_S = 90.0  # static members stay in their group for a session timeout
 
 
 class PartitionHandover(NamedTuple):

@@ -12,10 +12,11 @@ A fencing is not always another process. After the broker was paused, the member
 retried join can replace its first one, which the broker then fences. So `Membership.fenced`
 rejoins: the consumer forgets its member id and its next poll joins as the instance's new
 member (the partitions it held are lost and restored, as after any lost membership). A
-membership lost is counted once, however many of its commits and heartbeats say so after
-(until the consumer is a stable member again); a fencing is counted (`neardup_group_fenced_total{role}`) and logged with what it means; fenced
-`CONFLICT_FENCES` times within `CONFLICT_WINDOW_S`, the instance id is in use by another live
-consumer, and the role stops with `InstanceConflict` instead of taking turns with it.
+fencing is counted (`neardup_group_fenced_total{role}`) and logged with what it means, once
+per membership lost however many of its commits and heartbeats say so (until the consumer
+is a stable member again); fenced `CONFLICT_FENCES` times within `CONFLICT_WINDOW_S`, the
+instance id is in use by another live consumer, and the role stops with `InstanceConflict`
+instead of taking turns with it.
 
 A fencing can also arrive in a heartbeat's answer. kafka-python then only stops heartbeating:
 the consumer keeps its assignment and its group state, so an idle worker would go on saying
