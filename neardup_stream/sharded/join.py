@@ -5,6 +5,14 @@ arrived for them, and says which record is next to decide: the oldest, once ever
 on it. It tracks the bytes it holds (the role pauses its reader above a budget), the oldest
 record's append time, which shards the oldest record still waits for, and the first votes
 record still needed (the committed position). Pure: no Kafka.
+
+Memory is bounded on both sides without a circular wait. The role stops reading records over
+its budget; votes on records not read yet are kept up to `ahead_budget` and dropped beyond it
+(read again from `dropped_from`). A dropped vote can be on a record that is read later and
+then waits for it, while the votes kept ahead (of other shards, further on) stay over half the
+budget: so `rewind` reads the votes again as soon as a record held may need a dropped one,
+not only once the votes ahead shrank. Votes on records held are always kept, so each rewind
+completes every record held that the shards voted on.
 """
 
 from __future__ import annotations
@@ -48,13 +56,22 @@ class VoteJoin(Generic[T]):
     record_bytes: int = 0
     ahead_budget: int | None = None  # bytes of votes on records not read yet; None: no bound
     dropped_from: int | None = None  # first votes record dropped over the budget: read again
+    dropped_on: int | None = None  # the lowest log offset a dropped vote was on
+    _ahead: int = 0  # bytes of the votes on offsets past `last_read` (`ahead_bytes`)
 
     def add_record(self, record: Pending[T]) -> None:
         """Append the next log record (offsets increase; already decided ones are ignored)."""
         if record.offset < self.next or (self.records and record.offset <= self.records[-1].offset):
             return
+        last = self.last_read
         self.records.append(record)
         self.record_bytes += record.size
+        if self._ahead:  # the votes on offsets up to this record are no longer ahead
+            if record.offset - last <= len(self.vote_bytes):
+                passed = (self.vote_bytes.get(o, 0) for o in range(last + 1, record.offset + 1))
+            else:
+                passed = (b for o, b in self.vote_bytes.items() if last < o <= record.offset)
+            self._ahead -= sum(passed)
 
     def add_votes(self, offset: int, votes: Votes, at: int, size: int) -> None:
         """Votes of one shard on log `offset`, read from votes record `at`; the first per
@@ -64,15 +81,20 @@ class VoteJoin(Generic[T]):
         if offset < self.next:
             return
         budget = self.ahead_budget
-        if budget is not None and offset > self.last_read and self.ahead_bytes() + size > budget:
-            self.dropped_from = at if self.dropped_from is None else min(self.dropped_from, at)
-            return
-        by_shard = self.votes.setdefault(offset, {})
+        ahead = offset > self.last_read
+        by_shard = self.votes.get(offset, {})
         if votes.shard in by_shard:
             return
+        if budget is not None and ahead and self._ahead + size > budget:
+            self.dropped_from = at if self.dropped_from is None else min(self.dropped_from, at)
+            self.dropped_on = offset if self.dropped_on is None else min(self.dropped_on, offset)
+            return
+        self.votes[offset] = by_shard
         by_shard[votes.shard] = votes
         self.votes_at[offset] = min(self.votes_at.get(offset, at), at)
         self.vote_bytes[offset] = self.vote_bytes.get(offset, 0) + size
+        if ahead:
+            self._ahead += size
 
     def ready(self) -> Joined[T] | None:
         """The oldest record, if every shard voted on it."""
@@ -126,16 +148,17 @@ class VoteJoin(Generic[T]):
 
     def ahead_bytes(self) -> int:
         """Bytes of votes on records not read yet."""
-        last = self.last_read
-        return sum(b for o, b in self.vote_bytes.items() if o > last)
+        return self._ahead
 
     def rewind(self) -> int | None:
-        """Where to read votes again, once the votes ahead are under half the budget."""
+        """Where to read votes again (None: not yet): once a record held may need a vote
+        that was dropped, or the votes ahead are under half the budget."""
         if self.dropped_from is None or self.ahead_budget is None:
             return None
-        if self.ahead_bytes() * 2 > self.ahead_budget:
+        needed = self.dropped_on is not None and self.dropped_on <= self.last_read
+        if not needed and self._ahead * 2 > self.ahead_budget:
             return None
-        at, self.dropped_from = self.dropped_from, None
+        at, self.dropped_from, self.dropped_on = self.dropped_from, None, None
         return at
 
     @property

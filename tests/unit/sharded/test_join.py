@@ -225,3 +225,56 @@ def test_after_a_rewind_the_votes_commit_is_where_reading_starts_again() -> None
     join.pop()
     assert join.rewind() == 1  # the role seeks the votes consumer back to 1
     assert join.first_needed(1) == 1  # not 2, the first votes record still held
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    shards=st.integers(2, 4),
+    records=st.integers(4, 30),
+    record_budget=st.integers(1, 6),
+    votes_budget=st.integers(5, 30),
+    data=st.data(),
+)
+def test_both_budgets_full_never_wait_on_each_other(
+    shards: int, records: int, record_budget: int, votes_budget: int, data: st.DataObject
+) -> None:
+    """The role stops reading records while `record_bytes` is over its budget; each shard
+    votes in log order at its own pace, so one shard's votes far ahead can fill the votes
+    budget while another's, on the records read next, are dropped. Every record is still
+    decided, each once, in order, with nothing read but what is there to read."""
+    # The votes partition: each shard's votes in log order, the shards interleaved at will.
+    turns = data.draw(
+        st.permutations([s for s in range(shards) for _ in range(records)]), label="turns"
+    )
+    made = [0] * shards
+    log: list[tuple[int, int]] = []
+    for s in turns:
+        log.append((made[s], s))
+        made[s] += 1
+    join: VoteJoin[int] = VoteJoin(shards, 0, ahead_budget=votes_budget)
+    read_records = read_votes = 0
+    released: list[int] = []
+    choices = iter(data.draw(st.lists(st.booleans(), max_size=400), label="reads"))
+    for _ in range(20 * records * shards):
+        if len(released) == records:
+            break
+        can_record = read_records < records and join.record_bytes < record_budget
+        can_vote = read_votes < len(log)
+        assert can_record or can_vote, f"stuck: released {released}, waiting {join.waiting_for()}"
+        if can_record and (not can_vote or next(choices, True)):
+            join.add_record(Pending(read_records, read_records, 0, 1))
+            read_records += 1
+        else:
+            offset, shard = log[read_votes]
+            join.add_votes(offset, votes(shard), read_votes, 5)
+            read_votes += 1
+        last = join.last_read
+        assert join.ahead_bytes() == sum(b for o, b in join.vote_bytes.items() if o > last)
+        assert join.ahead_bytes() <= votes_budget
+        while (ready := join.ready()) is not None:
+            released.append(ready.offset)
+            join.pop()
+        again = join.rewind()
+        if again is not None:
+            read_votes = again
+    assert released == list(range(records))
