@@ -209,6 +209,13 @@ class ClusterSettings(_Section):
         "clamp + a margin of 1 h); an explicit value may not be smaller than that",
     )
     max_records: int = Field(100, ge=1, description="fingerprint records per shard transaction")
+    gather_buffer_bytes: int = Field(
+        64 << 20,
+        ge=4096,
+        description="per log partition, the undecided fingerprint-log records (and, apart, the "
+        "payloads read ahead) the gather holds before it stops reading them; votes on records "
+        "not read yet are kept up to a quarter of it and read again beyond",
+    )
     single_stage: bool = Field(
         True,
         description="while this replica is the whole cluster (every input partition, shard "

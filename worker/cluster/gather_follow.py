@@ -36,7 +36,6 @@ from worker.runtime.restore import PauseTopic, RestoreFn, Restores, changelog_re
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
-VOTES_AHEAD_BYTES = 16 << 20  # votes on records not read yet, per log partition
 
 
 class GatherFollow:
@@ -149,8 +148,9 @@ class GatherFollow:
         payloads_start = starts.get(payloads_tp, 0)
         if self.health.lost(c.payloads, p, resume.start, payloads_start):
             resume = PayloadCheckpoint(payloads_start)
+        ahead = self.settings.cluster.gather_buffer_bytes // 4  # votes on records not read yet
         join: VoteJoin[Envelope] = VoteJoin(
-            self.settings.dedup.home_shards, start, ahead_budget=VOTES_AHEAD_BYTES
+            self.settings.dedup.home_shards, start, ahead_budget=ahead
         )
         self.inputs.parts[p] = LogPartition(join, gatherer, PayloadJoin(resume))
         if committed is None:

@@ -4,7 +4,7 @@
 log partition (`parts`, filled by `worker.cluster.gather_follow`): votes go into its
 `VoteJoin`, fingerprint-log records too (`Pending`), payload records into its `PayloadJoin`.
 A partition whose undecided records (or payloads read ahead, unless the oldest record waits
-for its own) exceed `BUFFER_BYTES` is paused; votes dropped over their budget are read again
+for its own) exceed `cluster.gather_buffer_bytes` is paused; votes dropped over their budget are read again
 once the records caught up (`read_votes_again`). An unreadable votes, fingerprint or payload
 record halts its log partition there (`halt`, through `RoleHealth`): its state and
 checkpoint stay, nothing more is read for it. `payloads_gone` tells whether a record's
@@ -26,8 +26,6 @@ from worker.cluster.payloads import PayloadCheckpoint, PayloadRecord
 from worker.runtime.health import RoleHealth, Stop
 from worker.runtime.role import role_settings
 from worker.settings import Settings
-
-BUFFER_BYTES = 64 << 20  # undecided fingerprint-log records held per log partition
 
 
 class GatherInputs:
@@ -89,11 +87,12 @@ class GatherInputs:
         """Read the fingerprint log and payloads of the owned partitions not paused, waiting
         up to `wait_ms` for the first records."""
         c = self.settings.cluster
+        budget = c.gather_buffer_bytes
         for p, part in self.parts.items():  # a full buffer pauses its partition's reader
             stopped = self.is_stopped(p)
             tp = TopicPartition(c.fingerprints, p)
-            paused(self.reader, tp, part.join.record_bytes >= BUFFER_BYTES or stopped)
-            full = part.payloads.held_bytes >= BUFFER_BYTES and not part.waits_for_payload()
+            paused(self.reader, tp, part.join.record_bytes >= budget or stopped)
+            full = part.payloads.held_bytes >= budget and not part.waits_for_payload()
             paused(self.reader, TopicPartition(c.payloads, p), full or stopped)
         if not self.parts:
             return
