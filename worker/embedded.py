@@ -87,7 +87,7 @@ class EmbeddedWorker:
         try:
             if m.enabled:
                 self._server = MetricsServer(
-                    self.registry, self.worker.ready.is_set, m.host, m.port
+                    self.registry, self.worker.healthy, m.host, m.port
                 ).start()
         except OSError as exc:
             self._release()
@@ -108,7 +108,7 @@ class EmbeddedWorker:
     def health(self) -> Health:
         """Its state now; never blocks."""
         running = self._thread is not None and self._thread.is_alive()
-        ready = running and self.worker.ready.is_set()
+        ready = running and self.worker.healthy()
         return Health(running, ready, self.worker.consuming, self._error)
 
     def wait_ready(self, timeout: float = 60.0) -> None:

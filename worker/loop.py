@@ -38,6 +38,13 @@ class Worker:
         self.ready = threading.Event()
         self.consuming = False
         self._stop = shutdown.Stop()
+        self._runner: RoleRunner[list[InputRecord], BatchOutput] | None = None
+
+    def healthy(self) -> bool:
+        """/healthz: every owned partition has its index, and every input partition has a
+        reader in the group (`runtime.coverage`)."""
+        runner = self._runner
+        return self.ready.is_set() and (runner is None or runner.healthy())
 
     def request_stop(self) -> None:
         """Ask the loop to finish its batch and shut down (safe in a signal handler:
@@ -60,6 +67,7 @@ class Worker:
         runner: RoleRunner[list[InputRecord], BatchOutput] = RoleRunner(
             role, self.metrics, self._stop, in_flight=role
         )
+        self._runner = runner
         self.consuming = True
         try:
             runner.run()
@@ -92,4 +100,5 @@ class Worker:
             log.error("the last commit failed; it is replayed on restart")
         role.close()
         runner.publisher.close()
+        runner.coverage.close()
         log.info("worker stopped")

@@ -180,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         is_ready = worker.healthy
     else:
         worker = Worker(settings, metrics)
-        is_ready = worker.ready.is_set
+        is_ready = worker.healthy
     server = None
     if settings.metrics.enabled:
         m = settings.metrics

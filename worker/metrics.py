@@ -77,6 +77,7 @@ class Metrics:
     gather_buffered_bytes: Gauge
     settings_mismatch: Gauge
     single_stage: Gauge
+    unread_partitions: Gauge
 
 
 def build_metrics(registry: CollectorRegistry) -> Metrics:
@@ -243,6 +244,14 @@ def build_metrics(registry: CollectorRegistry) -> Metrics:
             "neardup_single_stage",
             "1 while this scale-out replica is the whole cluster and decides each batch in one "
             "transaction (docs/design/scale-out.md, the single-stage replica)",
+            registry=registry,
+        ),
+        unread_partitions=Gauge(
+            "neardup_unread_partitions",
+            "Partitions of the topics a role's group reads that no member of the group is "
+            "assigned, seen in two descriptions of the Stable group in a row (the role makes "
+            "its consumer rejoin)",
+            ["role"],
             registry=registry,
         ),
     )

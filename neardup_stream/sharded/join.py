@@ -7,16 +7,18 @@ record's append time, which shards the oldest record still waits for, and the fi
 record still needed (the committed position). Pure: no Kafka.
 
 Memory is bounded on both sides without a circular wait. The role stops reading records over
-its budget; votes on records not read yet are kept up to `ahead_budget` and dropped beyond it
-(read again from `dropped_from`). A dropped vote can be on a record that is read later and
+its budget; votes on records not read yet are kept up to `ahead_budget`, those on the records
+read first, and the others dropped (read again from `dropped_from`). A dropped vote can be on a record that is read later and
 then waits for it, while the votes kept ahead (of other shards, further on) stay over half the
-budget: so `rewind` reads the votes again as soon as a record held may need a dropped one,
-not only once the votes ahead shrank. Votes on records held are always kept, so each rewind
+budget: so `rewind` reads the votes again as soon as the oldest record held may need a
+dropped one (not before: each rewind reads the votes from there again), not only once the
+votes ahead shrank. Votes on records held are always kept, so each rewind
 completes every record held that the shards voted on.
 """
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Generic, NamedTuple, TypeVar
@@ -58,6 +60,7 @@ class VoteJoin(Generic[T]):
     dropped_from: int | None = None  # first votes record dropped over the budget: read again
     dropped_on: int | None = None  # the lowest log offset a dropped vote was on
     _ahead: int = 0  # bytes of the votes on offsets past `last_read` (`ahead_bytes`)
+    _far: list[int] = field(default_factory=list)  # heap of -offset of the votes ahead
 
     def add_record(self, record: Pending[T]) -> None:
         """Append the next log record (offsets increase; already decided ones are ignored)."""
@@ -86,15 +89,42 @@ class VoteJoin(Generic[T]):
         if votes.shard in by_shard:
             return
         if budget is not None and ahead and self._ahead + size > budget:
-            self.dropped_from = at if self.dropped_from is None else min(self.dropped_from, at)
-            self.dropped_on = offset if self.dropped_on is None else min(self.dropped_on, offset)
-            return
+            self._make_room(offset, size, budget)
+            if self._ahead + size > budget:
+                self._dropped(offset, at)
+                return
+        if ahead and offset not in self.vote_bytes:
+            heapq.heappush(self._far, -offset)
         self.votes[offset] = by_shard
         by_shard[votes.shard] = votes
         self.votes_at[offset] = min(self.votes_at.get(offset, at), at)
         self.vote_bytes[offset] = self.vote_bytes.get(offset, 0) + size
         if ahead:
             self._ahead += size
+
+    def _make_room(self, offset: int, size: int, budget: int) -> None:
+        """Drop the votes ahead on offsets past `offset`, farthest first, until `size` more
+        bytes fit: the votes kept ahead are always those the reader comes to first."""
+        far, last = self._far, self.last_read
+        while far and self._ahead + size > budget:
+            top = -far[0]
+            if top not in self.vote_bytes or top <= last:  # decided, or read since
+                heapq.heappop(far)
+                continue
+            if top <= offset:
+                return
+            heapq.heappop(far)
+            self._dropped(top, self.votes_at.pop(top))
+            self._ahead -= self.vote_bytes.pop(top)
+            del self.votes[top]
+        if len(far) > 2 * len(self.vote_bytes) + 16:  # offsets read since pile up below
+            self._far = [-o for o in self.vote_bytes if o > last]
+            heapq.heapify(self._far)
+
+    def _dropped(self, offset: int, at: int) -> None:
+        """Votes on `offset`, from votes record `at` on, are not held: read them again."""
+        self.dropped_from = at if self.dropped_from is None else min(self.dropped_from, at)
+        self.dropped_on = offset if self.dropped_on is None else min(self.dropped_on, offset)
 
     def ready(self) -> Joined[T] | None:
         """The oldest record, if every shard voted on it."""
@@ -151,11 +181,12 @@ class VoteJoin(Generic[T]):
         return self._ahead
 
     def rewind(self) -> int | None:
-        """Where to read votes again (None: not yet): once a record held may need a vote
-        that was dropped, or the votes ahead are under half the budget."""
+        """Where to read votes again (None: not yet): once the oldest record held may need
+        a vote that was dropped, or the votes ahead are under half the budget."""
         if self.dropped_from is None or self.ahead_budget is None:
             return None
-        needed = self.dropped_on is not None and self.dropped_on <= self.last_read
+        oldest = self.records[0].offset if self.records else self.next - 1
+        needed = self.dropped_on is not None and self.dropped_on <= oldest
         if not needed and self._ahead * 2 > self.ahead_budget:
             return None
         at, self.dropped_from, self.dropped_on = self.dropped_from, None, None

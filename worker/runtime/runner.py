@@ -51,6 +51,7 @@ from worker import retry
 from worker.metrics import Metrics
 from worker.runtime import shutdown
 from worker.runtime.broker_gone import GIVE_UP_S, BrokerGone, Streak
+from worker.runtime.coverage import Coverage
 from worker.runtime.membership import Membership, rebalanced
 from worker.runtime.policy import FailurePolicy
 from worker.runtime.publisher import Publisher, PublishFailure
@@ -97,9 +98,12 @@ class RoleRunner(Generic[Polled, Carried]):
         w = role.role.worker
         instance = w.instance_id if w.static_membership else None
         self.membership = Membership(role.consumer, role.name, w.group_id, instance, metrics)
+        self.coverage = Coverage(role.consumer, role.role, role.name, metrics)
 
     def healthy(self) -> bool:
-        return self.role.health is None or self.role.health.healthy()
+        """The role can make progress, and every partition of its topics has a reader."""
+        role = self.role.health is None or self.role.health.healthy()
+        return role and self.coverage.covered()
 
     def run(self) -> None:
         role, policy = self.role, self.policy
@@ -111,6 +115,7 @@ class RoleRunner(Generic[Polled, Carried]):
             )
             try:
                 self.membership.check_heartbeat()
+                self.coverage.check()
                 polled = role.poll(limits)
             except FencedInstanceIdError as exc:  # its join or heartbeat was fenced: rejoin
                 self.membership.fenced(exc)
@@ -312,6 +317,7 @@ class RoleRunner(Generic[Polled, Carried]):
                 self.publisher.settle()
             self.publisher.close()
         finally:
+            self.coverage.close()
             self.role.close()
 
 
