@@ -30,7 +30,13 @@ from worker.decide import Unrecordable, decide
 from worker.indexes import PartitionIndexes
 from worker.input_start import InputStart
 from worker.metrics import Metrics, account, index_gauges
-from worker.partitions import Assignment, generation_of, rewind_to_committed, update_lag
+from worker.partitions import (
+    Assignment,
+    behind,
+    generation_of,
+    rewind_to_committed,
+    update_lag,
+)
 from worker.records import BatchOutput, InputRecord, Source
 from worker.rejections import Rejections
 from worker.runtime.health import RoleHealth
@@ -63,6 +69,7 @@ class BatchRole:
         self.metrics, self._stop, self.rules = metrics, stop, rules
         self.rejections = Rejections(settings.topics.dlq)
         self.max_records = settings.worker.max_batch
+        self._lags: dict[int, int] = {}  # owned input partition -> records behind its end
         self.consumer = clients.make_consumer(settings, reset="none")
         self.input = InputStart(self.consumer, "worker", metrics)
         scope = WithinPartitionWarning(settings.topics.input)  # one index per partition: say so
@@ -176,8 +183,13 @@ class BatchRole:
     def between(self, settled: Callable[[], bool]) -> None:
         """After a round: snapshot when due (nothing in flight), export lag and gauges."""
         self.snapshot(settled)
-        update_lag(self.consumer, self.settings.topics.input, set(self.indexes), self.metrics)
+        topic = self.settings.topics.input
+        self._lags = update_lag(self.consumer, topic, set(self.indexes), self.metrics)
         index_gauges(self.metrics, self.indexes)
+
+    def waiting_for(self) -> str | None:
+        """`runtime.stall.Waits`: input behind the end of an owned partition."""
+        return behind(self.settings.topics.input, self._lags)
 
     def snapshot(self, settled: Callable[[], bool] | None = None) -> None:
         """Snapshot every complete partition index, with nothing in flight (`settled`; None:

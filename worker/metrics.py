@@ -78,6 +78,7 @@ class Metrics:
     settings_mismatch: Gauge
     single_stage: Gauge
     unread_partitions: Gauge
+    role_stalled: Gauge
 
 
 def build_metrics(registry: CollectorRegistry) -> Metrics:
@@ -251,6 +252,13 @@ def build_metrics(registry: CollectorRegistry) -> Metrics:
             "Partitions of the topics a role's group reads that no member of the group is "
             "assigned, seen in two descriptions of the Stable group in a row (the role makes "
             "its consumer rejoin)",
+            ["role"],
+            registry=registry,
+        ),
+        role_stalled=Gauge(
+            "neardup_role_stalled",
+            "1 while a role has had work waiting for longer than worker.stall_timeout_s "
+            "without a commit (it logs what it waits for; /healthz answers 503)",
             ["role"],
             registry=registry,
         ),

@@ -165,13 +165,27 @@ def rewind_to_committed(consumer: KafkaConsumer, topic: str, partitions: set[int
             consumer.seek(tp, committed)
 
 
-def update_lag(consumer: KafkaConsumer, topic: str, partitions: set[int], metrics: Metrics) -> None:
-    """Export end-minus-position per partition, from what the fetcher already knows."""
+def update_lag(
+    consumer: KafkaConsumer, topic: str, partitions: set[int], metrics: Metrics
+) -> dict[int, int]:
+    """Export end-minus-position per partition, from what the fetcher already knows; returns
+    the lags it knows."""
+    lags: dict[int, int] = {}
     for p in partitions:
         tp = TopicPartition(topic, p)
         high = consumer.highwater(tp)
         if high is None:
             continue
         with contextlib.suppress(Exception):  # not yet positioned after an assignment
-            lag = max(0, high - consumer.position(tp, timeout_ms=0))
+            lags[p] = lag = max(0, high - consumer.position(tp, timeout_ms=0))
             metrics.consumer_lag.labels(topic, str(p)).set(lag)
+    return lags
+
+
+def behind(topic: str, lags: dict[int, int]) -> str | None:
+    """`Waits.waiting_for` of a role reading `topic`: the partitions with input behind
+    their end (None: none)."""
+    late = sorted(p for p, lag in lags.items() if lag > 0)
+    if not late:
+        return None
+    return f"input behind the end of {topic} partitions {late} ({sum(lags.values())} records)"

@@ -136,6 +136,12 @@ class WorkerSettings(_Section):
     metadata_max_age_ms: int = Field(
         30_000, ge=1000, description="how soon input partitions added at runtime are seen"
     )
+    stall_timeout_s: float = Field(
+        300.0,
+        gt=0,
+        description="how long a role may have work waiting without a commit before it says "
+        "it is stalled (/healthz 503, neardup_role_stalled)",
+    )
     transaction_timeout_ms: int = Field(
         60_000,
         ge=1000,

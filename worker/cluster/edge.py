@@ -30,7 +30,7 @@ from worker.cluster.ingest import Ingested, LogTopics, ingest
 from worker.cluster.single_stage import RETRY_S, SingleStage, Staged
 from worker.input_start import InputStart
 from worker.metrics import Metrics
-from worker.partitions import rewind_to_committed
+from worker.partitions import behind, rewind_to_committed
 from worker.records import InputRecord, Source
 from worker.rejections import Rejections
 from worker.runtime.health import RoleHealth, forget_series
@@ -65,6 +65,7 @@ class EdgeRole:
         self.fingerprinter = DocumentFingerprinter(settings.dedup)
         self.health = RoleHealth("edge", metrics)
         self._lagging: set[int] = set()
+        self._lags: dict[int, int] = {}  # input partition -> records behind its end
         self.rejections = Rejections(settings.topics.dlq)
         self.max_records = settings.worker.max_batch
         self.stage: SingleStage | None = None  # `single_stage`: with these two roles
@@ -255,13 +256,17 @@ class EdgeRole:
 
         retry.until_done(self._stop, self.settings.worker.retry_backoff_max_s, rewind)
 
+    def waiting_for(self) -> str | None:
+        """`runtime.stall.Waits`: input behind the end of an owned partition."""
+        return behind(self.settings.topics.input, self._lags)
+
     def _export_lag(self) -> None:
         topic = self.settings.topics.input
         owned = {tp.partition for tp in self.consumer.assignment()}
         for p in self._lagging - owned:
             forget_series(self.metrics.consumer_lag, topic, str(p))
             forget_series(self.metrics.role_lag, "edge", str(p))
-        self._lagging = owned
+        self._lagging, self._lags = owned, {}
         for p in owned:
             tp = TopicPartition(topic, p)
             end = self.consumer.highwater(tp)
@@ -272,6 +277,7 @@ class EdgeRole:
             except Exception:  # not positioned yet after an assignment
                 lag = None
             if lag is not None:
+                self._lags[p] = lag
                 self.metrics.consumer_lag.labels(topic, str(p)).set(lag)
                 self.metrics.role_lag.labels("edge", str(p)).set(lag)
 

@@ -253,6 +253,20 @@ class GatherRole:
             documents,
         )
 
+    def waiting_for(self) -> str | None:
+        """`runtime.stall.Waits`: the oldest undecided record of a log partition (a stopped
+        one is said by its stop), and what it waits for."""
+        for p, part in sorted(self.parts.items()):
+            if not part.join.records or self.inputs.is_stopped(p):
+                continue
+            offset, shards = part.join.records[0].offset, part.join.waiting_for()
+            if shards:
+                return f"the votes of shards {shards} on log partition {p}, record {offset}"
+            if part.waits_for_payload():
+                return f"the payloads of log partition {p}, record {offset}"
+            return f"the decision of log partition {p}, record {offset}"
+        return None
+
     def _export_progress(self) -> None:
         """Per log partition: undecided records, the oldest one's age, the shard it waits for."""
         c, now_ms = self.settings.cluster, time.time() * 1000

@@ -56,6 +56,7 @@ from worker.runtime.membership import Membership, rebalanced
 from worker.runtime.policy import FailurePolicy
 from worker.runtime.publisher import Publisher, PublishFailure
 from worker.runtime.role import Carried, InFlight, Judging, Limits, Polled, Role, Verdict
+from worker.runtime.stall import Stall, Waits
 
 log = logging.getLogger(__name__)
 MIN_TXN_BYTES = 1 << 20  # the byte cap never shrinks below this
@@ -99,11 +100,13 @@ class RoleRunner(Generic[Polled, Carried]):
         instance = w.instance_id if w.static_membership else None
         self.membership = Membership(role.consumer, role.name, w.group_id, instance, metrics)
         self.coverage = Coverage(role.consumer, role.role, role.name, metrics)
+        self.stall = Stall(role.name, metrics, w.stall_timeout_s)
 
     def healthy(self) -> bool:
-        """The role can make progress, and every partition of its topics has a reader."""
+        """The role can make progress (and is not stalled), and every partition of its
+        topics has a reader."""
         role = self.role.health is None or self.role.health.healthy()
-        return role and self.coverage.covered()
+        return role and self.coverage.covered() and not self.stall.stalled()
 
     def run(self) -> None:
         role, policy = self.role, self.policy
@@ -130,6 +133,8 @@ class RoleRunner(Generic[Polled, Carried]):
                 continue
             self._gone.ended()
             self._holding_nothing()
+            if isinstance(role, Waits):
+                self.stall.observe(role.waiting_for())
             if self.in_flight is not None:
                 self._round_in_flight(self.in_flight, polled, limits)
                 continue
@@ -150,6 +155,7 @@ class RoleRunner(Generic[Polled, Carried]):
                 continue
             policy.succeeded()
             self._unread.ended()
+            self.stall.progressed()
             count_commit(role, self.metrics, output.carried, time.time())
 
     def _round_in_flight(
@@ -196,6 +202,7 @@ class RoleRunner(Generic[Polled, Carried]):
         self.in_flight.counted(carried, committed_at)
         self.policy.succeeded()
         self._unread.ended()
+        self.stall.progressed()
 
     def _recover(
         self,
