@@ -1,5 +1,6 @@
 """A stalled shard owner is visible: the gather's oldest undecided record ages, the gauge names
-the shard it waits for, and the alert expressions fire in a real Prometheus."""
+the shard it waits for, the gather says it is stalled (unready past `worker.stall_timeout_s`),
+and the alert expressions fire in a real Prometheus."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 import yaml
 
 from neardup_stream.sharded.home import domain_partition
+from tests.integration.faults import wait_for
 from tests.integration.harness import Topics, WorkerProcess, decisions
 from tests.integration.prometheus import ALERTS_FILE, JOB, Prometheus
 from tests.integration.test_scale_out import SHARDS, produce_to, wait_assigned
@@ -50,6 +52,7 @@ def test_a_stalled_shard_owner_shows_in_the_oldest_undecided_age_and_fires_the_a
         "NEARDUP_WORKER__TRANSACTION_TIMEOUT_MS": "10000",
         # The frozen replica keeps its shards while frozen: a stall, not a rebalance.
         "NEARDUP_WORKER__SESSION_TIMEOUT_MS": "90000",
+        "NEARDUP_WORKER__STALL_TIMEOUT_S": "5",
     }
     flags = ["--cluster", "--partitions", "2", "--max-batch", "50"]
     flags += ["--log-partitions", "2", "--domain-field", "site"]
@@ -106,6 +109,14 @@ def test_a_stalled_shard_owner_shows_in_the_oldest_undecided_age_and_fires_the_a
                     rule_expr(alert, threshold, "> 5"), bool, on_timeout=live.log
                 )
                 assert {s["partition"] for s, _ in fired} == {s["partition"] for s, _ in first}
+            # Its gather stalled: unready, said once with what it waits for, and alerted.
+            wait_for("the live replica to answer 503", lambda: not live.healthy(), 60)
+            said = [line for line in live.log(200_000).splitlines() if "gather: STALLED" in line]
+            assert len(said) == 1 and "the votes of shards" in said[0], said
+            fired = prometheus.wait_for(
+                rule_expr("NeardupRoleStalled", "> 0", "> 0"), bool, on_timeout=live.log
+            )
+            assert {x["role"] for x, _ in fired} == {"gather"}
         finally:
             os.kill(frozen.proc.pid, signal.SIGCONT)
         # Thawed, the shard votes again: every document is decided exactly once.
@@ -114,6 +125,8 @@ def test_a_stalled_shard_owner_shows_in_the_oldest_undecided_age_and_fires_the_a
         prometheus.wait_for(
             f"neardup_gather_waiting_for_shard{{{sel}}}", lambda r: r == [], on_timeout=live.log
         )
+        wait_for("the live replica to be ready again", live.healthy, 60)
+        assert "gather: no longer stalled" in live.log(200_000)
     finally:
         for w in workers:
             if w.alive():
