@@ -105,3 +105,24 @@ def test_partitions_added_while_every_replica_is_down_are_read_after_they_restar
         wait_for("every replica to be ready", lambda: all(w.healthy() for w in workers), 60)
     finally:
         cluster.stop_all()
+
+
+def test_partitions_added_while_the_replicas_run_are_read(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path
+) -> None:
+    create_topic(kafka_bootstrap, topics.input, partitions=3)
+    first, then = stream(150, seed=67), stream(450, seed=68)
+    cluster = Cluster(
+        kafka_bootstrap, topics, tmp_path, env={"NEARDUP_WORKER__METADATA_MAX_AGE_MS": "2000"}
+    )
+    try:
+        workers = cluster.start_all()
+        produce_to(kafka_bootstrap, topics.input, spread(first, 3))
+        assert len(decisions(kafka_bootstrap, topics, len(first))) == len(first), cluster.logs()
+        grow(kafka_bootstrap, topics.input, 6)
+        produce_to(kafka_bootstrap, topics.input, spread(then, 6))
+        got = decisions(kafka_bootstrap, topics, len(first) + len(then), timeout=300)
+        assert_exactly_once(got, [str(d["id"]) for d in first + then])
+        cluster.wait_held(workers, "edge", 6, 60)
+    finally:
+        cluster.stop_all()
