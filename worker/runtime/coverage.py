@@ -33,6 +33,7 @@ from worker.settings import Settings
 
 log = logging.getLogger(__name__)
 CHECK_EVERY_S = 10.0
+TIMEOUT_MS = 5_000  # a check waits this long at most for the broker (the role loop waits too)
 
 
 class GroupView(NamedTuple):
@@ -142,7 +143,8 @@ class Coverage:
 
     def _describe(self) -> GroupView | None:
         if self._admin is None:
-            self._admin = KafkaAdminClient(**clients.common_config(self.role.kafka))
+            config = {**clients.common_config(self.role.kafka), "request_timeout_ms": TIMEOUT_MS}
+            self._admin = KafkaAdminClient(**config, bootstrap_timeout_ms=TIMEOUT_MS)
         group = self.role.worker.group_id
         described = self._admin.describe_groups([group]).get(group)
         if described is None or described.get("error"):
