@@ -41,8 +41,8 @@ class Worker:
         self._runner: RoleRunner[list[InputRecord], BatchOutput] | None = None
 
     def healthy(self) -> bool:
-        """/healthz: every owned partition has its index, and every input partition has a
-        reader in the group (`runtime.coverage`)."""
+        """/healthz: every owned partition has its index, and its runner is healthy (every
+        input partition has a reader in the group, and the worker is not stalled)."""
         runner = self._runner
         return self.ready.is_set() and (runner is None or runner.healthy())
 

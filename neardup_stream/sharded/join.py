@@ -8,12 +8,12 @@ record still needed (the committed position). Pure: no Kafka.
 
 Memory is bounded on both sides without a circular wait. The role stops reading records over
 its budget; votes on records not read yet are kept up to `ahead_budget`, those on the records
-read first, and the others dropped (read again from `dropped_from`). A dropped vote can be on a record that is read later and
-then waits for it, while the votes kept ahead (of other shards, further on) stay over half the
-budget: so `rewind` reads the votes again as soon as the oldest record held may need a
+read first, and the others dropped (read again from `dropped_from`). A dropped vote can be on
+a record that is read later and then waits for it, while the votes kept ahead stay over half
+the budget: so `rewind` reads the votes again as soon as the oldest record held may need a
 dropped one (not before: each rewind reads the votes from there again), not only once the
-votes ahead shrank. Votes on records held are always kept, so each rewind
-completes every record held that the shards voted on.
+votes ahead shrank. Votes on records held are always kept, so each rewind completes every
+record held that the shards voted on.
 """
 
 from __future__ import annotations

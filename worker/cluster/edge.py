@@ -30,7 +30,7 @@ from worker.cluster.ingest import Ingested, LogTopics, ingest
 from worker.cluster.single_stage import RETRY_S, SingleStage, Staged
 from worker.input_start import InputStart
 from worker.metrics import Metrics
-from worker.partitions import behind, rewind_to_committed
+from worker.partitions import behind, rewind_to_committed, update_lag
 from worker.records import InputRecord, Source
 from worker.rejections import Rejections
 from worker.runtime.health import RoleHealth, forget_series
@@ -266,20 +266,10 @@ class EdgeRole:
         for p in self._lagging - owned:
             forget_series(self.metrics.consumer_lag, topic, str(p))
             forget_series(self.metrics.role_lag, "edge", str(p))
-        self._lagging, self._lags = owned, {}
-        for p in owned:
-            tp = TopicPartition(topic, p)
-            end = self.consumer.highwater(tp)
-            try:
-                lag = (
-                    None if end is None else max(0, end - self.consumer.position(tp, timeout_ms=0))
-                )
-            except Exception:  # not positioned yet after an assignment
-                lag = None
-            if lag is not None:
-                self._lags[p] = lag
-                self.metrics.consumer_lag.labels(topic, str(p)).set(lag)
-                self.metrics.role_lag.labels("edge", str(p)).set(lag)
+        self._lagging = owned
+        self._lags = update_lag(self.consumer, topic, owned, self.metrics)
+        for p, lag in self._lags.items():
+            self.metrics.role_lag.labels("edge", str(p)).set(lag)
 
     def _ingest(self, records: list[InputRecord], single_stage: bool) -> Ingested:
         """`ingest` (for a `single_stage` transaction or not), in input order; of inputs the

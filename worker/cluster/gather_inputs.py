@@ -4,10 +4,10 @@
 log partition (`parts`, filled by `worker.cluster.gather_follow`): votes go into its
 `VoteJoin`, fingerprint-log records too (`Pending`), payload records into its `PayloadJoin`.
 A partition whose undecided records (or payloads read ahead, unless the oldest record waits
-for its own) exceed `cluster.gather_buffer_bytes` is paused; votes dropped over their budget are read again
-once the records caught up (`read_votes_again`). An unreadable votes, fingerprint or payload
-record halts its log partition there (`halt`, through `RoleHealth`): its state and
-checkpoint stay, nothing more is read for it. `payloads_gone` tells whether a record's
+for its own) exceed `cluster.gather_buffer_bytes` is paused; votes dropped over their budget
+are read again (`read_votes_again`, when `VoteJoin.rewind` says). An unreadable votes,
+fingerprint or payload record halts its log partition there (`halt`, through `RoleHealth`):
+its state and checkpoint stay, nothing more is read for it. `payloads_gone` tells whether a record's
 payloads were deleted by retention (read up to the payloads' high watermark taken once the
 record waited for them, not found).
 """
