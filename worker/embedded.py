@@ -87,7 +87,7 @@ class EmbeddedWorker:
         try:
             if m.enabled:
                 self._server = MetricsServer(
-                    self.registry, self.worker.healthy, m.host, m.port
+                    self.registry, self.worker.unready, m.host, m.port
                 ).start()
         except OSError as exc:
             self._release()

@@ -40,11 +40,16 @@ class Worker:
         self._stop = shutdown.Stop()
         self._runner: RoleRunner[list[InputRecord], BatchOutput] | None = None
 
-    def healthy(self) -> bool:
-        """/healthz: every owned partition has its index, and its runner is healthy (every
-        input partition has a reader in the group, and the worker is not stalled)."""
+    def unready(self) -> str | None:
+        """Why /healthz answers 503 (None: ready): an owned partition without its index yet,
+        or what its runner says (`RoleRunner.unready`)."""
         runner = self._runner
-        return self.ready.is_set() and (runner is None or runner.healthy())
+        if not self.ready.is_set():
+            return "restoring the indexes of its partitions"
+        return None if runner is None else runner.unready()
+
+    def healthy(self) -> bool:
+        return self.unready() is None
 
     def request_stop(self) -> None:
         """Ask the loop to finish its batch and shut down (safe in a signal handler:
@@ -93,7 +98,9 @@ class Worker:
         return retry.until_stopped(self._stop, lambda attempt: self._backoff(attempt), checked)
 
     def _close(self, role: BatchRole, runner: RoleRunner[list[InputRecord], BatchOutput]) -> None:
-        role.indexes.close()
+        # A restore stuck on the broker must not hold up the stop (as a replica bounds it).
+        deadline = shutdown.Deadline(self.settings.worker.shutdown_timeout_s)
+        shutdown.within("closing the restores", role.indexes.close, deadline)
         if runner.publisher.settle() is None:
             role.snapshot()
         else:

@@ -177,15 +177,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         from worker.cluster.replica import Replica  # imports numba: only a replica needs it
 
         worker = Replica(settings, metrics)
-        is_ready = worker.healthy
+        unready = worker.unready
     else:
         worker = Worker(settings, metrics)
-        is_ready = worker.healthy
+        unready = worker.unready
     server = None
     if settings.metrics.enabled:
         m = settings.metrics
         try:
-            server = MetricsServer(registry, is_ready, m.host, m.port).start()
+            server = MetricsServer(registry, unready, m.host, m.port).start()
         except OSError as exc:  # most often a second worker on this host, with the defaults
             log.error(
                 "metrics.port=%d: cannot listen on %s (%s). If another worker runs on this "

@@ -303,8 +303,14 @@ class MetricsServer:
     """A small threaded HTTP server for /metrics and /healthz."""
 
     def __init__(
-        self, registry: CollectorRegistry, is_ready: Callable[[], bool], host: str, port: int
+        self,
+        registry: CollectorRegistry,
+        unready: Callable[[], str | None],
+        host: str,
+        port: int,
     ) -> None:
+        """`unready` says why the worker cannot decide now (None: it can): /healthz answers
+        200 `ready`, or 503 `unready: <why>`."""
         registry_ = registry
 
         class Handler(BaseHTTPRequestHandler):
@@ -312,9 +318,9 @@ class MetricsServer:
                 if self.path.startswith("/metrics"):
                     body, status, ctype = generate_latest(registry_), 200, CONTENT_TYPE_LATEST
                 elif self.path.startswith("/healthz"):
-                    ready = is_ready()
-                    body = b"ready\n" if ready else b"restoring\n"
-                    status, ctype = (200 if ready else 503), "text/plain"
+                    why = unready()
+                    body = b"ready\n" if why is None else f"unready: {why}\n".encode()
+                    status, ctype = (200 if why is None else 503), "text/plain"
                 else:
                     body, status, ctype = b"not found\n", 404, "text/plain"
                 self.send_response(status)

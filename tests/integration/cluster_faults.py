@@ -104,6 +104,20 @@ class Cluster:
             every=0.5,
         )
 
+    def wait_formed(self, timeout: float = 120) -> None:
+        """Until every replica holds shards and together they hold all: no replica is the
+        whole cluster (single stage), so each one's shard role votes."""
+        workers = list(self.workers.values())
+        wait_for(
+            f"{[w.instance for w in workers]} to share the {SHARDS} shards",
+            lambda: (
+                [w.held().get("shard", 0) > 0 for w in workers] == [True] * len(workers)
+                and sum(w.held().get("shard", 0) for w in workers) == SHARDS
+            ),
+            timeout,
+            every=0.5,
+        )
+
     def logs(self) -> str:
         return "".join(p.read_text(errors="replace") for p in sorted(self.log_dir.glob("r*.log")))
 

@@ -109,6 +109,7 @@ def test_an_outage_longer_than_the_retention_reports_exactly_what_it_lost(
 
         # The outage: the edge commits fingerprint records no shard ever applies.
         cluster.start_all(failpoints={i: "shard_produced=kill@1" for i in range(3)})
+        cluster.wait_formed()  # a replica alone decides in single stage: no shard would vote
         send_records(kafka_bootstrap, topics.input, doc_records(during))
         for w in cluster.workers.values():
             assert w.wait_exit(180) != 0, "the failpoint did not fire"
@@ -187,6 +188,7 @@ def test_payloads_deleted_under_a_kept_log_are_decided_without_output_and_report
 
         # The outage: the edge commits log and payload records no shard or gather applies.
         cluster.start_all(failpoints={i: "shard_produced=kill@1" for i in range(3)})
+        cluster.wait_formed()  # a replica alone decides in single stage: no shard would vote
         send_records(kafka_bootstrap, topics.input, doc_records(during))
         for w in cluster.workers.values():
             assert w.wait_exit(180) != 0, "the failpoint did not fire"

@@ -91,6 +91,7 @@ class GatherRole:
         self.parked_as: Any = None  # its group metadata when it parked
         self.parkable = False  # every log partition held, none restoring or stopped
         self.settled = False  # assigned, nothing restoring (`single_stage.settled`)
+        self._warmed = False  # settled once since start (`runtime.role.Warming`)
         self.parked_at: dict[int, int] = {}  # its votes positions then (they do not move)
 
     def start(self) -> None:
@@ -109,6 +110,7 @@ class GatherRole:
         self.parkable = followed is not None and self._whole()
         restores = self.follow.follower.restores
         self.settled = settled(self.assignment, restores, followed is not None)
+        self._warmed = self._warmed or self.settled
         fresh = followed or set()
         self.metrics.role_partitions.labels("gather").set(len(self.parts))
         for tp, recs in polled.items():
@@ -161,6 +163,10 @@ class GatherRole:
         if came or self.assignment.rebalancing or not whole or moved(self.consumer, self.parked_as):
             stage.moved("gather")
         return True
+
+    def warmed(self) -> bool:
+        """Its first assignment restored: ready (`runtime.role.Warming`)."""
+        return self._warmed
 
     def holds_all(self) -> bool:
         """Whether it could park: every log partition held, none restoring or stopped (set on

@@ -113,11 +113,20 @@ class Replica:
         self._stop = shutdown.Stop()
         self._failed: list[str] = []
         self._conflict: Exception | None = None  # an instance id in use, or an ACL denial
-        self._roles: list[Any] = []  # (roles: healthy() hook for /healthz)
+        self._roles: list[Any] = []  # (roles: unready() hook for /healthz)
+        self._refused = False
+
+    def unready(self) -> str | None:
+        """Why /healthz answers 503 (None: ready, every role can decide): refused, starting,
+        or the first role's reason (`RoleRunner.unready`)."""
+        if self._refused:
+            return "settings mismatch (see its log)"
+        if not self.ready.is_set():
+            return "starting"
+        return next((why for r in self._roles if (why := r.unready()) is not None), None)
 
     def healthy(self) -> bool:
-        """Ready, and every role can make progress: /healthz in --cluster mode (roles owner)."""
-        return self.ready.is_set() and all(r.healthy() for r in self._roles)
+        return self.unready() is None
 
     def request_stop(self) -> None:
         """Safe in a signal handler (`shutdown.Stop.request` takes no lock)."""
@@ -154,7 +163,7 @@ class Replica:
         shard = RoleRunner(shard_role, m, stop, overlapped(shard_role))
         gather = RoleRunner(gather_role, m, stop, overlapped(gather_role))
         runners: list[Any] = [edge, shard, gather]
-        self._roles = runners  # (roles: healthy() hook for /healthz)
+        self._roles = runners  # (roles: unready() hook for /healthz)
         threads = {  # named by role: a stack dump (py-spy dump) says which role is which
             r.role.name: threading.Thread(
                 target=self._guard, args=(r,), name=f"{r.role.name}-role", daemon=True
@@ -184,6 +193,7 @@ class Replica:
             " | ".join(refusal.problems),
         )
         self.metrics.settings_mismatch.set(1)
+        self._refused = True
         self.consuming = True  # a signal now stops it the ordinary way
         shutdown.wait_for_stop(self._stop)
 

@@ -71,6 +71,7 @@ class ShardRole:
         self.parked_as: Any = None  # its group metadata when it parked
         self.parkable = False  # every shard held, none restoring or stopped (`holds_all`)
         self.settled = False  # assigned, nothing restoring (`single_stage.settled`)
+        self._warmed = False  # settled once since start (`runtime.role.Warming`)
         self.by_age = settings.dedup.max_age_seconds is not None  # watermarks matter
         self.votes_limit = settings.worker.output_max_message_bytes // 2
         c = settings.cluster
@@ -111,6 +112,7 @@ class ShardRole:
         followed = self.follower.follow()
         self.parkable = followed is not None and self._whole()
         self.settled = settled(self.assignment, self.follower.restores, followed is not None)
+        self._warmed = self._warmed or self.settled
         if followed is None:  # a rebalance is under way: no shard votes until it ends
             return {}
         if followed.gained:
@@ -145,6 +147,10 @@ class ShardRole:
         if self.assignment.rebalancing or not whole or moved(self.consumer, self.parked_as):
             stage.moved("shard")
         return True
+
+    def warmed(self) -> bool:
+        """Its first assignment restored: ready (`runtime.role.Warming`)."""
+        return self._warmed
 
     def holds_all(self) -> bool:
         """Whether it could park: every shard held, none restoring, no log partition stopped

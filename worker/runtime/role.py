@@ -101,6 +101,16 @@ def isolate(
 
 
 @runtime_checkable
+class Warming(Protocol):
+    """A role that restores state before it can decide (the shard and the gather): not ready
+    until its first assignment is restored. Later restores (partitions taken over from a
+    replica that left) do not make it unready again: it decides on what it holds meanwhile,
+    and a role that stops deciding is caught as a stall (`runtime.stall`)."""
+
+    def warmed(self) -> bool: ...
+
+
+@runtime_checkable
 class Judging(Protocol[PolledIn]):
     """A synchronous role that judges its step raising on a batch (the edge: an input its
     engine fails on is bisected down to and dead-lettered, as in the single worker); the

@@ -55,7 +55,16 @@ from worker.runtime.coverage import Coverage
 from worker.runtime.membership import Membership, rebalanced
 from worker.runtime.policy import FailurePolicy
 from worker.runtime.publisher import Publisher, PublishFailure
-from worker.runtime.role import Carried, InFlight, Judging, Limits, Polled, Role, Verdict
+from worker.runtime.role import (
+    Carried,
+    InFlight,
+    Judging,
+    Limits,
+    Polled,
+    Role,
+    Verdict,
+    Warming,
+)
 from worker.runtime.stall import Stall, Waits
 
 log = logging.getLogger(__name__)
@@ -102,11 +111,21 @@ class RoleRunner(Generic[Polled, Carried]):
         self.coverage = Coverage(role.consumer, role.role, role.name, metrics)
         self.stall = Stall(role.name, metrics, w.stall_timeout_s)
 
-    def healthy(self) -> bool:
-        """The role can make progress (and is not stalled), and every partition of its
-        topics has a reader."""
-        role = self.role.health is None or self.role.health.healthy()
-        return role and self.coverage.covered() and not self.stall.stalled()
+    def unready(self) -> str | None:
+        """Why the role cannot decide now, for /healthz (None: it can): it is restoring
+        its first assignment, a partition of it stopped or its transactions keep failing,
+        a partition of its topics has no reader, or it is stalled."""
+        role, name = self.role, self.role.name
+        if isinstance(role, Warming) and not role.warmed():
+            return f"{name}: restoring its partitions"
+        if role.health is not None and not role.health.healthy():
+            return f"{name}: a partition stopped or its transactions keep failing (see its log)"
+        if not self.coverage.covered():
+            return f"{name}: partitions of its topics have no reader"
+        waiting = self.stall.stalled()
+        if waiting is not None:
+            return f"{name}: stalled, waiting for {waiting}"
+        return None
 
     def run(self) -> None:
         role, policy = self.role, self.policy

@@ -36,6 +36,7 @@ class Stall:
         self._since: float | None = None  # when work started to wait
         self._committed = time.monotonic()  # set on the commit thread: one float, atomic
         self._stalled = False
+        self.waiting: str | None = None  # what it waits for while stalled
         metrics.role_stalled.labels(name).set(0)
 
     def progressed(self) -> None:
@@ -55,6 +56,7 @@ class Stall:
         if waited <= self.after_s:
             self._end("it committed")
             return
+        self.waiting = waiting
         if not self._stalled:
             self._stalled = True
             self.metrics.role_stalled.labels(self.name).set(1)
@@ -73,5 +75,6 @@ class Stall:
             self.metrics.role_stalled.labels(self.name).set(0)
             log.info("%s: no longer stalled: %s", self.name, why)
 
-    def stalled(self) -> bool:
-        return self._stalled
+    def stalled(self) -> str | None:
+        """What the stalled role waits for (None: not stalled)."""
+        return self.waiting if self._stalled else None
