@@ -20,8 +20,6 @@ import threading
 import time
 from collections.abc import Callable
 
-from kafka import OffsetAndMetadata, TopicPartition
-
 from worker import clients, retry, snapshots
 from worker.admission import DecideRules
 from worker.changelog import pipeline_of, topic_of
@@ -124,10 +122,7 @@ class BatchRole:
         records = [
             OutMessage(changelog, r.key, r.value, partition=r.partition) for r in output.changelog
         ]
-        offsets = {
-            TopicPartition(topic, partition): OffsetAndMetadata(offset, "", -1)
-            for (topic, partition), offset in output.offsets.items()
-        }
+        offsets = self.input.offsets(output.offsets)
         # A changelog record answers for the inputs it records. Only a batch of one input can
         # be blamed for it: a refused record (too large for the changelog) then dead-letters
         # that input as `unpublishable` instead of failing forever; in a larger batch the

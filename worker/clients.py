@@ -50,11 +50,13 @@ def make_consumer(settings: Settings, reset: str = "earliest", **extra: Any) -> 
     the index of every partition that stays. read_committed also makes committed-offset
     look-ups wait for pending transactional commits (KIP-447 `require_stable`). `reset`
     "none" leaves a missing or out-of-range position to the caller (`input_start`). A join
-    that completes between two polls is applied, not dropped (`kafka_join`).
+    that completes between two polls is applied, not dropped (`kafka_join`). It never creates
+    a topic it reads: an input deleted while it runs is not made again with the broker's
+    defaults behind the operator's back (`topics` creates what the worker needs at start).
     """
     kafka_join.install()
     worker = settings.worker
-    return KafkaConsumer(
+    consumer = KafkaConsumer(
         **common_config(settings.kafka),
         group_id=worker.group_id,
         group_instance_id=worker.instance_id if worker.static_membership else None,
@@ -70,12 +72,13 @@ def make_consumer(settings: Settings, reset: str = "earliest", **extra: Any) -> 
         max_partition_fetch_bytes=max(1_048_576, settings.worker.output_max_message_bytes),
         **extra,
     )
+    return no_auto_create(consumer)
 
 
 def make_reader(settings: Settings) -> KafkaConsumer:
     """A group-less read_committed consumer for replaying the changelog, up to the last
     stable offset; `earliest`, so an offset compaction removed never skips records."""
-    return KafkaConsumer(
+    reader = KafkaConsumer(
         **common_config(settings.kafka),
         group_id=None,
         auto_offset_reset="earliest",
@@ -85,6 +88,18 @@ def make_reader(settings: Settings) -> KafkaConsumer:
         fetch_max_bytes=52_428_800,
         max_partition_fetch_bytes=10_485_760,
     )
+    return no_auto_create(reader)
+
+
+def no_auto_create(consumer: KafkaConsumer) -> KafkaConsumer:
+    """`consumer`, its metadata requests asking the broker not to create the topics they
+    name. kafka-python 3.0.12 takes `allow_auto_create_topics` but does not pass it to its
+    cluster metadata, which asks for creation by default: a topic deleted while the worker
+    reads it came back at once, made by the broker with its defaults."""
+    cluster = getattr(getattr(consumer, "_client", None), "cluster", None)
+    if cluster is not None:
+        cluster.config["allow_auto_create_topics"] = False
+    return consumer
 
 
 class Producer(KafkaProducer):

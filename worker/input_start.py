@@ -11,6 +11,10 @@ there used to be silent. `InputStart.poll` makes each case explicit:
   offset; reading goes on at the log start;
 * a fetch offset past the log end (the topic was deleted and made again, or truncated): an
   error log naming both offsets; reading starts over at the log start;
+* a topic deleted and created again (its topic id changed: `topic_ids`), found at the first
+  read after a start or rebalance, from the id the committed offsets name, or while reading:
+  one error naming both ids; every assigned partition of it is read again from its log start
+  (the committed offsets belong to the old topic), and the records polled are dropped;
 * a position kept from an earlier assignment: after each rebalance (the group generation
   changed), every assigned partition reads on at its committed offset. kafka-python keeps a
   partition's position when it is in both the assignment it last applied and the new one,
@@ -27,9 +31,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kafka import KafkaConsumer, TopicPartition
+from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 from kafka.errors import KafkaError, NoOffsetForPartitionError, OffsetOutOfRangeError
 
+from worker import topic_ids
 from worker.metrics import Metrics
 from worker.partitions import COMMITTED_TIMEOUT_MS, generation_of
 from worker.runtime.broker_gone import group_poll
@@ -49,13 +54,15 @@ class InputStart:
         self._reported: dict[TopicPartition, int] = {}  # offsets below this were reported
         self._generation_now = generation_of(consumer)
         self._generation: int | None = None  # the group generation last checked
+        self.incarnations = topic_ids.Incarnations()
 
     def poll(self, **poll_args: Any) -> dict[TopicPartition, list[Any]]:
         """`consumer.poll(**poll_args)`; after placing partitions at their start, an empty
         poll (the next one reads them)."""
         try:
             polled = group_poll(self.consumer, **poll_args)
-            return self._from_committed(polled)
+            placed = self._from_committed(polled)
+            return {} if placed is None else self._recreated(placed)
         except NoOffsetForPartitionError as error:
             if not (partitions := _partitions(error)):
                 raise  # no partition named: seeking none would seek every one
@@ -66,17 +73,25 @@ class InputStart:
             self._out_of_range(offsets)
         return {}
 
+    def offsets(self, offsets: dict[tuple[str, int], int]) -> dict[TopicPartition, Any]:
+        """The input offsets to commit, each naming the topic id it was read under."""
+        return {
+            TopicPartition(topic, p): OffsetAndMetadata(o, self.incarnations.metadata(topic), -1)
+            for (topic, p), o in offsets.items()
+        }
+
     def _from_committed(
         self, polled: dict[TopicPartition, list[Any]]
-    ) -> dict[TopicPartition, list[Any]]:
+    ) -> dict[TopicPartition, list[Any]] | None:
         """`polled`, once every partition reads at its committed offset after a rebalance
-        (module docstring); the records of a partition placed there are dropped."""
+        (module docstring); the records of a partition placed there are dropped. None: the
+        committed offsets were not readable (the poll's records are read again later)."""
         generation = self._generation_now()
         if generation == self._generation or generation < 0:
             return polled
         try:
             commits = {
-                tp: self.consumer.committed(tp, timeout_ms=COMMITTED_TIMEOUT_MS)
+                tp: self.consumer.committed(tp, metadata=True, timeout_ms=COMMITTED_TIMEOUT_MS)
                 for tp in sorted(self.consumer.assignment())
             }
         except KafkaError as error:  # the broker is away, or a commit still pending
@@ -89,11 +104,13 @@ class InputStart:
             for tp, dropped in polled.items():
                 if dropped:
                     self.consumer.seek(tp, dropped[0].offset)
-            return {}
+            return None
         self._generation = generation
-        for tp, committed in commits.items():
-            if committed is None:
+        for tp, commit in commits.items():
+            if commit is None:
                 continue  # nothing committed: the log start (`_from_start`)
+            self.incarnations.committed(tp.topic, commit.metadata)
+            committed = commit.offset
             records = polled.get(tp)
             at = records[0].offset if records else self._position(tp)
             if at is None or at == committed:
@@ -110,6 +127,34 @@ class InputStart:
             )
             self.consumer.seek(tp, committed)
             polled.pop(tp, None)
+        return polled
+
+    def _recreated(
+        self, polled: dict[TopicPartition, list[Any]]
+    ) -> dict[TopicPartition, list[Any]]:
+        """`polled`, unless a topic it reads was created again since its positions were
+        taken (module docstring): that topic's records are dropped, its partitions read
+        again from their log start."""
+        assigned = self.consumer.assignment()
+        for topic in sorted({tp.topic for tp in assigned}):
+            found = self.incarnations.check(topic, topic_ids.current(self.consumer, topic))
+            if found is None:
+                continue
+            tps = sorted(tp for tp in assigned if tp.topic == topic)
+            log.error(
+                "%s: input topic %s was deleted and created again (topic id %s, now %s): its "
+                "committed offsets belong to the old topic; reading partitions %s of the new "
+                "one from their log start",
+                self.role,
+                topic,
+                found.was,
+                found.now,
+                [tp.partition for tp in tps],
+            )
+            for tp in tps:
+                polled.pop(tp, None)
+                self._reported.pop(tp, None)
+            self.consumer.seek_to_beginning(*tps)
         return polled
 
     def _position(self, tp: TopicPartition) -> int | None:

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
 from kafka.errors import KafkaTimeoutError
 
+from worker import topic_ids
 from worker.metrics import Metrics
 
 log = logging.getLogger(__name__)
@@ -127,18 +128,6 @@ def generation_of(consumer: KafkaConsumer) -> Callable[[], int]:
     return lambda: int(consumer.group_metadata().generation_id)
 
 
-def topic_id(consumer: KafkaConsumer, topic: str) -> str | None:
-    """The id of `topic` in the consumer's metadata (None: not known to it, or a broker that
-    gives none): tells a topic from one deleted and created again under its name. Read from
-    kafka-python's cluster metadata (no public API gives it), after the consumer looked the
-    topic up (offsets, an assignment)."""
-    cluster = getattr(getattr(consumer, "_client", None), "cluster", None)
-    found = cluster.topic_id(topic) if cluster is not None else None
-    if found is None or int(getattr(found, "int", 0)) == 0:
-        return None
-    return str(found)
-
-
 def position(consumer: KafkaConsumer, tp: TopicPartition) -> int:
     """The group consumer's position on `tp`, waiting `COMMITTED_TIMEOUT_MS` at most.
     kafka-python's `position` first fetches the committed offsets of *every* assigned
@@ -153,16 +142,19 @@ def position(consumer: KafkaConsumer, tp: TopicPartition) -> int:
 
 
 def rewind_to_committed(consumer: KafkaConsumer, topic: str, partitions: set[int]) -> None:
-    """Seek partitions back to their committed offsets (or the beginning if none). Each
-    look-up waits `COMMITTED_TIMEOUT_MS` at most: the callers retry (`retry.until_done`),
-    looking at their stop between attempts."""
+    """Seek partitions back to their committed offsets (or the beginning if none, or if they
+    name another incarnation of the topic: `topic_ids`). Each look-up waits
+    `COMMITTED_TIMEOUT_MS` at most: the callers retry (`retry.until_done`), looking at their
+    stop between attempts."""
+    now = topic_ids.current(consumer, topic)
     for p in partitions:
         tp = TopicPartition(topic, p)
-        committed = consumer.committed(tp, timeout_ms=COMMITTED_TIMEOUT_MS)
-        if committed is None:
+        committed = consumer.committed(tp, metadata=True, timeout_ms=COMMITTED_TIMEOUT_MS)
+        named = None if committed is None else topic_ids.from_metadata(committed.metadata)
+        if committed is None or (named is not None and now is not None and named != now):
             consumer.seek_to_beginning(tp)
         else:
-            consumer.seek(tp, committed)
+            consumer.seek(tp, committed.offset)
 
 
 def update_lag(

@@ -26,7 +26,7 @@ from kafka import KafkaConsumer, TopicPartition
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.records import FingerprintRecord
-from worker import changelog, partitions, snapshots
+from worker import changelog, snapshots, topic_ids
 from worker.changelog import Pipeline
 from worker.metrics import Metrics
 from worker.runtime.replay import WORKER_POLICY, Applied, Refusal, Refused, replay
@@ -113,7 +113,7 @@ def restore_index(
     log_end = reader.end_offsets([tp])[tp]
     if log_start == log_end and (committed or 0) > 0:
         _warn_empty(topic, partition, committed, pipeline)
-    made_of = partitions.topic_id(reader, topic)
+    made_of = topic_ids.current(reader, topic)
     dedup, offset = _start(
         snapshot_dir, tp, made_of, config, pipeline, (log_start, log_end), metrics
     )

@@ -25,9 +25,8 @@ from kafka import KafkaConsumer, TopicPartition
 from neardup_stream.config import FINGERPRINT_FORMAT, DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.snapshot import load_snapshot, other_format, read_meta, save_snapshot
-from worker import failpoints
+from worker import failpoints, topic_ids
 from worker.changelog import Pipeline
-from worker.partitions import topic_id
 
 log = logging.getLogger(__name__)
 
@@ -145,7 +144,7 @@ def save_all(
     tps = {p: TopicPartition(changelog, p) for p in indexes}
     try:
         ends = consumer.end_offsets(list(tps.values()))
-        made_of = topic_id(consumer, changelog)
+        made_of = topic_ids.current(consumer, changelog)
         for p, dedup in indexes.items():
             save(dedup, root, changelog, p, ends[tps[p]], pipeline, made_of)
             failpoints.hit("snapshot_saved")

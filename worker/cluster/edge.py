@@ -19,7 +19,7 @@ import threading
 import time
 from typing import Any
 
-from kafka import OffsetAndMetadata, TopicPartition
+from kafka import TopicPartition
 from kafka.errors import KafkaError
 
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
@@ -110,10 +110,7 @@ class EdgeRole:
             return None
         single = self.stage is not None and self.stage.on
         out = self._ingest(polled, single_stage=single)
-        offsets = {
-            TopicPartition(topic, p): OffsetAndMetadata(o, "", -1)
-            for (topic, p), o in out.offsets.items()
-        }
+        offsets = self.input.offsets(out.offsets)
         if single:
             assert self.stage is not None
             txn, staged = self.stage.transaction(out, offsets, self.shard, self.gather)

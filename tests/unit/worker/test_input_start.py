@@ -5,10 +5,11 @@ moved to the committed offset (a stand-in consumer raising what kafka-python rai
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any, NamedTuple
 
 import pytest
-from kafka import TopicPartition
+from kafka import OffsetAndMetadata, TopicPartition
 from kafka.errors import KafkaTimeoutError, NoOffsetForPartitionError, OffsetOutOfRangeError
 from prometheus_client import CollectorRegistry
 
@@ -26,6 +27,19 @@ class Metadata(NamedTuple):
     generation_id: int
 
 
+class Cluster:
+    def __init__(self) -> None:
+        self.ids: dict[str, uuid.UUID] = {}
+
+    def topic_id(self, topic: str) -> uuid.UUID | None:
+        return self.ids.get(topic)
+
+
+class Client:
+    def __init__(self) -> None:
+        self.cluster = Cluster()
+
+
 class Consumer:
     """Raises the queued errors from `poll`, then returns `records`; a member of generation
     `generation` owning `assigned`, whose group committed `commits`."""
@@ -37,6 +51,8 @@ class Consumer:
         self.sought: list[tuple[TopicPartition, ...]] = []
         self.generation, self.assigned = 1, set[TopicPartition]()
         self.commits: dict[TopicPartition, int] = {}
+        self.commit_metadata: dict[TopicPartition, str] = {}
+        self._client = Client()  # its cluster metadata: the topics' ids
         self.positions: dict[TopicPartition, int] = {}
         self.unreadable = False  # `committed` times out
 
@@ -51,10 +67,15 @@ class Consumer:
     def assignment(self) -> set[TopicPartition]:
         return self.assigned
 
-    def committed(self, tp: TopicPartition, timeout_ms: int | None = None) -> int | None:
+    def committed(
+        self, tp: TopicPartition, metadata: bool = False, timeout_ms: int | None = None
+    ) -> Any:
         if self.unreadable:
             raise KafkaTimeoutError("no answer")
-        return self.commits.get(tp)
+        found = self.commits.get(tp)
+        if found is None or not metadata:
+            return found
+        return OffsetAndMetadata(found, self.commit_metadata.get(tp, ""), -1)
 
     def position(self, tp: TopicPartition, timeout_ms: int | None = None) -> int:
         return self.positions[tp]
@@ -193,3 +214,57 @@ def test_committed_offsets_not_readable_after_a_rebalance_read_the_records_again
     assert consumer.positions == {TP0: 40}  # its records are fetched again
     consumer.unreadable = False
     assert start.poll(timeout_ms=1) == {TP0: [Record(40), Record(41)]}  # checked now
+
+
+OLD, NEW = uuid.UUID(int=1), uuid.UUID(int=2)
+
+
+def test_a_commit_of_another_incarnation_of_the_topic_reads_it_again_from_its_start(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The committed offset 100 names the old topic: its new incarnation (already longer)
+    is read from the log start, said once; the next commits name the new id."""
+    consumer, start, _ = reading({}, {})
+    consumer.assigned = {TP0, TP1}
+    consumer.records = {TP0: [Record(100)], TP1: [Record(3)]}
+    consumer.commits = {TP0: 100, TP1: 3}
+    consumer.commit_metadata = {TP0: f"topic-id={OLD}", TP1: f"topic-id={OLD}"}
+    consumer._client.cluster.ids = {"in": NEW}
+    with caplog.at_level(logging.ERROR):
+        assert start.poll(timeout_ms=1) == {}
+    assert consumer.sought == [(TP0, TP1)]
+    said = [r.message for r in caplog.records if "deleted and created again" in r.message]
+    assert said == [
+        f"worker: input topic in was deleted and created again (topic id {OLD}, now {NEW}): "
+        "its committed offsets belong to the old topic; reading partitions [0, 1] of the new "
+        "one from their log start"
+    ]
+    assert start.offsets({("in", 0): 7})[TP0].metadata == f"topic-id={NEW}"
+    consumer.records = {TP0: [Record(0)]}
+    assert start.poll(timeout_ms=1) == {TP0: [Record(0)]}  # said once, read on
+    assert len(consumer.sought) == 1
+
+
+def test_a_topic_recreated_while_read_is_read_again_from_its_start() -> None:
+    consumer, start, _ = reading({}, {})
+    consumer.assigned = {TP0}
+    consumer.records = {TP0: [Record(5)]}
+    consumer._client.cluster.ids = {"in": OLD}
+    assert start.poll(timeout_ms=1) == {TP0: [Record(5)]}  # no commit yet: the id it reads
+    assert start.offsets({("in", 0): 6})[TP0].metadata == f"topic-id={OLD}"
+    consumer._client.cluster.ids = {"in": NEW}  # deleted and made again under the worker
+    assert start.poll(timeout_ms=1) == {}
+    assert consumer.sought == [(TP0,)]
+
+
+def test_commits_without_an_id_and_unknown_ids_are_taken_as_they_are() -> None:
+    consumer, start, _ = reading({}, {})
+    consumer.assigned = {TP0}
+    consumer.records = {TP0: [Record(9)]}
+    consumer.commits = {TP0: 9}  # an earlier version committed "" (or another format)
+    assert start.poll(timeout_ms=1) == {TP0: [Record(9)]}  # the broker names no id yet
+    assert start.offsets({("in", 0): 10})[TP0].metadata == ""
+    consumer._client.cluster.ids = {"in": NEW}
+    assert start.poll(timeout_ms=1) == {TP0: [Record(9)]}
+    assert start.offsets({("in", 0): 10})[TP0].metadata == f"topic-id={NEW}"
+    assert consumer.sought == []

@@ -9,11 +9,12 @@ import uuid
 from types import SimpleNamespace
 
 import pytest
-from kafka import TopicPartition
+from kafka import OffsetAndMetadata, TopicPartition
 from kafka.errors import KafkaTimeoutError
 
 from worker import retry
-from worker.partitions import COMMITTED_TIMEOUT_MS, position, rewind_to_committed, topic_id
+from worker.partitions import COMMITTED_TIMEOUT_MS, position, rewind_to_committed
+from worker.topic_ids import current as topic_id
 
 
 class Consumer:
@@ -23,12 +24,16 @@ class Consumer:
         self._committed, self.answers = committed, answers
         self.timeouts: list[int | None] = []
         self.seeks: dict[int, int | str] = {}
+        self.metadata = ""  # of every commit
 
-    def committed(self, tp: TopicPartition, timeout_ms: int | None = None) -> int | None:
+    def committed(
+        self, tp: TopicPartition, metadata: bool = False, timeout_ms: int | None = None
+    ) -> OffsetAndMetadata | None:
         self.timeouts.append(timeout_ms)
         if not self.answers:
             raise KafkaTimeoutError(f"no answer within {timeout_ms} ms")
-        return self._committed[tp.partition]
+        found = self._committed[tp.partition]
+        return None if found is None else OffsetAndMetadata(found, self.metadata, -1)
 
     def seek(self, tp: TopicPartition, offset: int) -> None:
         self.seeks[tp.partition] = offset
@@ -42,6 +47,20 @@ def test_each_partition_goes_back_to_its_committed_offset_or_the_beginning() -> 
     rewind_to_committed(consumer, "in", {0, 1})  # type: ignore[arg-type]
     assert consumer.seeks == {0: 17, 1: "beginning"}
     assert consumer.timeouts == [COMMITTED_TIMEOUT_MS] * 2
+
+
+def test_a_commit_naming_another_incarnation_of_the_topic_goes_back_to_the_beginning() -> None:
+    consumer = Consumer({0: 17})
+    consumer.metadata = f"topic-id={uuid.UUID(int=1)}"
+    consumer._client = SimpleNamespace(cluster=SimpleNamespace(topic_id={}.get))  # type: ignore[attr-defined]
+    rewind_to_committed(consumer, "in", {0})  # type: ignore[arg-type]
+    assert consumer.seeks == {0: 17}  # the id now is not known: taken as it is
+    consumer._client.cluster.topic_id = {"in": uuid.UUID(int=1)}.get  # type: ignore[attr-defined]
+    rewind_to_committed(consumer, "in", {0})  # type: ignore[arg-type]
+    assert consumer.seeks == {0: 17}
+    consumer._client.cluster.topic_id = {"in": uuid.UUID(int=2)}.get  # type: ignore[attr-defined]
+    rewind_to_committed(consumer, "in", {0})  # type: ignore[arg-type]
+    assert consumer.seeks == {0: "beginning"}
 
 
 def test_a_coordinator_that_never_answers_leaves_the_recovery_stoppable() -> None:
