@@ -14,9 +14,29 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from neardup_stream.models import Decision, ErrorRecord
+from neardup_stream.models import MAX_MESSAGE_CHARS, Decision, ErrorRecord
 
 Headers = list[tuple[str, bytes]]
+RECORD_OVERHEAD = 512  # a record batch's header, one record's framing and its header
+
+
+def bare_dead_letter_bytes(key_bytes: int = 0) -> int:
+    """The most bytes a dead letter without payload takes on the dead-letter topic, with a
+    key of `key_bytes` (the input's key when the input has no id): a message of
+    `MAX_MESSAGE_CHARS` characters each escaped in JSON (`\\u0001`), the longest topic name,
+    every source field, the longest reason."""
+    worst = ErrorRecord.build(
+        "internal_error",
+        "\u0001" * MAX_MESSAGE_CHARS,
+        b"",
+        0,
+        topic="t" * 249,
+        partition=2**31 - 1,
+        offset=2**63 - 1,
+        timestamp=2**63 - 1,
+    )
+    value = dlq_message("d", worst, None).value
+    return len(value) + len(b"neardup.error") + len(b"internal_error") + key_bytes + RECORD_OVERHEAD
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from worker.loop import Worker
 from worker.metrics import MetricsServer, build_metrics
 from worker.reachability import announce_unreachable, throttle_kafka_connection_logs
 from worker.refusals import refused
+from worker.rejections import FatalError
 from worker.runtime.membership import InstanceConflict
 from worker.security_errors import EXIT_CONFIG, SecurityFailure
 from worker.settings import Settings
@@ -218,7 +219,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     announce_unreachable(settings.kafka.bootstrap_servers)
     try:
         worker.run()
-    except (SecurityFailure, InstanceConflict, TopicsUnusable) as exc:
+    except (SecurityFailure, InstanceConflict, TopicsUnusable, FatalError) as exc:
         log.error("%s", exc)  # configuration: said once, no traceback
         return EXIT_CONFIG
     except Exception as exc:

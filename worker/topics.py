@@ -29,6 +29,7 @@ from kafka.errors import InvalidPartitionsError, KafkaTimeoutError, TopicAlready
 from worker import changelog
 from worker.admission import DecideRules
 from worker.clients import common_config
+from worker.codec import bare_dead_letter_bytes
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -221,17 +222,31 @@ def report_uncompacted(found: dict[str, str], name: str, settings: Settings) -> 
 
 
 def _report_small(limits: dict[str, int], settings: Settings) -> None:
+    """An output topic smaller than what the worker may write to it: said at start. A
+    dead-letter topic too small even for a dead letter without payload is unusable: whatever
+    is refused could not be published, so the worker does not start (`TopicsUnusable`)."""
     need = settings.worker.output_max_message_bytes
+    dlq, bare = settings.topics.dlq, bare_dead_letter_bytes()
+    if limits.get(dlq, bare) < bare:
+        raise TopicsUnusable(
+            f"dead-letter topic {dlq!r} has {MAX_MESSAGE_BYTES}={limits[dlq]}, below the "
+            f"{bare} bytes a dead letter without its payload may take: an input refused "
+            "could not be published anywhere, so the worker does not start. To fix it run: "
+            + _fix(settings, dlq, f"{MAX_MESSAGE_BYTES}={need}")
+        )
     for name, have in limits.items():
         if have >= need:
             continue
         log.error(
-            "topic %s has %s=%d, below the %d bytes the worker may write to it; outputs that "
-            "do not fit go to the dead-letter topic as 'unpublishable'. To fix it run: %s",
+            "topic %s has %s=%d, below the %d bytes the worker may write to it; %s. To fix "
+            "it run: %s",
             name,
             MAX_MESSAGE_BYTES,
             have,
             need,
+            "dead letters that do not fit are written without their payload"
+            if name == dlq
+            else "outputs that do not fit go to the dead-letter topic as 'unpublishable'",
             _fix(settings, name, f"{MAX_MESSAGE_BYTES}={need}"),
         )
 

@@ -29,6 +29,7 @@ from worker.cluster.shard import ShardRole
 from worker.cluster.single_stage import SingleStage
 from worker.metrics import Metrics
 from worker.refusals import retrying_cannot_fix
+from worker.rejections import FatalError
 from worker.runtime import shutdown
 from worker.runtime.membership import InstanceConflict
 from worker.runtime.overlap import Overlapped
@@ -206,8 +207,11 @@ class Replica:
             if isinstance(exc, InstanceConflict):  # a configuration error: said once, no trace
                 log.error("%s", exc)
                 self._conflict = exc
-            elif isinstance(exc, Exception) and retrying_cannot_fix(exc):
-                self._conflict = exc  # an ACL, a setting the broker refuses: `main` says it
+            elif isinstance(exc, FatalError) or (
+                isinstance(exc, Exception) and retrying_cannot_fix(exc)
+            ):
+                self._conflict = exc  # an ACL, a setting the broker refuses, a dead letter
+                # nothing can publish: `main` says it, without a traceback
             else:
                 log.exception("%s failed; stopping the replica", name)
             self._failed.append(name)
