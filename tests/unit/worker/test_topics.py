@@ -9,7 +9,9 @@ import pytest
 from kafka.errors import KafkaTimeoutError
 
 from worker import topics
+from worker.codec import bare_dead_letter_bytes
 from worker.settings import Settings
+from worker.topics import TopicsUnusable, _report_small
 
 
 def test_a_mistyped_input_topic_is_said_with_the_nearest_names(
@@ -91,3 +93,18 @@ def test_a_changelog_that_is_not_compacted_is_said(
     assert [r.levelname for r in caplog.records] == ([said] if said else [])
     if said:
         assert "g.changelog" in caplog.text and "--add-config cleanup.policy=compact" in caplog.text
+
+
+def test_a_dead_letter_topic_too_small_for_a_bare_dead_letter_is_unusable(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    s = Settings(topics={"input": "in", "dlq": "in.dlq"})
+    bare, full = bare_dead_letter_bytes(), s.worker.output_max_message_bytes
+    with pytest.raises(TopicsUnusable, match=r"dead-letter topic 'in.dlq' has max.message.bytes"):
+        _report_small({"in.dlq": bare - 1}, s)
+    with caplog.at_level(logging.ERROR):
+        _report_small({"in.dlq": bare}, s)  # bare ones fit: those with payload may not
+    assert "dead letters that do not fit are written without their payload" in caplog.text
+    caplog.clear()
+    _report_small({"in.dlq": full}, s)
+    assert not caplog.text
