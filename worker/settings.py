@@ -198,6 +198,11 @@ class ClusterSettings(_Section):
         "neardup.control",
         description="compacted topic holding the cluster's settings record (`cluster.control`)",
     )
+    positions: str = Field(
+        "neardup.positions",
+        description="compacted topic keeping every position the roles commit, so that group "
+        "offsets expired while the cluster was down are restored (`runtime.positions`)",
+    )
     claims: str = Field(
         "neardup.claims",
         min_length=1,
@@ -261,6 +266,7 @@ DERIVED_TOPICS = {
     "cluster.shard_changelog": "shard-changelog",
     "cluster.gather_changelog": "gather-changelog",
     "cluster.control": "control",
+    "cluster.positions": "positions",
 }
 # The `ClusterSettings` fields naming the scale-out roles' internal topics.
 CLUSTER_TOPICS = tuple(k.split(".", 1)[1] for k in DERIVED_TOPICS if k.startswith("cluster."))

@@ -46,6 +46,8 @@
 #   KAFKA_HEAP_OPTS        JVM heap flags                        (default -Xms256m -Xmx512m)
 #   KAFKA_START_TIMEOUT    seconds to wait for readiness         (default 90)
 #   KAFKA_STOP_TIMEOUT     seconds to wait before SIGKILL        (default 30)
+#   KAFKA_EXTRA_PROPERTIES lines appended to server.properties    (default none; e.g. a short
+#                          offsets.retention.minutes for the offset-expiry test)
 #   KAFKA_LOG4J2_VERSION   log4j2 backend for Kafka 4.x          (default 2.25.3, as Kafka 4.1.2)
 #   JAVA_HOME / MVN        java installation / maven executable
 #
@@ -268,6 +270,7 @@ group.initial.rebalance.delay.ms=0
 num.network.threads=2
 num.io.threads=4
 log.retention.check.interval.ms=30000
+${KAFKA_EXTRA_PROPERTIES:-}
 EOF
     if ((KAFKA_MAJOR >= 4)); then
         cat >"$CONF_DIR/log4j2.properties" <<'EOF'

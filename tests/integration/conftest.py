@@ -167,6 +167,35 @@ def sasl_ssl_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[st
         _kafka_sh("stop", timeout=60, env=env)
 
 
+@pytest.fixture(scope="session")
+def short_offsets_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A broker of the session's own whose group offsets expire one minute after their
+    group was left empty (checked every second): its bootstrap servers."""
+    from tests.integration.faults import free_port_pair
+
+    port = free_port_pair(28500 + (os.getpid() % 250) * 2)
+    env = {
+        **os.environ,
+        "KAFKA_PORT": str(port),
+        "KAFKA_CONTROLLER_PORT": str(port + 1),
+        "KAFKA_DATA_DIR": str(tmp_path_factory.mktemp("kafka-short-offsets")),
+        "KAFKA_HEAP_OPTS": os.environ.get("KAFKA_HEAP_OPTS", "-Xms128m -Xmx512m"),
+        "KAFKA_EXTRA_PROPERTIES": "offsets.retention.minutes=1\n"
+        "offsets.retention.check.interval.ms=1000",
+    }
+    started = _kafka_sh("start", timeout=START_TIMEOUT_S, env=env)
+    try:
+        if started.returncode != 0:
+            pytest.fail(
+                f"{KAFKA_SH} start (short offset retention) failed (exit "
+                f"{started.returncode}):\n{started.stderr[-4000:]}",
+                pytrace=False,
+            )
+        yield started.stdout.strip().splitlines()[-1].strip()
+    finally:
+        _kafka_sh("stop", timeout=60, env=env)
+
+
 @pytest.fixture
 def kafka_admin(kafka_bootstrap: str) -> Iterator[KafkaAdminClient]:
     """A KafkaAdminClient connected to ``kafka_bootstrap``, one per test.

@@ -26,7 +26,9 @@ KEY_PREFIX = "settings"
 SETTINGS_CHANGE_DOC = "docs/operations/settings-change.md"
 # Worker settings that change an outcome (decided, or dead-lettered) or the transactions.
 _WORKER_FIELDS = ("exactly_once", "max_message_bytes", "dlq_payload_bytes")
-_CLUSTER_FIELDS = (*CLUSTER_TOPICS, "log_partitions")
+# The positions topic is not among them: records written before it existed name none, and
+# replicas need not agree on where each keeps its own copy of the offsets it commits.
+_CLUSTER_FIELDS = (*(t for t in CLUSTER_TOPICS if t != "positions"), "log_partitions")
 _OUTPUT_FIELDS = ("unique", "duplicate", "dlq")
 
 

@@ -20,6 +20,7 @@ from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType
 
 from worker import clients, topics
+from worker.runtime import positions
 from worker.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -194,6 +195,7 @@ def create_internal_topics(settings: Settings) -> None:
         if missing:
             topics.create(admin, missing)
             _describe_when(admin, list(missing), settings, lambda got: set(missing) <= set(got))
+        positions.ensure_topic(admin, settings.cluster.positions, rf)
     finally:
         admin.close()
 

@@ -16,9 +16,11 @@ import logging
 import threading
 from typing import Any, NamedTuple
 
+from kafka import KafkaAdminClient
+
 from neardup_stream.collector import freeze_start_up
 from neardup_stream.warmup import warm_replica
-from worker import claims, retry, security_errors, topics
+from worker import claims, clients, retry, security_errors, topics
 from worker.cluster import agreement as agreement_
 from worker.cluster import control
 from worker.cluster import layout as layout_
@@ -30,9 +32,10 @@ from worker.cluster.single_stage import SingleStage
 from worker.metrics import Metrics
 from worker.refusals import retrying_cannot_fix
 from worker.rejections import FatalError
-from worker.runtime import shutdown
+from worker.runtime import positions, shutdown
 from worker.runtime.membership import InstanceConflict
 from worker.runtime.overlap import Overlapped
+from worker.runtime.role import role_settings
 from worker.runtime.runner import RoleRunner
 from worker.settings import Settings
 
@@ -89,7 +92,19 @@ def _prepare(settings: Settings) -> Prepared | Refusal:
             f"({control.SETTINGS_CHANGE_DOC})"
         )
         return Refusal([*problems, hint])
+    restore_positions(settings)  # before any role joins: offsets that expired come back
     return Prepared(layout, agreement.handover)
+
+
+def restore_positions(settings: Settings) -> None:
+    """Commit back the positions the roles' groups lost (`runtime.positions`)."""
+    kept = agreement_.read_values(settings, settings.cluster.positions)
+    groups = [role_settings(settings, r).worker.group_id for r in positions.ROLES]
+    admin = KafkaAdminClient(**clients.common_config(settings.kafka))
+    try:
+        positions.restore_expired(admin, kept, groups)
+    finally:
+        admin.close()
 
 
 def unbounded_domains(settings: Settings) -> str | None:

@@ -18,6 +18,9 @@ loop's next poll would complete). A commit that cannot complete is abandoned; th
 then `reset`s the producer (the new one's `init_transactions` fences the old and aborts what
 it left open) and rewinds.
 
+A cluster role's transaction also writes a copy of each offset it commits to the pipeline's
+positions topic (`runtime.positions`), so that offsets the broker expires can be restored.
+
 A failure names the one message the broker refused for a deterministic reason, if any
 (`runtime.policy.blame`), and the input it answers for: the loop dead-letters that input on
 the replay, so the same rejection never repeats. At-least-once mode (`exactly_once=False`)
@@ -41,6 +44,7 @@ from worker.authorization import denial_among
 from worker.codec import OutMessage
 from worker.partitioning import placed
 from worker.records import Source
+from worker.runtime import positions
 from worker.runtime.committer import Committer
 from worker.runtime.policy import Blame, blamed
 from worker.settings import Settings
@@ -156,6 +160,8 @@ class Publisher(Generic[T]):
         self.settings, self.consumer, self.name = settings, consumer, name
         self.in_flight, self.on_committed = in_flight, on_committed
         self.producer: KafkaProducer = clients.make_producer(settings)
+        # A replica's roles keep a copy of each offset they commit (`runtime.positions`).
+        self.positions = settings.cluster.positions if settings.cluster.enabled else None
         self._sent: _Sent[T] | None = None
         self._lock = threading.Lock()
         self._committer = Committer(f"{name}-commit")
@@ -168,13 +174,20 @@ class Publisher(Generic[T]):
         try:
             if exactly_once:
                 p.begin_transaction()
+                commits = self._commits(txn)
+            else:
+                commits = [(self.consumer.group_metadata(), dict(txn.offsets))]
+            if self.positions is not None:  # at the end: the messages keep their positions
+                kept = positions.messages(self.positions, [(m.group_id, o) for m, o in commits])
+                sent.txn = txn = txn._replace(
+                    messages=[*txn.messages, *kept], sources=[*txn.sources, *[None] * len(kept)]
+                )
             self._send(sent, txn.messages)
             if not exactly_once:
                 _delivered(sent.futures, deadline)
                 self.consumer.commit(dict(txn.offsets))
                 self._count(carried)
                 return None
-            commits = self._commits(sent.txn)
         except BaseException as exc:
             return self._failure(sent, exc)
         self._committer.submit(lambda: self._finish(sent, p, commits))
