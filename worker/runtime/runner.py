@@ -43,6 +43,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, Generic
 
 from kafka.errors import FencedInstanceIdError, KafkaError
@@ -248,7 +249,7 @@ class RoleRunner(Generic[Polled, Carried]):
         retry.until_done(
             self._stop, self.role.role.worker.retry_backoff_max_s, self.publisher.reset
         )
-        hooks.recover(failure.carried, polled)
+        self._rebuild(lambda: hooks.recover(failure.carried, polled))
 
     def _bisected(self, failure: PublishFailure[Carried] | PublishFailure[None]) -> bool:
         """A refusal for good of a message that answers for no single input (a changelog or
@@ -305,7 +306,8 @@ class RoleRunner(Generic[Polled, Carried]):
         delay = self.policy.failed()
         log.error("%s: reading failed; rewinding in %.1f s", self.role.name, delay, exc_info=error)
         shutdown.pause(self._stop, delay)
-        self.in_flight.recover(None, None)
+        in_flight = self.in_flight
+        self._rebuild(lambda: in_flight.recover(None, None))
 
     def _failed(
         self, failure: PublishFailure[Carried] | PublishFailure[None], backoff: bool = True
@@ -333,9 +335,28 @@ class RoleRunner(Generic[Polled, Carried]):
                     delay,
                     failure.error,
                 )
-        role.rebuild()
+        self._rebuild(role.rebuild)
         if delay:
             shutdown.pause(self._stop, delay)
+
+    def _rebuild(self, rebuild: Callable[[], None]) -> None:
+        """Run a role's rebuild (drop state, rewind, restore what it holds) until it ends: a
+        retriable Kafka error inside it (a committed-offset look-up during a broker pause or
+        a rebalance) is retried with backoff, not a failed role and a stopped replica."""
+        attempt = 0
+        while not self._stop.is_set():
+            try:
+                rebuild()
+                return
+            except KafkaError as exc:
+                if not exc.retriable:
+                    raise
+                attempt += 1
+                delay = retry.backoff_s(self.role.role.worker.retry_backoff_max_s, attempt)
+                log.warning(
+                    "%s: rebuilding failed (%r); trying again in %.1f s", self.role.name, exc, delay
+                )
+                shutdown.pause(self._stop, delay)
 
     def close(self) -> None:
         try:

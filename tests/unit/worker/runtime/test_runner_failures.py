@@ -34,9 +34,12 @@ class FakeRole:
         self.role = Settings()
         self.health = health
         self.rebuilds = 0
+        self.raising: list[Exception] = []  # raised by the next rebuilds, in turn
 
     def rebuild(self) -> None:
         self.rebuilds += 1
+        if self.raising:
+            raise self.raising.pop(0)
 
     def close(self) -> None:
         pass
@@ -98,3 +101,17 @@ def test_a_role_that_holds_no_partition_ends_its_failure_streak(
     held["partitions"] = set()  # the partition moved to another replica
     r._holding_nothing()
     assert role.health.healthy()
+
+
+def test_a_retriable_error_while_the_role_rebuilds_is_retried_not_a_failed_role(
+    runner: tuple[RoleRunner[Any, Any], FakeRole, list[float]],
+) -> None:
+    """A committed-offset look-up inside the rebuild times out (a broker pause): the rebuild
+    runs again after a backoff, and the role goes on."""
+    r, role, pauses = runner
+    role.raising = [KafkaTimeoutError("committed offsets"), KafkaTimeoutError("again")]
+    r._failed(PublishFailure(KafkaTimeoutError("the commit"), None))
+    assert role.rebuilds == 3 and len(pauses) == 3  # the failure's backoff, two retries
+    role.raising = [ValueError("a bug")]  # not a broker error: it fails the role
+    with pytest.raises(ValueError):
+        r._failed(PublishFailure(KafkaTimeoutError("the commit"), None))
