@@ -145,6 +145,44 @@ def remapped(
     return lines
 
 
+OUTPUTS_TAKEN = "output topic(s)"  # how an `output_conflicts` line starts (it has its hint)
+
+
+def output_conflicts(
+    first: dict[Owned, Claim], mine: Pipeline, ids: dict[str, str], successor: bool
+) -> list[str]:
+    """One line per other pipeline that claimed output topics of `ids` first. A pipeline of
+    another input mixes its decisions with this one's, each against its own index; one of
+    the same input and another group decides every input a second time into them, unless
+    this worker is the new generation it hands over to (`successor`: its decisions go on
+    where the old generation's stopped, `cluster.handover_from`)."""
+    taken: dict[tuple[Pipeline, str], list[str]] = {}
+    for name, topic_id in sorted(ids.items()):
+        owner = first.get(Owned(name, topic_id))
+        if owner is None or owner.pipeline == mine:
+            continue
+        if owner.pipeline.input_topic == mine.input_topic and successor:
+            continue
+        taken.setdefault((owner.pipeline, owner.instance), []).append(repr(name))
+    lines = []
+    for (pipeline, instance), names in taken.items():
+        same_input = pipeline.input_topic == mine.input_topic
+        why = (
+            "it would decide every input a second time into them: to move the pipeline to a "
+            "new group, start a new generation with NEARDUP_CLUSTER__HANDOVER_FROM "
+            f"({control.SETTINGS_CHANGE_DOC})"
+            if same_input
+            else "their decisions would mix, each against another index"
+        )
+        lines.append(
+            f"{OUTPUTS_TAKEN} {', '.join(names)} are written by another pipeline "
+            f"({pipeline.describe()}, first claimed by instance {instance!r}); this worker is "
+            f"the pipeline {mine.describe()} and {why}; or give it output topics of its own "
+            "(--unique-topic, --duplicate-topic, --dlq-topic)"
+        )
+    return lines
+
+
 def group_claim(group_id: str) -> Owned:
     """What a pipeline's consumer group is claimed as: a name with a space (no topic has
     it) and `GROUP_ID`."""

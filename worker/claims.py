@@ -23,6 +23,11 @@ restarted with another mapping would add fingerprints of other texts to the inde
 restores, so it is refused, naming each difference (a cluster's control topic does the same
 for its replicas). A claim written before mappings were named is not checked.
 
+The output topics are claimed too: a worker of another pipeline writing to them is refused,
+naming them (its decisions would mix with this pipeline's, each against another index; of
+the same input and another group, every input would be decided twice), unless it is a new
+generation the first one hands over to (`cluster.handover_from`).
+
 Every worker also claims its pipeline's consumer group (`group_claim`), with its mode: a
 single worker or a `--cluster` replica. A worker of another pipeline with the same group id
 is refused (two inputs in one consumer group: partitions of one are never assigned), and so
@@ -41,12 +46,14 @@ from kafka.errors import KafkaTimeoutError
 from worker import clients, topics
 from worker.changelog import pipeline_of
 from worker.claim_records import (
+    OUTPUTS_TAKEN,
     Owned,
     conflicts,
     encode,
     group_claim,
     group_conflicts,
     mode_of,
+    output_conflicts,
     owners,
     remapped,
     unclaimed_by,
@@ -134,10 +141,29 @@ def taken(settings: Settings, names: list[str]) -> list[str]:
     return conflicts(first, mine, ids) + group_conflicts(first, mine, mode_of(settings))
 
 
-def claim(settings: Settings, names: list[str], mapping: dict[str, Any] | None = None) -> list[str]:
-    """Claim `names` for this pipeline, with the input `mapping` of their index if given;
-    one line per other pipeline owning some of them, and per topic claimed with another
-    mapping (`remapped`).
+def hinted(lines: list[str], hint: str) -> list[str]:
+    """`lines` and `hint`, unless every line is an output conflict (each names its fix)."""
+    if all(line.startswith(OUTPUTS_TAKEN) for line in lines):
+        return lines
+    return [*lines, hint]
+
+
+def output_names(settings: Settings) -> list[str]:
+    """The output topics a worker writes its decisions and dead letters to."""
+    t = settings.topics
+    return list(dict.fromkeys((t.unique, t.duplicate, t.dlq)))
+
+
+def claim(
+    settings: Settings,
+    names: list[str],
+    mapping: dict[str, Any] | None = None,
+    successor: bool = False,
+) -> list[str]:
+    """Claim `names` and the output topics for this pipeline, with the input `mapping` of
+    their index if given; one line per other pipeline owning some of them
+    (`output_conflicts`: `successor`, a new generation handed over to), and per topic
+    claimed with another mapping (`remapped`).
 
     Claims only what nobody claimed yet, then reads again: of workers of different
     pipelines that claim at once, the first in log order owns the topic for all of them.
@@ -147,13 +173,16 @@ def claim(settings: Settings, names: list[str], mapping: dict[str, Any] | None =
     admin = KafkaAdminClient(**clients.common_config(settings.kafka))
     try:
         _ensure_claims_topic(admin, settings)
-        ids = _ids(admin, names, settings.kafka.request_timeout_ms / 1000)
+        outputs = [n for n in output_names(settings) if n not in names]
+        timeout = settings.kafka.request_timeout_ms / 1000
+        ids, output_ids = _ids(admin, names, timeout), _ids(admin, outputs, timeout)
     finally:
         admin.close()
     first = owners(agreement.read_values(settings, topic))
     unclaimed = {
         n: i for n, i in ids.items() if unclaimed_by(first.get(Owned(n, i)), mine, mapping)
     }
+    unclaimed.update((n, i) for n, i in output_ids.items() if first.get(Owned(n, i)) is None)
     group, mode = group_claim(mine.group_id), mode_of(settings)
     if group not in first:
         unclaimed[group.topic] = group.topic_id
@@ -162,4 +191,5 @@ def claim(settings: Settings, names: list[str], mapping: dict[str, Any] | None =
         agreement.write(settings, topic, None, record)
         first = owners(agreement.read_values(settings, topic))
     changed = remapped(first, mine, ids, mapping) if mapping is not None else []
-    return conflicts(first, mine, ids) + changed + group_conflicts(first, mine, mode)
+    found = conflicts(first, mine, ids) + changed + group_conflicts(first, mine, mode)
+    return found + output_conflicts(first, mine, output_ids, successor)

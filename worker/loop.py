@@ -85,7 +85,9 @@ class Worker:
         until stopped."""
         if taken is None:  # stopped while claiming
             return
-        log.error("refusing the changelog: %s | %s", " | ".join(taken), claims.CHANGELOG_HINT)
+        lines = claims.hinted(taken, claims.CHANGELOG_HINT)
+        what = "to start" if lines == taken else "the changelog"  # outputs only: to start
+        log.error("refusing %s: %s", what, " | ".join(lines))
         self.metrics.settings_mismatch.set(1)
         self.consuming = True  # a signal now stops it the ordinary way
         shutdown.wait_for_stop(self._stop)

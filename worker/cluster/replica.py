@@ -81,9 +81,10 @@ def _prepare(settings: Settings) -> Prepared | Refusal:
     taken = claims.taken(settings, names)  # another pipeline's: refused before creating any
     if not taken:
         layout_.create_internal_topics(settings)
-        taken = claims.claim(settings, names)  # a pipeline starting at once may win them
+        successor = bool(agreement.handover.old_group)  # a new generation: the old one's outputs
+        taken = claims.claim(settings, names, successor=successor)  # one starting at once may win
     if taken:
-        return Refusal([*taken, claims.CLUSTER_HINT])
+        return Refusal(claims.hinted(taken, claims.CLUSTER_HINT))
     problems = layout_.check_internal_topics(settings)  # ours: a retention may be raised
     if problems:
         hint = (

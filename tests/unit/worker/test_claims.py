@@ -127,3 +127,23 @@ def test_a_group_is_claimed_by_its_pipeline_in_one_mode() -> None:
     assert group_conflicts(first, Pipeline("docs-a", "h"), "cluster") == []  # unclaimed
     with pytest.raises(ValueError, match="unknown mode 'both'"):
         decode(encode(g, "w1", {"group g": GROUP_ID}, None, "both"))
+
+
+def test_output_topics_of_another_pipeline_are_refused_unless_handed_over_to() -> None:
+    from worker.changelog import Pipeline
+    from worker.claim_records import Claim, Owned, output_conflicts
+
+    g1, g2 = Pipeline("docs", "g1"), Pipeline("docs", "g2")
+    other = Pipeline("news", "g3")
+    first = {Owned("out.unique", "u1"): Claim("out.unique", "u1", g1, "a0")}
+    ids = {"out.unique": "u1"}
+    assert output_conflicts(first, g1, ids, successor=False) == []  # its own
+    [same_input] = output_conflicts(first, g2, ids, successor=False)
+    assert "'out.unique' are written by another pipeline" in same_input
+    assert "decide every input a second time" in same_input
+    assert "NEARDUP_CLUSTER__HANDOVER_FROM" in same_input
+    assert output_conflicts(first, g2, ids, successor=True) == []  # the new generation
+    [mixed] = output_conflicts(first, other, ids, successor=True)
+    assert "their decisions would mix" in mixed and "--unique-topic" in mixed
+    # Another incarnation of the topic (deleted and made again) is nobody's yet.
+    assert output_conflicts(first, other, {"out.unique": "u2"}, successor=False) == []
