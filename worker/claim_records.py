@@ -100,8 +100,12 @@ def owners(values: Iterable[bytes | None]) -> dict[Owned, Claim]:
             continue
         for c in claims:
             owner = first.setdefault(Owned(c.topic, c.topic_id), c)
-            if owner.mapping is None and c.mapping is not None and c.pipeline == owner.pipeline:
-                first[Owned(c.topic, c.topic_id)] = owner._replace(mapping=c.mapping)
+            if c.mapping is not None and c.pipeline == owner.pipeline:
+                # settings a claim names first (a version that names more): the first value
+                # of each one stays
+                merged = {**c.mapping, **(owner.mapping or {})}
+                if merged != owner.mapping:
+                    first[Owned(c.topic, c.topic_id)] = owner._replace(mapping=merged)
     return first
 
 
@@ -137,10 +141,10 @@ def remapped(
                 for d in differ
             )
             lines.append(
-                f"topic {name!r} holds this pipeline's index built with another input "
-                f"mapping ({listed}; first claimed by instance {owner.instance!r}): its "
-                "documents' ids, texts or times were read otherwise. Restart with the "
-                "index's mapping"
+                f"topic {name!r} holds this pipeline's index built with other settings "
+                f"({listed}; first claimed by instance {owner.instance!r}): its documents' "
+                "ids, texts or times were read otherwise, or other documents were indexed. "
+                "Restart with the index's settings"
             )
     return lines
 
@@ -219,7 +223,10 @@ def group_conflicts(first: dict[Owned, Claim], mine: Pipeline, mode: str) -> lis
 
 def unclaimed_by(owner: Claim | None, mine: Pipeline, mapping: dict[str, Any] | None) -> bool:
     """Whether to claim a topic `owner` holds (None: nobody): yes if nobody does, or this
-    pipeline did before mappings were named (its mapping is then the first one named)."""
+    pipeline did without naming some of the settings in `mapping` (a claim written before
+    they were named: their values are then the first ones named)."""
     if owner is None:
         return True
-    return mapping is not None and owner.pipeline == mine and owner.mapping is None
+    if mapping is None or owner.pipeline != mine:
+        return False
+    return owner.mapping is None or not set(mapping) <= set(owner.mapping)

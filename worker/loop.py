@@ -61,7 +61,7 @@ class Worker:
         layout = self._until_stopped(lambda: topics.ensure_topics(s))
         if layout is None:
             return
-        taken = self._until_stopped(lambda: claims.claim(s, [topic_of(s)], s.input_settings))
+        taken = self._until_stopped(lambda: claims.claim(s, [topic_of(s)], s.index_settings))
         if taken is None or taken:
             self._refuse(taken)
             return

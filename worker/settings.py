@@ -381,6 +381,13 @@ class Settings(EngineSettings):
         loaded: dict[str, Any] = json.loads(json.dumps(flat))
         return loaded
 
+    @property
+    def index_settings(self) -> dict[str, Any]:
+        """What a single worker's index was built with beyond the fingerprint settings its
+        changelog records carry: the input mapping, and whether duplicates are indexed.
+        Named in the claim of its changelog (`worker.claims`)."""
+        return {**self.input_settings, "dedup.index_duplicates": self.dedup.index_duplicates}
+
     def is_derived(self, path: str) -> bool:
         """Whether the setting at "section.field" was derived rather than given."""
         return path in self._derived

@@ -96,3 +96,26 @@ def test_a_restart_with_another_mapping_is_refused_and_a_changelog_of_its_own_ru
     copy_of_later = f"again-{later[0]['id']}"
     assert got.pop(copy_of_later) == ("duplicate", later[0]["id"])
     assert {d for d, _ in got.values()} == {"unique"}
+
+
+def test_a_restart_that_changes_whether_duplicates_are_indexed_is_refused(
+    kafka_bootstrap: str, unique_topic: Callable[[str], str], tmp_path: Path
+) -> None:
+    """`dedup.index_duplicates` decides which documents the index holds: a restart with the
+    other value is refused like another input mapping (a cluster's control topic refuses it
+    too), instead of applied without a word."""
+    topics, group = Topics.fresh(unique_topic), unique_topic("g")
+    decide_then_stop(kafka_bootstrap, topics, group, tmp_path / "w1.log", articles(10, seed=63))
+    refused = WorkerProcess(
+        kafka_bootstrap,
+        topics,
+        group,
+        tmp_path / "w2.log",
+        env={"NEARDUP_DEDUP__INDEX_DUPLICATES": "false"},
+    ).start()
+    try:
+        wait_for_log(refused, "refusing the changelog")
+        assert "dedup.index_duplicates: index true, this worker false" in refused.log()
+        assert refused.http("/healthz")[0] == 503 and mismatch(refused) == 1
+    finally:
+        assert refused.stop() == 0, refused.log()

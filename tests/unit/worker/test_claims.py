@@ -17,6 +17,7 @@ from worker.claim_records import (
     group_conflicts,
     owners,
     remapped,
+    unclaimed_by,
 )
 from worker.settings import Settings
 
@@ -77,9 +78,7 @@ def test_a_changelog_claimed_with_another_input_mapping_is_refused_naming_each_d
     assert first[Owned("a.changelog", "id-1")].mapping == old
     assert remapped(first, A, {"a.changelog": "id-1"}, old) == []
     (line,) = remapped(first, A, {"a.changelog": "id-1"}, new)
-    assert (
-        "topic 'a.changelog' holds this pipeline's index built with another input mapping" in line
-    )
+    assert "topic 'a.changelog' holds this pipeline's index built with other settings" in line
     assert 'input.text_fields: index ["text"], this worker ["title", "text"]' in line
     assert "input.id_from_key: index false, this worker true" in line
     assert "input.id_field" not in line and "'a0'" in line
@@ -147,3 +146,32 @@ def test_output_topics_of_another_pipeline_are_refused_unless_handed_over_to() -
     assert "their decisions would mix" in mixed and "--unique-topic" in mixed
     # Another incarnation of the topic (deleted and made again) is nobody's yet.
     assert output_conflicts(first, other, {"out.unique": "u2"}, successor=False) == []
+
+
+def test_settings_an_older_claim_does_not_name_are_taken_from_the_next_one_then_checked() -> None:
+    """A changelog claimed with the input mapping alone (before `dedup.index_duplicates` was
+    named) takes the next worker's value; a restart with the other value is then refused."""
+    older = Settings().input_settings
+    now = Settings().index_settings
+    changed = Settings(dedup={"index_duplicates": False}).index_settings
+    first = owners([encode(A, "a0", {"a.changelog": "id-1"}, older)])
+    assert unclaimed_by(first[Owned("a.changelog", "id-1")], A, now)  # claimed again
+    assert not unclaimed_by(first[Owned("a.changelog", "id-1")], A, older)
+    first = owners(
+        [
+            encode(A, "a0", {"a.changelog": "id-1"}, older),
+            encode(A, "a1", {"a.changelog": "id-1"}, now),
+        ]
+    )
+    assert first[Owned("a.changelog", "id-1")].mapping == now
+    assert remapped(first, A, {"a.changelog": "id-1"}, now) == []
+    (line,) = remapped(first, A, {"a.changelog": "id-1"}, changed)
+    assert "dedup.index_duplicates: index true, this worker false" in line
+    # A value named first stays: a later claim naming another one changes nothing.
+    again = owners(
+        [
+            encode(A, "a0", {"a.changelog": "id-1"}, now),
+            encode(A, "a1", {"a.changelog": "id-1"}, changed),
+        ]
+    )
+    assert again[Owned("a.changelog", "id-1")].mapping == now
