@@ -39,13 +39,14 @@ class Worker:
         self.consuming = False
         self._stop = shutdown.Stop()
         self._runner: RoleRunner[list[InputRecord], BatchOutput] | None = None
+        self._state = "connecting to the broker"  # until ready: what /healthz names
 
     def unready(self) -> str | None:
         """Why /healthz answers 503 (None: ready): an owned partition without its index yet,
         or what its runner says (`RoleRunner.unready`)."""
         runner = self._runner
         if not self.ready.is_set():
-            return "restoring the indexes of its partitions"
+            return self._state
         return None if runner is None else runner.unready()
 
     def healthy(self) -> bool:
@@ -65,6 +66,7 @@ class Worker:
         if taken is None or taken:
             self._refuse(taken)
             return
+        self._state = "restoring the indexes of its partitions"
         freeze_start_up()  # before its clients: what start-up built, collections skip
         role = BatchRole(
             s, self.metrics, self._stop, self.ready, layout.decide_rules(s), layout.input_partitions
@@ -89,6 +91,7 @@ class Worker:
         what = "to start" if lines == taken else "the changelog"  # outputs only: to start
         log.error("refusing %s: %s", what, " | ".join(lines))
         self.metrics.settings_mismatch.set(1)
+        self._state = "refused: the changelog or the outputs are another pipeline's, or of other settings (see its log)"
         self.consuming = True  # a signal now stops it the ordinary way
         shutdown.wait_for_stop(self._stop)
 

@@ -139,7 +139,7 @@ class Replica:
         if self._refused:
             return "settings mismatch (see its log)"
         if not self.ready.is_set():
-            return "starting"
+            return "starting: connecting to the broker, agreeing on its settings"
         return next((why for r in self._roles if (why := r.unready()) is not None), None)
 
     def healthy(self) -> bool:

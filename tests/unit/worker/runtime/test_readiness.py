@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
+from worker.loop import Worker
 from worker.metrics import MetricsServer, build_metrics
 from worker.runtime import runner as runner_module
 from worker.runtime.health import RoleHealth, Stop
@@ -91,3 +92,11 @@ def test_healthz_answers_ready_or_why_not() -> None:
         assert healthz(server.port) == (200, "ready\n")
     finally:
         server.httpd.shutdown()
+
+
+def test_a_single_worker_names_its_state_until_ready() -> None:
+    worker = Worker(Settings(), build_metrics(CollectorRegistry()))
+    assert worker.unready() == "connecting to the broker"
+    worker.request_stop()  # so that the refusal returns at once
+    worker._refuse(["topic(s) 'c' belong to another pipeline"])
+    assert worker.unready() is not None and worker.unready().startswith("refused")  # type: ignore[union-attr]
