@@ -2,7 +2,7 @@
 
 A `--cluster` replica runs its roles as threads of one process, and each role's Kafka
 clients run I/O threads of their own; process CPU alone cannot say which role a replica
-spends its core on, so which one saturates first (docs/design/scale-out.md §5). Every
+spends its core on, so which one saturates first (docs/benchmarks.md). Every
 thread is attributed by its name:
 
 * a role's loop is `<role>-role`, its restores and commits `<role>-restore`,

@@ -1,4 +1,5 @@
-"""Compiled kernels of a replica's merged candidate table (§3.5a of docs/design/scale-out.md).
+"""Compiled kernels of a replica's merged candidate table (docs/design/scale-out.md, "One
+merged candidate table per replica").
 
 One `TableArrays` holds the band and block keys of every shard a replica owns (for one
 domain). An entry's 32-bit ref is *tagged*: the home shard in the top `bits`-complement

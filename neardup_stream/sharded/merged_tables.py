@@ -1,7 +1,7 @@
 """The bookkeeping of a replica's merged candidate tables: `MergedTables`.
 
-§3.5a of docs/design/scale-out.md. It owns what the merged tables of the held shards need
-besides the shards' own engines: the slot layout (the held shards in ascending order, and
+docs/design/scale-out.md, "One merged candidate table per replica". It owns what the
+merged tables of the held shards need besides the shards' own engines: the slot layout (the held shards in ascending order, and
 `slot_of[shard]`, -1 where not held), one `BucketTable` per domain and the evictions since
 it was compacted, the shards' store windows of a domain bound into one `WINDOW` array the
 kernels read and write in place, the typed list of their store columns (rebuilt per slot

@@ -1,7 +1,7 @@
 """The shards one replica holds, probed through one merged candidate table: `ReplicaVoter`.
 
-§3.5a of docs/design/scale-out.md. Each shard keeps its own engine per domain (store, id
-registry, positions: the unit of ownership, retention and restore, a `ShardVoter`), but the
+docs/design/scale-out.md, "One merged candidate table per replica". Each shard keeps its
+own engine per domain (store, id registry, positions: the unit of ownership, retention and restore, a `ShardVoter`), but the
 band and block keys of all of them live in one table per domain (`merged_kernels`), so a
 document costs one probe per replica instead of one per shard. Its votes are exactly those
 of the shards' own `ShardVoter`s: entries are tagged with their shard, the bucket cap counts

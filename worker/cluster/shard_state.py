@@ -1,7 +1,8 @@
 """What the shard role holds: its owned shards, their engines and one merged probe table.
 
 Kafka-free, so it is unit-tested without a broker. `ShardState` keeps the owned shards in one
-`ReplicaVoter` (§3.5a of docs/design/scale-out.md: a fingerprint costs one probe of one merged
+`ReplicaVoter` (docs/design/scale-out.md, "One merged candidate table per replica": a
+fingerprint costs one probe of one merged
 candidate table per domain, whatever the number of owned shards; votes byte-identical to one
 `ShardVoter` per shard) and, per owned shard, its next fingerprint-log offset per log
 partition: the checkpoint committed with its votes.
