@@ -19,7 +19,7 @@ from tests.integration.harness import Topics, WorkerProcess, decisions
 from tests.integration.test_scale_out import produce_to
 from tests.integration.test_worker import stream
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.faults]  # topics deleted under the workers
 RECREATED = "was deleted and created again (topic id"
 
 
