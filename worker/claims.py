@@ -43,7 +43,7 @@ from typing import Any
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaTimeoutError
 
-from worker import clients, topics
+from worker import clients, topic_ids, topics
 from worker.changelog import pipeline_of
 from worker.claim_records import (
     OUTPUTS_TAKEN,
@@ -60,9 +60,6 @@ from worker.claim_records import (
 )
 from worker.cluster import agreement
 from worker.settings import CLUSTER_TOPICS, Settings
-
-NO_TOPIC_ID = "00000000-0000-0000-0000-000000000000"  # a topic whose metadata is not complete
-
 
 CLUSTER_HINT = (
     "give each pipeline internal topics of its own: drop the explicit names so they derive "
@@ -93,9 +90,9 @@ def _existing_ids(
     present = [n for n in names if n in existing]
     described = admin.describe_topics(present) if present else []
     return {
-        m["name"]: str(m["topic_id"])
+        m["name"]: found
         for m in described
-        if m.get("error_code", 0) == 0 and m.get("topic_id") not in (None, "", NO_TOPIC_ID)
+        if m.get("error_code", 0) == 0 and (found := topic_ids.named(m.get("topic_id")))
     }
 
 
@@ -174,8 +171,9 @@ def claim(
     try:
         _ensure_claims_topic(admin, settings)
         outputs = [n for n in output_names(settings) if n not in names]
-        timeout = settings.kafka.request_timeout_ms / 1000
-        ids, output_ids = _ids(admin, names, timeout), _ids(admin, outputs, timeout)
+        every = _ids(admin, names + outputs, settings.kafka.request_timeout_ms / 1000)
+        ids = {n: every[n] for n in names}
+        output_ids = {n: every[n] for n in outputs}
     finally:
         admin.close()
     first = owners(agreement.read_values(settings, topic))

@@ -20,6 +20,14 @@ from typing import Any, NamedTuple
 from kafka import KafkaConsumer
 
 PREFIX = "topic-id="
+NULL_ID = "00000000-0000-0000-0000-000000000000"  # a topic whose metadata is not complete
+
+
+def named(found: object) -> str | None:
+    """A topic id as the client or the admin gives it (uuid or text), None when it names none."""
+    if found is None or str(found) in ("", NULL_ID):
+        return None
+    return str(found)
 
 
 def metadata(topic_id: str | None) -> str:
@@ -43,10 +51,7 @@ def current(consumer: KafkaConsumer, topic: str) -> str | None:
     kafka-python's cluster metadata (no public API gives it), after the consumer looked the
     topic up (offsets, an assignment)."""
     cluster: Any = getattr(getattr(consumer, "_client", None), "cluster", None)
-    found = None if cluster is None else cluster.topic_id(topic)
-    if found is None or int(getattr(found, "int", 0)) == 0:
-        return None
-    return str(found)
+    return None if cluster is None else named(cluster.topic_id(topic))
 
 
 class Recreated(NamedTuple):

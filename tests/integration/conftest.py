@@ -31,6 +31,7 @@ When it cannot be installed they fail the tests in CI (``CI=true``) and skip the
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -133,67 +134,59 @@ def kafka_bootstrap() -> Iterator[str]:
             _kafka_sh("stop", timeout=60)
 
 
-@pytest.fixture(scope="session")
-def sasl_ssl_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
-    """A SASL_SSL broker of the session's own; its NEARDUP_KAFKA__* client settings."""
+@contextlib.contextmanager
+def _broker_of_its_own(
+    tmp_path_factory: pytest.TempPathFactory, name: str, port_base: int, env: dict[str, str]
+) -> Iterator[tuple[dict[str, str], str]]:
+    """A broker of the session's own (`deploy/local/kafka.sh`, settings `env` on top) on a
+    free port pair: its environment and its bootstrap servers; stopped at the end."""
     from tests.integration.faults import free_port_pair
 
-    port = free_port_pair(29500 + (os.getpid() % 250) * 2)
+    port = free_port_pair(port_base + (os.getpid() % 250) * 2)
     env = {
         **os.environ,
-        "KAFKA_SECURITY": "sasl_ssl",
+        **env,
         "KAFKA_PORT": str(port),
         "KAFKA_CONTROLLER_PORT": str(port + 1),
-        "KAFKA_DATA_DIR": str(tmp_path_factory.mktemp("kafka-sasl-ssl")),
+        "KAFKA_DATA_DIR": str(tmp_path_factory.mktemp(name)),
         "KAFKA_HEAP_OPTS": os.environ.get("KAFKA_HEAP_OPTS", "-Xms128m -Xmx512m"),
     }
     started = _kafka_sh("start", timeout=START_TIMEOUT_S, env=env)
     try:
         if started.returncode != 0:
             pytest.fail(
-                f"KAFKA_SECURITY=sasl_ssl {KAFKA_SH} start failed (exit {started.returncode}):\n"
+                f"{KAFKA_SH} start ({name}) failed (exit {started.returncode}):\n"
                 f"{started.stderr[-4000:]}",
                 pytrace=False,
             )
+        yield env, started.stdout.strip().splitlines()[-1].strip()
+    finally:
+        _kafka_sh("stop", timeout=60, env=env)
+
+
+@pytest.fixture(scope="session")
+def sasl_ssl_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """A SASL_SSL broker of the session's own; its NEARDUP_KAFKA__* client settings."""
+    own = {"KAFKA_SECURITY": "sasl_ssl"}
+    with _broker_of_its_own(tmp_path_factory, "kafka-sasl-ssl", 29500, own) as (env, bootstrap):
         path = _kafka_sh("client-env", timeout=30, env=env).stdout.strip()
         settings = {}
         for line in Path(path).read_text().splitlines():
             name, sep, value = line.partition("=")
             if sep and name.startswith("NEARDUP_KAFKA__"):
                 settings[name] = value
-        assert settings["NEARDUP_KAFKA__BOOTSTRAP_SERVERS"] == started.stdout.split()[-1]
+        assert settings["NEARDUP_KAFKA__BOOTSTRAP_SERVERS"] == bootstrap
         yield settings
-    finally:
-        _kafka_sh("stop", timeout=60, env=env)
 
 
 @pytest.fixture(scope="session")
 def short_offsets_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A broker of the session's own whose group offsets expire one minute after their
     group was left empty (checked every second): its bootstrap servers."""
-    from tests.integration.faults import free_port_pair
-
-    port = free_port_pair(28500 + (os.getpid() % 250) * 2)
-    env = {
-        **os.environ,
-        "KAFKA_PORT": str(port),
-        "KAFKA_CONTROLLER_PORT": str(port + 1),
-        "KAFKA_DATA_DIR": str(tmp_path_factory.mktemp("kafka-short-offsets")),
-        "KAFKA_HEAP_OPTS": os.environ.get("KAFKA_HEAP_OPTS", "-Xms128m -Xmx512m"),
-        "KAFKA_EXTRA_PROPERTIES": "offsets.retention.minutes=1\n"
-        "offsets.retention.check.interval.ms=1000",
-    }
-    started = _kafka_sh("start", timeout=START_TIMEOUT_S, env=env)
-    try:
-        if started.returncode != 0:
-            pytest.fail(
-                f"{KAFKA_SH} start (short offset retention) failed (exit "
-                f"{started.returncode}):\n{started.stderr[-4000:]}",
-                pytrace=False,
-            )
-        yield started.stdout.strip().splitlines()[-1].strip()
-    finally:
-        _kafka_sh("stop", timeout=60, env=env)
+    short = "offsets.retention.minutes=1\noffsets.retention.check.interval.ms=1000"
+    own = {"KAFKA_EXTRA_PROPERTIES": short}
+    with _broker_of_its_own(tmp_path_factory, "kafka-short-offsets", 28500, own) as (_, bootstrap):
+        yield bootstrap
 
 
 @pytest.fixture

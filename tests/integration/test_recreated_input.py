@@ -7,6 +7,7 @@ make the deleted topic again themselves (kafka-python's consumers asked the brok
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -41,20 +42,26 @@ def recreate(bootstrap: str, topic: str, partitions: int) -> None:
     wait_for(f"{topic} created again", created, 60, every=0.5)
 
 
+def starter(
+    mode: str, bootstrap: str, topics: Topics, tmp_path: Path, env: dict[str, str]
+) -> Callable[[], WorkerProcess]:
+    """What starts one worker (`single`) or one `--cluster` replica, again each call."""
+    if mode == "single":
+        return WorkerProcess(
+            bootstrap, topics, "g-" + topics.input, tmp_path / "w.log", env=env
+        ).start
+    cluster = Cluster(bootstrap, topics, tmp_path, size=1, env=env)
+    return lambda: cluster.start(0)
+
+
 @pytest.mark.parametrize("mode", ["single", "cluster"])
 def test_an_input_recreated_while_down_is_read_from_its_start(
     kafka_bootstrap: str, topics: Topics, tmp_path: Path, mode: str
 ) -> None:
     create_topic(kafka_bootstrap, topics.input, partitions=1)
     old, new = stream(100, seed=71), stream(250, seed=72)
-    if mode == "single":
-        worker = WorkerProcess(kafka_bootstrap, topics, "g-" + topics.input, tmp_path / "w.log")
-        start = worker.start
-        worker.start()
-    else:
-        cluster = Cluster(kafka_bootstrap, topics, tmp_path, size=1)
-        worker = cluster.start(0)
-        start = lambda: cluster.start(0)  # noqa: E731
+    start = starter(mode, kafka_bootstrap, topics, tmp_path, {})
+    worker = start()
     worker.wait_ready()
     try:
         produce_to(kafka_bootstrap, topics.input, [(0, d) for d in old])
@@ -82,12 +89,7 @@ def test_an_input_recreated_while_the_worker_runs_is_read_from_its_start(
     create_topic(kafka_bootstrap, topics.input, partitions=1)
     old, new = stream(100, seed=73), stream(250, seed=74)
     env = {"NEARDUP_WORKER__METADATA_MAX_AGE_MS": "2000"}
-    if mode == "single":
-        log = tmp_path / "w.log"
-        worker = WorkerProcess(kafka_bootstrap, topics, "g-" + topics.input, log, env=env)
-        worker.start()
-    else:
-        worker = Cluster(kafka_bootstrap, topics, tmp_path, size=1, env=env).start(0)
+    worker = starter(mode, kafka_bootstrap, topics, tmp_path, env)()
     worker.wait_ready()
     try:
         produce_to(kafka_bootstrap, topics.input, [(0, d) for d in old])

@@ -31,7 +31,6 @@ from worker.codec import OutMessage
 
 log = logging.getLogger(__name__)
 FORMAT = 1
-NULL_ID = "00000000-0000-0000-0000-000000000000"
 ROLES = ("edge", "shards", "gather")  # whose groups' positions are kept (`role_settings`)
 TOPIC_CONFIGS = {  # compacted and kept forever; a short segment keeps the dirty tail short
     "cleanup.policy": "compact",
@@ -142,7 +141,7 @@ def restore_expired(
             for n, t in described.items()
             if not t.get("error_code")
         }
-        ids = {n: _id(t) for n, t in described.items()}
+        ids = {n: topic_ids.named(t.get("topic_id")) for n, t in described.items()}
         back = missing(kept[group], committed, partitions, ids)
         if not back:
             continue
@@ -161,9 +160,3 @@ def restore_expired(
                 ", ".join(f"{tp.topic}-{tp.partition}@{back[tp].offset}" for tp in done),
             )
     return restored
-
-
-def _id(described: dict[str, Any]) -> str | None:
-    """The topic id of a described topic (None: none given, or the null id)."""
-    found = described.get("topic_id")
-    return None if found is None or str(found) == NULL_ID else str(found)
