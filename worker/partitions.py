@@ -163,8 +163,11 @@ def update_lag(
     """Export end-minus-position per partition, from what the fetcher already knows; returns
     the lags it knows."""
     lags: dict[int, int] = {}
+    assigned = consumer.assignment()  # a partition its topic lost is gone before its state
     for p in partitions:
         tp = TopicPartition(topic, p)
+        if tp not in assigned:
+            continue
         high = consumer.highwater(tp)
         if high is None:
             continue

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 from kafka import OffsetAndMetadata, TopicPartition
-from kafka.errors import KafkaTimeoutError
+from kafka.errors import IllegalStateError, KafkaTimeoutError
 
 from worker import retry
 from worker.partitions import COMMITTED_TIMEOUT_MS, position, rewind_to_committed
@@ -106,3 +106,35 @@ def test_a_topic_id_is_read_from_the_consumers_metadata_and_none_when_unknown() 
     assert topic_id(consumer, "old") is None  # type: ignore[arg-type]  # (no ids)
     assert topic_id(consumer, "absent") is None  # type: ignore[arg-type]
     assert topic_id(SimpleNamespace(), "cl") is None  # type: ignore[arg-type]
+
+
+class Lagging:
+    """A consumer assigned `assigned` whose highwater refuses any other partition, as
+    kafka-python's does (`IllegalStateError`)."""
+
+    def __init__(self, assigned: set[TopicPartition]) -> None:
+        self.assigned = assigned
+
+    def assignment(self) -> set[TopicPartition]:
+        return self.assigned
+
+    def highwater(self, tp: TopicPartition) -> int:
+        if tp not in self.assigned:
+            raise IllegalStateError("Partition is not assigned")
+        return 10
+
+    def position(self, tp: TopicPartition, timeout_ms: int | None = None) -> int:
+        return 4
+
+
+def test_the_lag_skips_a_partition_held_but_no_longer_assigned() -> None:
+    """The input topic was deleted under the worker: its assignment emptied before the
+    partition's state was released; the lag export must not fail the round."""
+    from prometheus_client import CollectorRegistry
+
+    from worker.metrics import build_metrics
+    from worker.partitions import update_lag
+
+    metrics = build_metrics(CollectorRegistry())
+    consumer = Lagging({TopicPartition("in", 1)})
+    assert update_lag(consumer, "in", {0, 1}, metrics) == {1: 6}  # type: ignore[arg-type]
