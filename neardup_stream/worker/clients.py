@@ -17,8 +17,8 @@ from kafka import KafkaConsumer, KafkaProducer
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 from kafka.errors import KafkaTimeoutError
 
-from worker import kafka_join
-from worker.settings import KafkaSettings, Settings
+from neardup_stream.worker import kafka_join
+from neardup_stream.worker.settings import KafkaSettings, Settings
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ def make_consumer(settings: Settings, reset: str = "earliest", **extra: Any) -> 
         max_partition_fetch_bytes=max(1_048_576, settings.worker.output_max_message_bytes),
         **extra,
     )
-    return no_auto_create(consumer)
+    return resumable(no_auto_create(consumer))
 
 
 def make_reader(settings: Settings) -> KafkaConsumer:
@@ -88,7 +88,7 @@ def make_reader(settings: Settings) -> KafkaConsumer:
         fetch_max_bytes=52_428_800,
         max_partition_fetch_bytes=10_485_760,
     )
-    return no_auto_create(reader)
+    return resumable(no_auto_create(reader))
 
 
 def no_auto_create(consumer: KafkaConsumer) -> KafkaConsumer:
@@ -99,6 +99,31 @@ def no_auto_create(consumer: KafkaConsumer) -> KafkaConsumer:
     cluster = getattr(getattr(consumer, "_client", None), "cluster", None)
     if cluster is not None:
         cluster.config["allow_auto_create_topics"] = False
+    return consumer
+
+
+def resumable(consumer: KafkaConsumer) -> KafkaConsumer:
+    """`consumer`, whose paused partitions deliver again once resumed. kafka-python 3.0.12
+    parks the records a partition holds when it is paused (KAFKA-7548) and hands them back
+    on a poll only while no other partition's records are next in line, testing that slot
+    with `is None`; but a drained slot keeps its empty records object, and a parked partition
+    is never fetched again. With every other partition paused nothing refills the slot, so
+    the resumed partition read nothing, for ever: the gather, its fingerprint log paused
+    while its buffer was full, waited for payloads parked on its resumed payloads partition
+    (decisions stopped for good under a backlog). Here a drained slot is emptied before each
+    poll takes records, as the library means it to be."""
+    fetcher = getattr(consumer, "_fetcher", None)
+    take = getattr(fetcher, "fetched_records", None)
+    if take is None or not hasattr(fetcher, "_paused_partition_records"):
+        return consumer  # another kafka-python: nothing to correct
+
+    def fetched_records(*args: Any, **kwargs: Any) -> Any:
+        slot = fetcher._next_partition_records
+        if slot is not None and not slot:  # drained (its records iterator is gone)
+            fetcher._next_partition_records = None
+        return take(*args, **kwargs)
+
+    fetcher.fetched_records = fetched_records
     return consumer
 
 
