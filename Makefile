@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 # The test broker gets its own port, so it never collides with a demo/dev broker on 9092.
 TEST_KAFKA_PORT ?= 19092
 
-.PHONY: install test test-main test-faults unit lint demo bench kafka-start kafka-stop clean
+.PHONY: install install-worker test test-main test-faults unit lint demo bench kafka-start kafka-stop clean
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,11 @@ $(PY):
 # agree and compiles when they do not, so the first `neardup-stream dedup` always starts warm.
 install: $(PY)
 	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m neardup_stream.warmup
+
+# What the demo needs and no more: the package with its worker extra (no test or lint tools).
+install-worker: $(PY)
+	$(PY) -m pip install --quiet -e '.[worker]'
 	$(PY) -m neardup_stream.warmup
 
 # Runs $(1) with KAFKA_BOOTSTRAP_SERVERS set to a local test broker on $(TEST_KAFKA_PORT),
@@ -63,7 +68,7 @@ test: install
 # The main job end to end: local broker, a worker, a bundled sample, a summary.
 # The demo's own flags go in ARGS, e.g. `make demo ARGS="--metrics-port 9200 --stop-broker"`.
 ARGS ?=
-demo: install
+demo: install-worker
 	PYTHON=$(PY) bash deploy/local/demo/run.sh $(ARGS)
 
 # Benchmarks (not part of the tests): quality/speed vs peers, memory, Kafka end to end.

@@ -72,7 +72,7 @@ from bench.kafka_metrics import (
 from bench.kafka_profile import py_spy, py_spy_wrapper, summarize
 from bench.kafka_worker import WorkerProcess, WorkerTopics, read_cpu_seconds
 from neardup_stream.settings_fields import field_info
-from worker.settings import Settings
+from neardup_stream.worker.settings import Settings
 
 LATENCY = "neardup_decision_latency_seconds"
 

@@ -1,6 +1,6 @@
 """The testing kit's speed: the driver on the demo sample, and the in-process worker's start.
 
-* ``driver``: a fresh `worker.testing.Driver` decides the demo sample (460 documents and the 2
+* ``driver``: a fresh `neardup_stream.worker.testing.Driver` decides the demo sample (460 documents and the 2
   malformed messages the demo produces, keyed as the demo keys them) in one `send_many`;
   goal <= 1 s. A first run warms numba's cache and is not counted.
 * ``ready``: what the `neardup_worker` fixture does before a test runs: an embedded worker
@@ -26,8 +26,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from worker.settings import Settings
-from worker.testing import Driver, InputMessage
+from neardup_stream.worker.settings import Settings
+from neardup_stream.worker.testing import Driver, InputMessage
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLE = REPO / "deploy" / "local" / "demo" / "sample.jsonl"
@@ -62,7 +62,7 @@ def bench_driver(repeat: int) -> dict[str, float]:
 
 
 def bench_worker(bootstrap: str, repeat: int) -> dict[str, dict[str, float]]:
-    from worker.testing.broker import BrokerWorker, fresh_settings
+    from neardup_stream.worker.testing.broker import BrokerWorker, fresh_settings
 
     def ready() -> None:
         settings = fresh_settings(Settings(), bootstrap, "bench-kit")
@@ -93,7 +93,9 @@ def main() -> int:
     p.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "kit.json")
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    logging.getLogger("kafka.net.selector").setLevel(logging.ERROR)  # as worker.main does
+    logging.getLogger("kafka.net.selector").setLevel(
+        logging.ERROR
+    )  # as neardup_stream.worker.main does
     results: dict[str, object] = {"driver_demo_sample": bench_driver(args.repeat)}
     if args.bootstrap_servers:
         results.update(bench_worker(args.bootstrap_servers, args.repeat))

@@ -2,7 +2,7 @@
 
     python -m bench.bench_payload_bytes --docs 5000 --replicas 1 3
 
-Runs the edge step (`worker.cluster.ingest.ingest`, as the edge role does) over a real-text
+Runs the edge step (`neardup_stream.worker.cluster.ingest.ingest`, as the edge role does) over a real-text
 corpus (`bench.corpus`) into one log partition, and the S home shards' votes on every log
 record (`ShardVoter`, as the shard role does), and adds up the bytes of the records each role
 reads (record keys and values; Kafka's batch framing and any compression are left out). The
@@ -32,10 +32,10 @@ from neardup_stream.mapping import InputMapping
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.voter import ShardVoter
 from neardup_stream.sharded.votes import pack_record
-from worker.cluster.envelope import Envelope
-from worker.cluster.ingest import LogTopics, ingest
-from worker.cluster.payloads import PayloadRecord
-from worker.decide import DecideRules, InputRecord, Source
+from neardup_stream.worker.cluster.envelope import Envelope
+from neardup_stream.worker.cluster.ingest import LogTopics, ingest
+from neardup_stream.worker.cluster.payloads import PayloadRecord
+from neardup_stream.worker.decide import DecideRules, InputRecord, Source
 
 LOG = LogTopics("fp", "pl")
 V1_HEAD, V1_DOC = 7, 28  # the previous format's record header and per-document header

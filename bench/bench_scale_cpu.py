@@ -38,7 +38,7 @@ from neardup_stream.sharded.fingerprints import FingerprintBatch
 from neardup_stream.sharded.gather import Gatherer
 from neardup_stream.sharded.replica import ReplicaVoter
 from neardup_stream.sharded.voter import ShardVoter
-from worker import codec
+from neardup_stream.worker import codec
 
 
 def log_records(config: DedupConfig, n: int, batch: int) -> tuple[list[bytes], float]:

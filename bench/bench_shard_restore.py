@@ -24,10 +24,10 @@ from neardup_stream.models import Document
 from neardup_stream.sharded.changes import ShardChange
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.voter import ShardVoter
-from worker import clients
-from worker.metrics import build_metrics
-from worker.runtime.replay import ROLE_POLICY, each, replay
-from worker.settings import KafkaSettings, Settings
+from neardup_stream.worker import clients
+from neardup_stream.worker.metrics import build_metrics
+from neardup_stream.worker.runtime.replay import ROLE_POLICY, each, replay
+from neardup_stream.worker.settings import KafkaSettings, Settings
 
 
 def texts(n: int, seed: int = 3) -> list[str]:

@@ -4,9 +4,9 @@
 
 No broker: what each does per batch of parsed documents, on one core, CPU µs per document.
 
-- plain (`worker.decide`): `Deduplicator.process` (fingerprint, decide, store, records), the
+- plain (`neardup_stream.worker.decide`): `Deduplicator.process` (fingerprint, decide, store, records), the
   output messages (`codec`), the changelog records' encoding;
-- single stage (`worker.cluster.single_stage`): the fingerprinter, the 24-shard vote with
+- single stage (`neardup_stream.worker.cluster.single_stage`): the fingerprinter, the 24-shard vote with
   its shard changes (`ReplicaVoter`), their changelog records (`ShardChange.pack_parts`),
   the gather's decisions and first decisions (`Gatherer`), the output messages, the gather
   changelog records (`FirstDecisions.pack_parts`).
@@ -36,8 +36,8 @@ from neardup_stream.parsing import parse_document
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.gather import Gatherer
 from neardup_stream.sharded.replica import ReplicaVoter
-from worker import codec
-from worker.cluster.envelope import Envelope
+from neardup_stream.worker import codec
+from neardup_stream.worker.cluster.envelope import Envelope
 
 LIMIT = 4 << 20  # changelog record limit (the default 8 MB message limit halved)
 Step = Callable[[Sequence[Parsed], int], None]

@@ -14,7 +14,7 @@ their path can be read back from the topics (read_committed: only what committed
   reaching the readers, the vote);
   ``gather``: last votes -> the output (the shards' commit, the reader, the decision).
 
-A single-stage replica (`worker.cluster.single_stage`) writes no payload or votes records:
+A single-stage replica (`neardup_stream.worker.cluster.single_stage`) writes no payload or votes records:
 its documents have one hop, ``output``, as the plain worker's.
 
 Send times, not commit times: each figure leaves out the final commit (a few ms to tens).
@@ -26,7 +26,7 @@ from collections.abc import Iterable
 
 from bench.kafka_broker import read_committed
 from bench.kafka_latency import percentile
-from worker.cluster.envelope import is_decided, sources_of
+from neardup_stream.worker.cluster.envelope import is_decided, sources_of
 
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "max": 1.0}
 

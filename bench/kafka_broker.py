@@ -20,7 +20,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
 from bench.kafka_docs import BenchError, log
-from worker.settings import Settings
+from neardup_stream.worker.settings import Settings
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 KAFKA_SH = REPO_ROOT / "deploy" / "local" / "kafka.sh"

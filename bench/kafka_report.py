@@ -76,7 +76,7 @@ def _throughput_rows(t: dict[str, Any]) -> list[Row]:
     for key, label in (
         ("pipe_plain", "bare pipe, plain (idempotent, commit per batch)"),
         ("pipe_transactional", "bare pipe, transactional (1 txn per batch)"),
-        ("worker", "worker (python -m worker, exactly-once)"),
+        ("worker", "worker (python -m neardup_stream.worker, exactly-once)"),
     ):
         r = t[key]
         detail = ", ".join(f"{x['docs_per_s']:,.0f} in {x['seconds']:.1f} s" for x in r["runs"])

@@ -6,14 +6,14 @@ A pool of corpus texts (``--pool-size``, default 20,000) is fingerprinted once w
 exact hash XOR-ed with a per-copy constant. The 1M records are then 50 disjoint corpora, each
 with the corpus's key sharing, rather than 50 identical copies piling into the same buckets.
 They go to a fresh compacted 1-partition topic through a plain (non-transactional) producer,
-packed as the worker packs them (``worker.changelog``: the records of each ``--max-batch``
+packed as the worker packs them (``neardup_stream.worker.changelog``: the records of each ``--max-batch``
 inputs in messages of up to 512 KiB).
 
 A worker is started with that changelog and an empty input topic; reported are the restore
 time from its log line ``restored partitions [0]: N records replayed in X s`` (goal < 60 s),
 records/s, the time from process spawn to ``/healthz`` 200 (includes interpreter start,
 imports, JIT and the group join) and its RSS. Then, in this process,
-``worker.restore.restore_index`` is timed on the same topic, and separately its parts:
+``neardup_stream.worker.restore.restore_index`` is timed on the same topic, and separately its parts:
 Kafka fetch alone, record decoding, index insertion (``Deduplicator.apply_records`` in
 10,000-record chunks, like the reader's polls).
 """
@@ -42,10 +42,10 @@ from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.models import Document
 from neardup_stream.records import FingerprintRecord
-from worker import changelog, clients
-from worker.changelog import pipeline_of
-from worker.metrics import build_metrics
-from worker.restore import restore_index
+from neardup_stream.worker import changelog, clients
+from neardup_stream.worker.changelog import pipeline_of
+from neardup_stream.worker.metrics import build_metrics
+from neardup_stream.worker.restore import restore_index
 
 RESTORED_RE = re.compile(r"restored partitions \[([\d, ]*)\]: (\d+) records replayed in ([\d.]+) s")
 
@@ -70,7 +70,7 @@ def _renamed(doc_id: str | None, copy: int) -> str | None:
 def changelog_messages(
     pool: list[FingerprintRecord], n: int, batch: int
 ) -> Iterator[tuple[bytes, bytes]]:
-    """`n` records as the worker writes them: per `batch` inputs, packed (`worker.changelog`)
+    """`n` records as the worker writes them: per `batch` inputs, packed (`neardup_stream.worker.changelog`)
     into messages keyed `<partition>:<first offset>:<i>`."""
     records = (value for _, value in changelog_records(pool, n))
     for first in range(0, n, batch):

@@ -31,7 +31,7 @@ from bench.kafka_docs import DocSource, log
 from bench.kafka_metrics import decision_counts, labelled_counts
 from bench.kafka_worker import WorkerProcess, WorkerTopics, run_until_committed
 from neardup_stream.parsing import ParseError, parse_document
-from worker.settings import Settings
+from neardup_stream.worker.settings import Settings
 
 KINDS = (
     "invalid_json",

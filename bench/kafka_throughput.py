@@ -6,10 +6,10 @@ the moment the first batch has been fetched (for the worker: the first ``/health
 right after its first poll and its restore) to the moment all ``N`` input offsets are
 committed:
 
-* ``worker``: ``python -m worker`` with default settings and ``--max-batch``, its own group,
+* ``worker``: ``python -m neardup_stream.worker`` with default settings and ``--max-batch``, its own group,
   output topics and changelog. It runs first because the pipes replay its output (below);
 * ``pipe, plain``: a bare consume -> produce loop with the worker's own client settings
-  (``worker.clients``): read_committed group consumer, idempotent producer, per batch of
+  (``neardup_stream.worker.clients``): read_committed group consumer, idempotent producer, per batch of
   ``--max-batch`` records: send, flush, commit the offsets (the at-least-once path minus
   parsing and deduplication);
 * ``pipe, transactional``: the same loop with the worker's transactional producer: per batch
@@ -45,7 +45,7 @@ from bench.kafka_profile import py_spy, py_spy_wrapper, summarize
 from bench.kafka_variants import variants, warm
 from bench.kafka_worker import WorkerProcess, WorkerTopics, run_until_committed
 from neardup_stream.records import FingerprintRecord
-from worker import changelog, clients
+from neardup_stream.worker import changelog, clients
 
 UNIQUE_HEADERS = [("neardup.decision", b"unique")]  # what the worker adds to unique documents
 

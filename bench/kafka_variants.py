@@ -2,7 +2,7 @@
 
 A variant is a proposed change measured in the same run, on the same input, against the same
 pipes: its worker is started with the variant's directory as working directory, so
-``python -m worker`` imports that checkout's ``worker/`` and ``neardup_stream/``. Its caches
+``python -m neardup_stream.worker`` imports that checkout's ``neardup_stream/worker/`` and ``neardup_stream/``. Its caches
 are warmed first (`warm`: fold table, numba machine code), as this checkout's are.
 """
 
@@ -29,7 +29,9 @@ def variants(args: argparse.Namespace) -> dict[str, Path]:
     for spec in args.variant or []:
         name, sep, path = spec.partition("=")
         if not sep or not name or not (Path(path) / "worker" / "__main__.py").exists():
-            raise BenchError(f"--variant {spec!r}: expected NAME=PATH of a checkout with worker/")
+            raise BenchError(
+                f"--variant {spec!r}: expected NAME=PATH of a checkout with neardup_stream/worker/"
+            )
         out[name] = Path(path).resolve()
         log(f"warming the caches of variant {name}")
         warm(out[name])

@@ -1,4 +1,4 @@
-"""The worker under test: `python -m worker` as a child process, and what it exports.
+"""The worker under test: `python -m neardup_stream.worker` as a child process, and what it exports.
 
 `WorkerProcess` starts it with its own topics, group and metrics port (log to a file),
 waits for `/healthz`, reads `/metrics` and its RSS, and stops it with SIGTERM.
@@ -87,7 +87,7 @@ def read_cpu_seconds(pid: int) -> float | None:
 
 @dataclass
 class WorkerProcess:
-    """`python -m worker` as a child process with its log in a file."""
+    """`python -m neardup_stream.worker` as a child process with its log in a file."""
 
     bootstrap: str
     topics: WorkerTopics
@@ -96,7 +96,7 @@ class WorkerProcess:
     max_batch: int
     extra_args: Sequence[str] = ()
     wrapper: Sequence[str] = ()  # e.g. a profiler's command line, ending in "--"
-    cwd: Path = REPO_ROOT  # the checkout whose worker/ and neardup_stream/ run
+    cwd: Path = REPO_ROOT  # the checkout whose neardup_stream/worker/ and neardup_stream/ run
     instance: str = "bench"
     metrics_port: int = 0
     settings_env: Mapping[str, str] = field(default_factory=dict)  # NEARDUP_* for the worker
@@ -113,7 +113,7 @@ class WorkerProcess:
             *self.wrapper,
             sys.executable,
             "-m",
-            "worker",
+            "neardup_stream.worker",
             "--bootstrap-servers",
             self.bootstrap,
             *self.topics.args(),
@@ -121,6 +121,7 @@ class WorkerProcess:
             *("--instance-id", self.instance),
             *("--max-batch", str(self.max_batch)),
             *("--metrics-port", str(self.metrics_port)),
+            "--create-input-topic",
             *self.extra_args,
         ]
         env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}

@@ -230,18 +230,20 @@ class UsageError(Exception):
 
 def engine_settings(args: argparse.Namespace) -> EngineSettings:
     """`NEARDUP_*` with the flags in `args` on top; invalid settings raise a `UsageError`
-    naming each setting, its source and what it accepts. Warns on stderr about `NEARDUP_*`
-    variables that set nothing (the worker's sections are left to the worker)."""
-    for problem in unknown_variables(EngineSettings, os.environ, other_sections=True):
-        sys.stderr.write(f"warning: {problem}\n")
+    naming each setting, its source and what it accepts, as do `NEARDUP_*` variables that set
+    nothing (the worker's sections are left to the worker)."""
+    unknown = unknown_variables(EngineSettings, os.environ, other_sections=True)
     try:
-        return EngineSettings().with_overrides(engine_overrides(args))
+        settings = EngineSettings().with_overrides(engine_overrides(args))
     except ValidationError as exc:
         flags = given_flags(engine_flag_parser(), engine_overrides, args)
         found = problems(exc, EngineSettings, flags, os.environ)
-        raise UsageError(format_problems(found)) from None
+        raise UsageError(format_problems(unknown + found)) from None
     except SettingsError as exc:  # e.g. a section given as invalid JSON
         raise UsageError(format_problems([unparsable(exc, os.environ)])) from None
+    if unknown:
+        raise UsageError(format_problems(unknown))
+    return settings
 
 
 def _read_text(arg: str, literal: bool) -> str:
@@ -258,18 +260,22 @@ def _read_text(arg: str, literal: bool) -> str:
         ) from None
 
 
-def _cmd_dedup(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+def _cmd_dedup(args: argparse.Namespace) -> int:
     from neardup_stream.allocator import keep_freed_memory
 
     keep_freed_memory()
     settings = engine_settings(args)
     if settings.input.id_source == "key":
-        parser.error("offline input has no message keys: give ids with --id-field")
+        raise UsageError("offline input has no message keys: give ids with --id-field")
     try:
         source = open(args.input, "rb") if args.input != "-" else sys.stdin.buffer  # noqa: SIM115
+    except OSError as exc:
+        raise UsageError(f"cannot read --input {args.input!r}: {exc.strerror or exc}") from None
+    try:
         sink = open(args.output, "w", encoding="utf-8") if args.output != "-" else sys.stdout  # noqa: SIM115
     except OSError as exc:
-        parser.error(str(exc))
+        source.close()
+        raise UsageError(f"cannot write --output {args.output!r}: {exc.strerror or exc}") from None
     total = Path(args.input).stat().st_size if args.input != "-" else None
     try:
         run_dedup(settings.dedup, source, sink, sys.stderr, args.max_bytes, total, settings.input)
@@ -372,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.command == "dedup":
-            return _cmd_dedup(args, parser)
+            return _cmd_dedup(args)
         if args.command == "compare":
             return _cmd_compare(args)
         return _cmd_schemas(args)

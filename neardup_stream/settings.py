@@ -4,7 +4,7 @@
 `InputMapping`. It reads the environment with prefix `NEARDUP_` and `__` between nested
 sections, e.g. `NEARDUP_DEDUP__THRESHOLD=0.85`, `NEARDUP_DEDUP__MAX_AGE_SECONDS=259200`,
 `NEARDUP_INPUT__TEXT_FIELDS=title,body`. Command-line flags override the environment
-(`with_overrides`). The worker extends this class with its Kafka sections (`worker.settings`).
+(`with_overrides`). The worker extends this class with its Kafka sections (`neardup_stream.worker.settings`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@ A pydantic `ValidationError` names a location (`('dedup', 'shingle_size')`) and 
 This module turns it into: the setting, where its value came from (a flag, an environment
 variable, or the default), what is accepted, and for an unknown name the nearest known one.
 It also finds `NEARDUP_*` variables that match no setting at all (pydantic-settings ignores
-them silently, e.g. `NEARDUP_DEDUP_THRESHOLD` with one underscore), so the caller can warn.
+them silently, e.g. `NEARDUP_DEDUP_THRESHOLD` with one underscore), so the caller refuses
+them as it refuses a misspelt field.
 
 Names and accepted values come from `settings_fields`.
 """
@@ -176,7 +177,7 @@ def unknown_variables(
             SettingsProblem(
                 key,
                 f"environment variable {key}",
-                "matches no setting and is ignored",
+                "matches no setting",
                 None,
                 _nearest_variable(name, known),
             )

@@ -19,7 +19,15 @@ from pydantic import BaseModel, SecretStr
 
 PREFIX = "NEARDUP_"
 # Variables read outside the settings models (start-up, tests): never reported as unknown.
-OTHER_VARIABLES = frozenset({"NEARDUP_FAILPOINTS", "NEARDUP_JIT_CACHE_SEED", "NEARDUP_CACHE_DIR"})
+OTHER_VARIABLES = frozenset(
+    {
+        "NEARDUP_FAILPOINTS",
+        "NEARDUP_JIT_CACHE_SEED",
+        "NEARDUP_CACHE_DIR",
+        "NEARDUP_KERNELS",
+        "NEARDUP_BUILD_WARMUP",
+    }
+)
 
 
 def env_name(path: tuple[str, ...]) -> str:

@@ -3,7 +3,7 @@
     python -m tools.settings_reference            # rewrite docs/settings.md
     python -m tools.settings_reference --check    # exit 1 if docs/settings.md is not current
 
-One table per settings section, read from the models themselves (`worker.settings.Settings`,
+One table per settings section, read from the models themselves (`neardup_stream.worker.settings.Settings`,
 which extends the engine's `EngineSettings`), the flags from the real parsers of `dedup`,
 `compare` and `worker` (through `settings_errors.flag_names`), and what each field accepts
 from its type and constraints. A meaning comes from the field's description, else its flag's
@@ -24,9 +24,9 @@ from pydantic_core import PydanticUndefined
 from neardup_stream.cli import build_parser as cli_parser
 from neardup_stream.options import engine_overrides
 from neardup_stream.settings_fields import OTHER_VARIABLES, accepted, env_name, flag_names
-from worker.main import build_parser as worker_parser
-from worker.main import flag_overrides
-from worker.settings import Settings
+from neardup_stream.worker.main import build_parser as worker_parser
+from neardup_stream.worker.main import flag_overrides
+from neardup_stream.worker.settings import Settings
 
 OUT = Path(__file__).resolve().parents[1] / "docs" / "settings.md"
 
@@ -44,7 +44,7 @@ MEANINGS = {
     "kafka.ssl_password": "password of the client key (secret: masked in logs)",
     "kafka.request_timeout_ms": "request timeout of the Kafka clients; also how long one "
     "start-up attempt waits for an unreachable broker",
-    "topics.create": "create missing topics at start-up",
+    "topics.create": "create missing output, changelog and internal topics at start-up",
     "topics.replication_factor": "replication of topics created at start-up",
     "worker.exactly_once": "transactional exactly-once (`--at-least-once` turns it off)",
     "worker.session_timeout_ms": "consumer session timeout",
@@ -83,11 +83,15 @@ ACCEPTS = {
 }
 OTHER = {
     "NEARDUP_FAILPOINTS": "fault injection for tests, e.g. `batch_produced=kill@3` "
-    "(`worker/failpoints.py`)",
+    "(`neardup_stream/worker/failpoints.py`)",
     "NEARDUP_JIT_CACHE_SEED": "a read-only, pre-filled compiled-kernel cache copied into "
     "`NUMBA_CACHE_DIR` when that is empty (the worker image sets it)",
     "NEARDUP_CACHE_DIR": "first place to look for (and write) derived tables such as the "
     "Unicode fold table (`neardup_stream/caches.py`)",
+    "NEARDUP_KERNELS": "`jit` runs every kernel on numba's JIT instead of the ahead-of-time "
+    "build (`neardup_stream/native/aot.py`)",
+    "NEARDUP_BUILD_WARMUP": "`0` skips compiling the kernels while the package is built "
+    "(`setup.py`; the worker image compiles them for a generic CPU instead)",
 }
 
 

@@ -4,7 +4,7 @@
 Two topologies share its parts (`docs/design/runtime.md`): the single worker (`loop.Worker`
 running `batch.BatchRole`, one index per input partition, so it compares within partitions only and says so when it
 holds several (`scope`); `decide` as its pure step) and, with `--cluster`, a replica running
-the edge, shard and gather roles over a sharded index (`worker.cluster`). Both use the same
+the edge, shard and gather roles over a sharded index (`neardup_stream.worker.cluster`). Both use the same
 settings (`settings`), topics (`topics`), clients (`clients`), codecs (`codec`), admission of
 inputs (`admission`), claims of their topics and group for their pipeline (`claims`, its
 records and rule in `claim_records`), metrics

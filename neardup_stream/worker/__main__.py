@@ -1,5 +1,5 @@
 import sys
 
-from worker.main import main
+from neardup_stream.worker.main import main
 
 sys.exit(main())

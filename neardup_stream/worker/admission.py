@@ -22,11 +22,11 @@ from neardup_stream.mapping import DEFAULT_MAPPING, InputMapping
 from neardup_stream.models import ErrorRecord, Parsed
 from neardup_stream.parsing import ParseError
 from neardup_stream.plain_objects import parse_input
-from worker import changelog, codec
-from worker.records import BatchOutput, InputRecord, Rejection, Source
+from neardup_stream.worker import changelog, codec
+from neardup_stream.worker.records import BatchOutput, InputRecord, Rejection, Source
 
 if TYPE_CHECKING:
-    from worker.settings import Settings
+    from neardup_stream.worker.settings import Settings
 
 # Record-batch and header overhead counted against a topic's max.message.bytes.
 RECORD_OVERHEAD_BYTES = 1024

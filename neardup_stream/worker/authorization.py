@@ -23,8 +23,8 @@ from kafka.errors import (
     TransactionalIdAuthorizationFailedError,
 )
 
-from worker.security_errors import SecurityFailure, raised_from
-from worker.settings import Settings
+from neardup_stream.worker.security_errors import SecurityFailure, raised_from
+from neardup_stream.worker.settings import Settings
 
 DOCS = "docs/secured-kafka.md#acls"
 

@@ -20,28 +20,28 @@ import threading
 import time
 from collections.abc import Callable
 
-from worker import clients, retry, snapshots
-from worker.admission import DecideRules
-from worker.changelog import pipeline_of, topic_of
-from worker.codec import OutMessage
-from worker.decide import Unrecordable, decide
-from worker.indexes import PartitionIndexes
-from worker.input_start import InputStart
-from worker.metrics import Metrics, account, index_gauges
-from worker.partitions import (
+from neardup_stream.worker import clients, retry, snapshots
+from neardup_stream.worker.admission import DecideRules
+from neardup_stream.worker.changelog import pipeline_of, topic_of
+from neardup_stream.worker.codec import OutMessage
+from neardup_stream.worker.decide import Unrecordable, decide
+from neardup_stream.worker.indexes import PartitionIndexes
+from neardup_stream.worker.input_start import InputStart
+from neardup_stream.worker.metrics import Metrics, account, index_gauges
+from neardup_stream.worker.partitions import (
     Assignment,
     behind,
     generation_of,
     rewind_to_committed,
     update_lag,
 )
-from worker.records import BatchOutput, InputRecord, Source
-from worker.rejections import Rejections
-from worker.runtime.health import RoleHealth
-from worker.runtime.publisher import PublishFailure, Transaction
-from worker.runtime.role import Limits, Output, Verdict, isolate
-from worker.scope import WithinPartitionWarning
-from worker.settings import Settings
+from neardup_stream.worker.records import BatchOutput, InputRecord, Source
+from neardup_stream.worker.rejections import Rejections
+from neardup_stream.worker.runtime.health import RoleHealth
+from neardup_stream.worker.runtime.publisher import PublishFailure, Transaction
+from neardup_stream.worker.runtime.role import Limits, Output, Verdict, isolate
+from neardup_stream.worker.scope import WithinPartitionWarning
+from neardup_stream.worker.settings import Settings
 
 log = logging.getLogger(__name__)
 Settle = Callable[[], PublishFailure[BatchOutput] | None]

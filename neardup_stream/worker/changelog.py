@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, NamedTuple
 import mmh3
 
 if TYPE_CHECKING:
-    from worker.settings import Settings
+    from neardup_stream.worker.settings import Settings
 
 MAGIC = b"NP"
 VERSION = 2

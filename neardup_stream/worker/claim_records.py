@@ -1,5 +1,5 @@
 """The claims topic's records and its first-claim rule (pure: records in, owners and
-refusals out; `worker.claims` reads and writes the topic).
+refusals out; `neardup_stream.worker.claims` reads and writes the topic).
 
 A record names a pipeline (input topic and group id), the instance that wrote it, and the
 topic incarnations it claims (name -> topic id); a single worker's record also names the
@@ -16,9 +16,9 @@ import logging
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from worker.changelog import Pipeline
-from worker.cluster import control
-from worker.settings import Settings
+from neardup_stream.worker.changelog import Pipeline
+from neardup_stream.worker.cluster import control
+from neardup_stream.worker.settings import Settings
 
 log = logging.getLogger(__name__)
 CLAIM_FORMAT = 1

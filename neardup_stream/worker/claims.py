@@ -14,7 +14,7 @@ two pipelines starting at once, the same one wins for both.
 
 A claim names the topic's id, so a topic deleted and created again is claimed afresh. A
 claims record this version cannot read is logged and ignored: the claims guard the topics,
-they hold no decisions. The records and the rule are `worker.claim_records`; this module
+they hold no decisions. The records and the rule are `neardup_stream.worker.claim_records`; this module
 reads and writes the topic.
 
 The single worker's claim of its changelog also names the input mapping (`input.*`: which
@@ -43,9 +43,9 @@ from typing import Any
 from kafka import KafkaAdminClient
 from kafka.errors import KafkaTimeoutError
 
-from worker import clients, topic_ids, topics
-from worker.changelog import pipeline_of
-from worker.claim_records import (
+from neardup_stream.worker import clients, topic_ids, topics
+from neardup_stream.worker.changelog import pipeline_of
+from neardup_stream.worker.claim_records import (
     OUTPUTS_TAKEN,
     Owned,
     conflicts,
@@ -58,8 +58,8 @@ from worker.claim_records import (
     remapped,
     unclaimed_by,
 )
-from worker.cluster import agreement
-from worker.settings import CLUSTER_TOPICS, Settings
+from neardup_stream.worker.cluster import agreement
+from neardup_stream.worker.settings import CLUSTER_TOPICS, Settings
 
 CLUSTER_HINT = (
     "give each pipeline internal topics of its own: drop the explicit names so they derive "

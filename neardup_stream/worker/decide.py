@@ -17,8 +17,8 @@ from collections.abc import Mapping, Sequence
 
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.models import Parsed
-from worker import changelog, codec
-from worker.admission import (
+from neardup_stream.worker import changelog, codec
+from neardup_stream.worker.admission import (
     MAX_DLQ_KEY_BYTES,
     RECORD_OVERHEAD_BYTES,
     DecideRules,
@@ -27,7 +27,13 @@ from worker.admission import (
     record_times,
     unpublishable_reason,
 )
-from worker.records import BatchOutput, ChangelogRecord, InputRecord, Rejection, Source
+from neardup_stream.worker.records import (
+    BatchOutput,
+    ChangelogRecord,
+    InputRecord,
+    Rejection,
+    Source,
+)
 
 __all__ = [
     "MAX_DLQ_KEY_BYTES",

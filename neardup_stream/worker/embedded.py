@@ -1,19 +1,19 @@
 """The worker as a library: run a worker in a thread of your own process.
 
-    from worker.embedded import EmbeddedWorker
+    from neardup_stream.worker.embedded import EmbeddedWorker
     with EmbeddedWorker(settings).start() as w:
         w.wait_ready(timeout=60)
         ...                       # produce to settings.topics.input, read the outputs
         w.health()                # Health(running, ready, consuming, error)
     # leaving the block stops it cleanly (the batch in flight commits)
 
-What it owns, and what it leaves to its host: the worker (`worker.loop.Worker`, or with
-`cluster.enabled` the scale-out `worker.cluster.replica.Replica`) runs in one named thread;
+What it owns, and what it leaves to its host: the worker (`neardup_stream.worker.loop.Worker`, or with
+`cluster.enabled` the scale-out `neardup_stream.worker.cluster.replica.Replica`) runs in one named thread;
 its metrics live on its own `prometheus_client.CollectorRegistry` (`registry`; pass one to
 share it), so two embedded workers never collide on metric names; the `/metrics` and
 `/healthz` listener runs only if `settings.metrics.enabled`, on `settings.metrics.port`
 (0: a free port, see `metrics_port`). It installs no signal handlers and configures no
-logging (that is `worker.main`'s job for the command-line worker). Two workers running in
+logging (that is `neardup_stream.worker.main`'s job for the command-line worker). Two workers running in
 one process with the same transactional id (`worker.group_id` + `worker.instance_id`) would
 fence each other: the second `start()` is refused.
 """
@@ -26,10 +26,10 @@ from typing import NamedTuple
 
 from prometheus_client import CollectorRegistry
 
-from worker.cluster.replica import Replica
-from worker.loop import Worker
-from worker.metrics import Metrics, MetricsServer, build_metrics
-from worker.settings import Settings
+from neardup_stream.worker.cluster.replica import Replica
+from neardup_stream.worker.loop import Worker
+from neardup_stream.worker.metrics import Metrics, MetricsServer, build_metrics
+from neardup_stream.worker.settings import Settings
 
 _running: set[tuple[str, str]] = set()  # (group_id, instance_id) of workers running here
 _running_lock = threading.Lock()

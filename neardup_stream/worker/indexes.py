@@ -22,14 +22,14 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 
 from neardup_stream.deduplicator import Deduplicator
-from worker import changelog, clients, topics
-from worker.metrics import Metrics, index_gauges
-from worker.partitions import COMMITTED_TIMEOUT_MS, Assignment
-from worker.restore import OtherPipeline, restore_index
-from worker.runtime.follower import Follower
-from worker.runtime.replay import Unreadable
-from worker.runtime.restore import PauseTopic, RestoreFn, Restores
-from worker.settings import Settings
+from neardup_stream.worker import changelog, clients, topics
+from neardup_stream.worker.metrics import Metrics, index_gauges
+from neardup_stream.worker.partitions import COMMITTED_TIMEOUT_MS, Assignment
+from neardup_stream.worker.restore import OtherPipeline, restore_index
+from neardup_stream.worker.runtime.follower import Follower
+from neardup_stream.worker.runtime.replay import Unreadable
+from neardup_stream.worker.runtime.restore import PauseTopic, RestoreFn, Restores
+from neardup_stream.worker.settings import Settings
 
 log = logging.getLogger(__name__)
 

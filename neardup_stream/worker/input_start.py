@@ -34,11 +34,11 @@ from typing import Any
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 from kafka.errors import KafkaError, NoOffsetForPartitionError, OffsetOutOfRangeError
 
-from worker import topic_ids
-from worker.metrics import Metrics
-from worker.partitions import COMMITTED_TIMEOUT_MS, generation_of
-from worker.runtime.broker_gone import group_poll
-from worker.runtime.health import report_lost
+from neardup_stream.worker import topic_ids
+from neardup_stream.worker.metrics import Metrics
+from neardup_stream.worker.partitions import COMMITTED_TIMEOUT_MS, generation_of
+from neardup_stream.worker.runtime.broker_gone import group_poll
+from neardup_stream.worker.runtime.health import report_lost
 
 log = logging.getLogger(__name__)
 CAUSE = "the input topic's retention deleted them before they were read"

@@ -16,14 +16,14 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from neardup_stream.collector import freeze_start_up
-from worker import claims, retry, security_errors, topics
-from worker.batch import BatchRole
-from worker.changelog import topic_of
-from worker.metrics import Metrics
-from worker.records import BatchOutput, InputRecord
-from worker.runtime import shutdown
-from worker.runtime.runner import RoleRunner
-from worker.settings import Settings
+from neardup_stream.worker import claims, retry, security_errors, topics
+from neardup_stream.worker.batch import BatchRole
+from neardup_stream.worker.changelog import topic_of
+from neardup_stream.worker.metrics import Metrics
+from neardup_stream.worker.records import BatchOutput, InputRecord
+from neardup_stream.worker.runtime import shutdown
+from neardup_stream.worker.runtime.runner import RoleRunner
+from neardup_stream.worker.settings import Settings
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -100,7 +100,12 @@ class Worker:
 
     def _until_stopped(self, action: Callable[[], T]) -> T | None:
         checked = security_errors.checked(self.settings.kafka, action)
-        return retry.until_stopped(self._stop, lambda attempt: self._backoff(attempt), checked)
+        return retry.until_stopped(
+            self._stop,
+            lambda attempt: self._backoff(attempt),
+            checked,
+            self.settings.kafka.give_up_after_s,
+        )
 
     def _close(self, role: BatchRole, runner: RoleRunner[list[InputRecord], BatchOutput]) -> None:
         # A restore stuck on the broker must not hold up the stop (as a replica bounds it).

@@ -1,6 +1,6 @@
-"""`neardup-stream worker` / `python -m worker`: settings, logging, metrics, signals, run.
+"""`neardup-stream worker` / `python -m neardup_stream.worker`: settings, logging, metrics, signals, run.
 
-Settings come from the environment (`NEARDUP_...`, see `worker.settings`); flags given on
+Settings come from the environment (`NEARDUP_...`, see `neardup_stream.worker.settings`); flags given on
 the command line override them. The effective configuration is logged at start-up
 with secrets masked.
 """
@@ -32,21 +32,22 @@ from neardup_stream.settings_errors import (
     unparsable,
 )
 from neardup_stream.settings_fields import field_info, given_flags
-from worker.authorization import denied
-from worker.loop import Worker
-from worker.metrics import MetricsServer, build_metrics
-from worker.reachability import announce_unreachable, throttle_kafka_connection_logs
-from worker.refusals import refused
-from worker.rejections import FatalError
-from worker.runtime.membership import InstanceConflict
-from worker.security_errors import EXIT_CONFIG, SecurityFailure
-from worker.settings import Settings
-from worker.topics import TopicsUnusable
+from neardup_stream.worker.authorization import denied
+from neardup_stream.worker.loop import Worker
+from neardup_stream.worker.metrics import MetricsServer, build_metrics
+from neardup_stream.worker.reachability import announce_unreachable, throttle_kafka_connection_logs
+from neardup_stream.worker.refusals import refused
+from neardup_stream.worker.rejections import FatalError
+from neardup_stream.worker.retry import EXIT_UNAVAILABLE, BrokerUnavailable
+from neardup_stream.worker.runtime.membership import InstanceConflict
+from neardup_stream.worker.security_errors import EXIT_CONFIG, SecurityFailure
+from neardup_stream.worker.settings import Settings
+from neardup_stream.worker.topics import TopicsUnusable
 
 if TYPE_CHECKING:
-    from worker.cluster.replica import Replica
+    from neardup_stream.worker.cluster.replica import Replica
 
-log = logging.getLogger("worker")
+log = logging.getLogger("neardup_stream.worker")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -54,12 +55,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"neardup-stream {__version__}")
     p.add_argument("--bootstrap-servers", help="Kafka bootstrap servers (default localhost:9092)")
     p.add_argument("--input-topic", help="documents to deduplicate (default documents)")
+    p.add_argument(
+        "--create-input-topic",
+        action="store_true",
+        default=None,
+        help="create the input topic if it is missing (default: refuse to start)",
+    )
     p.add_argument("--unique-topic", help="unique documents (default documents.unique)")
     p.add_argument("--duplicate-topic", help="duplicate decisions (default documents.duplicate)")
     p.add_argument("--dlq-topic", help="dead letters (default documents.dlq)")
     p.add_argument("--changelog-topic", help="index changelog (default <group id>.changelog)")
     p.add_argument("--partitions", type=int, help="partitions for topics created on start")
     p.add_argument("--group-id", help="consumer group (default neardup)")
+    p.add_argument(
+        "--give-up-after",
+        type=float,
+        metavar="SECONDS",
+        help="exit 69 if the broker is still unusable this long after start (default: retry)",
+    )
     p.add_argument("--instance-id", help="stable id of this replica (default hostname)")
     batch = field_info(Settings, ("worker", "max_batch")).default
     p.add_argument("--max-batch", type=int, help=f"inputs per poll/transaction (default {batch})")
@@ -99,9 +112,13 @@ def build_parser() -> argparse.ArgumentParser:
 def flag_overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
     """The `with_overrides` sections the flags in `args` set (None: not given)."""
     overrides: dict[str, dict[str, Any]] = {
-        "kafka": {"bootstrap_servers": args.bootstrap_servers},
+        "kafka": {
+            "bootstrap_servers": args.bootstrap_servers,
+            "give_up_after_s": args.give_up_after,
+        },
         "topics": {
             "input": args.input_topic,
+            "create_input": args.create_input_topic,
             "unique": args.unique_topic,
             "duplicate": args.duplicate_topic,
             "dlq": args.dlq_topic,
@@ -143,19 +160,21 @@ def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    for problem in unknown_variables(Settings, os.environ):
-        sys.stderr.write(f"{parser.prog}: warning: {problem}\n")
+    unknown = unknown_variables(Settings, os.environ)  # refused like a misspelt field
     try:
         settings = settings_from_args(args)
     except ValidationError as exc:
         flags = given_flags(parser, flag_overrides, args)
-        found = format_problems(problems(exc, Settings, flags, os.environ))
+        found = format_problems(unknown + problems(exc, Settings, flags, os.environ))
         sys.stderr.write(f"{parser.prog}: error: {found}\n")
         return 2
     except SettingsError as exc:  # e.g. a section given as invalid JSON
         sys.stderr.write(
             f"{parser.prog}: error: {format_problems([unparsable(exc, os.environ)])}\n"
         )
+        return 2
+    if unknown:
+        sys.stderr.write(f"{parser.prog}: error: {format_problems(unknown)}\n")
         return 2
     logging.basicConfig(
         level=settings.log_level,
@@ -175,7 +194,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     metrics = build_metrics(registry)
     worker: Worker | Replica
     if settings.cluster.enabled:
-        from worker.cluster.replica import Replica  # imports numba: only a replica needs it
+        from neardup_stream.worker.cluster.replica import (
+            Replica,
+        )  # imports numba: only a replica needs it
 
         worker = Replica(settings, metrics)
         unready = worker.unready
@@ -222,6 +243,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SecurityFailure, InstanceConflict, TopicsUnusable, FatalError) as exc:
         log.error("%s", exc)  # configuration: said once, no traceback
         return EXIT_CONFIG
+    except BrokerUnavailable as exc:
+        log.error("%s", exc)
+        return EXIT_UNAVAILABLE
     except Exception as exc:
         # an ACL the broker enforces, a setting it refuses: configuration too
         failure = denied(exc, settings) or refused(exc, settings)

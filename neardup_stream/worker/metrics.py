@@ -37,10 +37,10 @@ from prometheus_client import (
 )
 
 from neardup_stream.deduplicator import Deduplicator
-from worker.role_cpu import RoleCpu
+from neardup_stream.worker.role_cpu import RoleCpu
 
 if TYPE_CHECKING:
-    from worker.records import BatchOutput
+    from neardup_stream.worker.records import BatchOutput
 
 LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60)
 

@@ -14,7 +14,7 @@ from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 
-from worker.codec import OutMessage
+from neardup_stream.worker.codec import OutMessage
 
 _SEED = 0x9747B28C
 _M = np.uint32(0x5BD1E995)

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from kafka import ConsumerRebalanceListener, KafkaConsumer, TopicPartition
 from kafka.errors import KafkaTimeoutError
 
-from worker import topic_ids
-from worker.metrics import Metrics
+from neardup_stream.worker import topic_ids
+from neardup_stream.worker.metrics import Metrics
 
 log = logging.getLogger(__name__)
 # How long one committed-offset look-up may block (kafka-python's has no limit: a broker

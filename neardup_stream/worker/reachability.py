@@ -12,6 +12,7 @@ through once per interval, noting how many it held back, so retries go on quietl
 from __future__ import annotations
 
 import logging
+import re
 import socket
 import threading
 import time
@@ -19,6 +20,7 @@ from collections.abc import Callable
 from typing import NamedTuple
 
 log = logging.getLogger(__name__)
+_NUMBERS = re.compile(r"\d+(?:\.\d+)?")
 # kafka-python 3 (kafka.net.*) and 2.x (kafka.conn, kafka.client_async) connection loggers.
 KAFKA_CONNECTION_LOGGERS = (
     "kafka.net.manager",
@@ -73,8 +75,8 @@ def announce_unreachable(bootstrap_servers: str, timeout_s: float = 3.0) -> list
 
 
 class ThrottleFilter(logging.Filter):
-    """Passes each message template (per logger) at most once per `interval_s`; the next one
-    passed says how many were held back. Thread-safe: kafka-python logs from its I/O thread."""
+    """Passes each message template (per logger, numbers aside) at most once per `interval_s`;
+    the next one passed says how many were held back. Thread-safe: kafka-python logs from its I/O thread."""
 
     def __init__(
         self, interval_s: float = 60.0, clock: Callable[[], float] = time.monotonic
@@ -87,7 +89,9 @@ class ThrottleFilter(logging.Filter):
         self._lock = threading.Lock()
 
     def filter(self, record: logging.LogRecord) -> bool:
-        key = (record.name, str(record.msg))
+        # kafka-python formats some messages itself (f-strings with the backoff, the node id):
+        # their numbers do not make them another kind of message.
+        key = (record.name, _NUMBERS.sub("#", str(record.msg)))
         now = self._clock()
         with self._lock:
             last = self._last.get(key)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from worker import codec
+from neardup_stream.worker import codec
 
 
 class Source(NamedTuple):

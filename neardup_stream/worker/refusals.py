@@ -8,16 +8,16 @@ InvalidTransactionTimeoutError")`), a session timeout outside its
 cannot change the broker's limits: before, the worker crashed with a traceback (a replica:
 one per role). `refusal_in` finds such a refusal in an exception, `refused` words it with
 the setting, its value and the broker setting that bounds it; `retry` does not retry one,
-and the worker exits with it, `EX_CONFIG`, as for an ACL (`worker.authorization`).
+and the worker exits with it, `EX_CONFIG`, as for an ACL (`neardup_stream.worker.authorization`).
 """
 
 from __future__ import annotations
 
 from kafka.errors import InvalidSessionTimeoutError, InvalidTransactionTimeoutError, KafkaError
 
-from worker.authorization import denial_in
-from worker.security_errors import raised_from
-from worker.settings import Settings
+from neardup_stream.worker.authorization import denial_in
+from neardup_stream.worker.security_errors import raised_from
+from neardup_stream.worker.settings import Settings
 
 REFUSALS: tuple[type[KafkaError], ...] = (
     InvalidTransactionTimeoutError,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 
-from worker.records import Rejection, Source
+from neardup_stream.worker.records import Rejection, Source
 
 log = logging.getLogger(__name__)
 

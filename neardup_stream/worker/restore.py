@@ -1,16 +1,16 @@
 """The single worker's restore of one input partition's index from the changelog.
 
-`restore_index` is the worker's `RestoreFn` (`worker.runtime.restore`): it builds one
+`restore_index` is the worker's `RestoreFn` (`neardup_stream.worker.runtime.restore`): it builds one
 `Deduplicator` holding every committed changelog record of the partition, read by the one
-changelog reader (`worker.runtime.replay`, up to the last stable offset). A trusted local
-snapshot (`worker.snapshots`) shortens the replay; without one the replay starts at the log
+changelog reader (`neardup_stream.worker.runtime.replay`, up to the last stable offset). A trusted local
+snapshot (`neardup_stream.worker.snapshots`) shortens the replay; without one the replay starts at the log
 start, so records compaction removed are never silently skipped past.
 
-`IndexReplay` applies the changelog's packs (`worker.changelog`). What it cannot apply it
+`IndexReplay` applies the changelog's packs (`neardup_stream.worker.changelog`). What it cannot apply it
 reports as refusals, and `WORKER_POLICY` says what they do: corrupt records and records of
 other fingerprint settings are counted and skipped; a record of another pipeline refuses the
 whole restore, raised as `OtherPipeline` naming both pipelines and the fix (the worker then
-decides nothing: `worker.indexes`). Packs written before pipelines were named are replayed as
+decides nothing: `neardup_stream.worker.indexes`). Packs written before pipelines were named are replayed as
 this worker's own (the upgrade path) and counted in the log. A partition whose changelog is
 empty while the group already committed input offsets for it is warned about, and so is one
 whose restored index holds documents while the group has no committed offset for it.
@@ -26,11 +26,11 @@ from kafka import KafkaConsumer, TopicPartition
 from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.records import FingerprintRecord
-from worker import changelog, snapshots, topic_ids
-from worker.changelog import Pipeline
-from worker.metrics import Metrics
-from worker.runtime.replay import WORKER_POLICY, Applied, Refusal, Refused, replay
-from worker.runtime.restore import Restored
+from neardup_stream.worker import changelog, snapshots, topic_ids
+from neardup_stream.worker.changelog import Pipeline
+from neardup_stream.worker.metrics import Metrics
+from neardup_stream.worker.runtime.replay import WORKER_POLICY, Applied, Refusal, Refused, replay
+from neardup_stream.worker.runtime.restore import Restored
 
 log = logging.getLogger(__name__)
 

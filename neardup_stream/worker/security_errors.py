@@ -9,7 +9,7 @@ and user (never the password), or the TLS verification error and the CA file.
 
 Either is a configuration error: retrying cannot fix a wrong password or a CA that did not
 sign the broker's certificate, and a worker that retried would look alive while doing
-nothing. The worker exits with the message instead (`worker.main`), so an orchestrator shows
+nothing. The worker exits with the message instead (`neardup_stream.worker.main`), so an orchestrator shows
 a crash with its reason.
 """
 
@@ -23,7 +23,7 @@ from typing import Literal, NamedTuple, TypeVar
 
 from kafka.errors import KafkaError, SaslAuthenticationFailedError, UnsupportedSaslMechanismError
 
-from worker.settings import KafkaSettings
+from neardup_stream.worker.settings import KafkaSettings
 
 KAFKA_LOGGERS = "kafka"
 EXIT_CONFIG = 78  # sysexits.h EX_CONFIG: the worker exits with it on a SecurityFailure

@@ -47,6 +47,13 @@ class KafkaSettings(_Section):
     ssl_keyfile: str | None = None
     ssl_password: SecretStr | None = None
     request_timeout_ms: int = Field(30_000, ge=1000)
+    give_up_after_s: float | None = Field(
+        None,
+        gt=0,
+        description="seconds a worker starting up keeps retrying a broker it cannot use "
+        "before it exits with status 69 (EX_UNAVAILABLE), for orchestrators that should see "
+        "a crash loop; unset: it retries until the broker answers",
+    )
     producer_retry_backoff_ms: int = Field(
         20,
         ge=1,
@@ -68,7 +75,7 @@ class KafkaSettings(_Section):
 class TopicSettings(_Section):
     """Topic names, and how to create them when they are missing.
 
-    The changelog holds one pipeline's index (`worker.changelog`); unless named, `Settings`
+    The changelog holds one pipeline's index (`neardup_stream.worker.changelog`); unless named, `Settings`
     derives it as `<group id>.changelog` (`DERIVED_TOPICS`, like the internal topics), so
     pipelines of different groups never share one by default; with the default group
     `neardup` that is `neardup.changelog`, the name earlier versions used for every group.
@@ -82,6 +89,11 @@ class TopicSettings(_Section):
         None, min_length=1, description="the index changelog; default <group id>.changelog"
     )
     create: bool = True
+    create_input: bool = Field(
+        False,
+        description="create the input topic when it is missing; off, a worker whose input "
+        "does not exist is refused at start (exit 78), naming the closest existing topics",
+    )
     partitions: int = Field(1, ge=1)
     replication_factor: int = Field(1, ge=1)
     changelog_retention_ms: int | None = Field(
@@ -180,7 +192,7 @@ class WorkerSettings(_Section):
 
 
 class ClusterSettings(_Section):
-    """Scale-out: replicas share one sharded index through internal topics (`worker.cluster`).
+    """Scale-out: replicas share one sharded index through internal topics (`neardup_stream.worker.cluster`).
 
     The internal topics' names default to `<group>.<suffix>` (`DERIVED_TOPICS`), so two
     pipelines with different group ids never share them; with the default group `neardup`
@@ -207,7 +219,7 @@ class ClusterSettings(_Section):
         "neardup.claims",
         min_length=1,
         description="topic shared by every pipeline on the broker: which pipeline owns each "
-        "changelog and internal topic (`worker.claims`), for the single worker too; not "
+        "changelog and internal topic (`neardup_stream.worker.claims`), for the single worker too; not "
         "derived from the group id",
     )
     log_partitions: int = Field(
@@ -385,7 +397,7 @@ class Settings(EngineSettings):
     def index_settings(self) -> dict[str, Any]:
         """What a single worker's index was built with beyond the fingerprint settings its
         changelog records carry: the input mapping, and whether duplicates are indexed.
-        Named in the claim of its changelog (`worker.claims`)."""
+        Named in the claim of its changelog (`neardup_stream.worker.claims`)."""
         return {**self.input_settings, "dedup.index_duplicates": self.dedup.index_duplicates}
 
     def is_derived(self, path: str) -> bool:

@@ -3,7 +3,7 @@
 Layout: `<snapshot_dir>/<changelog topic>/p<partition>/` (a `neardup_stream.snapshot`
 directory, written atomically). Its metadata names the changelog topic (and its topic id,
 so a snapshot of a changelog deleted and created again under its name is not used) and
-partition, the pipeline (input topic, group id: `worker.changelog.Pipeline`), the changelog
+partition, the pipeline (input topic, group id: `neardup_stream.worker.changelog.Pipeline`), the changelog
 offset it covers and a digest of the whole engine configuration. A snapshot is used only when
 all of them match and its offset is still inside the changelog (between the log start and the
 last stable offset); otherwise restore replays the partition from the start. A snapshot of an
@@ -25,8 +25,8 @@ from kafka import KafkaConsumer, TopicPartition
 from neardup_stream.config import FINGERPRINT_FORMAT, DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.snapshot import load_snapshot, other_format, read_meta, save_snapshot
-from worker import failpoints, topic_ids
-from worker.changelog import Pipeline
+from neardup_stream.worker import failpoints, topic_ids
+from neardup_stream.worker.changelog import Pipeline
 
 log = logging.getLogger(__name__)
 

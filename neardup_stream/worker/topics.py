@@ -8,10 +8,10 @@ would not fit to the dead-letter topic (reason `unpublishable`) instead of faili
 The changelog gets at least as many partitions as the input (record of input partition p goes
 to changelog partition p); `grow_changelog` follows input partitions added at runtime.
 
-An input topic that does not exist is said once at start-up, with the existing topics whose
-names are closest (a mistyped `--input-topic` would otherwise be watched forever). It is
-still created when topic creation is on, as before: producers, the demo and the tests may
-start after the worker.
+An input topic that does not exist is refused at start-up, with the existing topics whose
+names are closest (a mistyped `--input-topic` would otherwise be watched forever), unless
+`topics.create_input` asks for it to be created (a demo, a test whose producers start after
+the worker).
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType, NewPartitions
 from kafka.errors import InvalidPartitionsError, KafkaTimeoutError, TopicAlreadyExistsError
 
-from worker import changelog
-from worker.admission import DecideRules
-from worker.clients import common_config
-from worker.codec import bare_dead_letter_bytes
-from worker.settings import Settings
+from neardup_stream.worker import changelog
+from neardup_stream.worker.admission import DecideRules
+from neardup_stream.worker.clients import common_config
+from neardup_stream.worker.codec import bare_dead_letter_bytes
+from neardup_stream.worker.settings import Settings
 
 log = logging.getLogger(__name__)
 MAX_MESSAGE_BYTES = "max.message.bytes"
@@ -78,21 +78,21 @@ def ensure_topics(settings: Settings) -> TopicLayout:
     try:
         existing = set(admin.list_topics())
         if topics.input not in existing:
-            report_missing_input(topics.input, existing, topics.create)
+            report_missing_input(topics.input, existing, topics.create_input)
         limit = str(settings.worker.output_max_message_bytes)
         spec: dict[str, Any] = {
             "num_partitions": topics.partitions,
             "replication_factor": topics.replication_factor,
         }
         wanted: dict[str, dict[str, Any]] = {}
-        if topics.input not in existing:
-            wanted[topics.input] = {**spec, "configs": {MAX_MESSAGE_BYTES: limit}}
         for name in (topics.unique, topics.duplicate, topics.dlq):
-            if name not in existing:
+            if name not in existing and topics.create:
                 wanted[name] = {**spec, "configs": {MAX_MESSAGE_BYTES: limit}}
-        if topics.create and wanted:
+        if topics.input not in existing:  # (refused above unless it is to be created)
+            wanted[topics.input] = {**spec, "configs": {MAX_MESSAGE_BYTES: limit}}
+        if wanted:
             create(admin, wanted)
-        partitions = _partition_count(admin, topics.input, topics.create)
+        partitions = _partition_count(admin, topics.input, topics.create_input)
         if changelog_topic not in existing and topics.create:
             policy = "compact" if topics.changelog_retention_ms is None else "compact,delete"
             made = {CLEANUP_POLICY: policy, MAX_MESSAGE_BYTES: limit}
@@ -130,19 +130,19 @@ def grow_changelog(admin: KafkaAdminClient, settings: Settings, input_partitions
 
 
 def report_missing_input(name: str, existing: set[str], create: bool) -> list[str]:
-    """Say once that input topic `name` does not exist, with the closest existing names
-    (returned); a typo would otherwise leave the worker watching an empty topic forever."""
+    """A missing input topic: refused (`TopicsUnusable`) with the closest existing names, a
+    mistyped `--input-topic` being the usual cause; with `create` (`topics.create_input`)
+    said once and created. Returns the closest names."""
     candidates = [t for t in existing if not t.startswith("__")]
     close = difflib.get_close_matches(name, candidates, n=3, cutoff=0.6)
-    hint = f"; did you mean {', '.join(repr(t) for t in close)}?" if close else ""
-    then = "creating it" if create else "topic creation is off"
-    log.warning(
-        "input topic %r does not exist (%s)%s Set the input with --input-topic / "
-        "NEARDUP_TOPICS__INPUT.",
-        name,
-        then,
-        hint or ".",
-    )
+    hint = f"; did you mean {', '.join(repr(t) for t in close)}?" if close else "."
+    if not create:
+        raise TopicsUnusable(
+            f"input topic {name!r} does not exist{hint} Set the input with --input-topic / "
+            "NEARDUP_TOPICS__INPUT, or let the worker create it with --create-input-topic / "
+            "NEARDUP_TOPICS__CREATE_INPUT=true."
+        )
+    log.warning("input topic %r does not exist (creating it)%s", name, hint)
     return close
 
 

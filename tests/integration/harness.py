@@ -71,7 +71,7 @@ class Topics:
 
 @dataclass
 class WorkerProcess:
-    """`python -m worker` as a child process, with its log in a file."""
+    """`python -m neardup_stream.worker` as a child process, with its log in a file."""
 
     bootstrap: str
     topics: Topics
@@ -80,6 +80,7 @@ class WorkerProcess:
     instance: str = "w1"
     extra: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # e.g. NEARDUP_FAILPOINTS, on top
+    create_input: bool = True  # --create-input-topic: most tests produce after the start
     metrics_port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
 
@@ -87,7 +88,7 @@ class WorkerProcess:
         cmd = [
             sys.executable,
             "-m",
-            "worker",
+            "neardup_stream.worker",
             "--bootstrap-servers",
             self.bootstrap,
             *self.topics.args(),
@@ -97,6 +98,7 @@ class WorkerProcess:
             self.instance,
             "--metrics-port",
             str(self.metrics_port),
+            *(["--create-input-topic"] if self.create_input else []),
             *self.extra,
         ]
         log = open(self.log_path, "ab")  # noqa: SIM115 (kept open for the child)

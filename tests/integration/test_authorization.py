@@ -18,9 +18,9 @@ from kafka.admin import (
     ResourceType,
 )
 
+from neardup_stream.worker.security_errors import EXIT_CONFIG
 from tests.integration.harness import Topics, WorkerProcess, decisions, produce_docs
 from tests.integration.test_worker import stream
-from worker.security_errors import EXIT_CONFIG
 
 pytestmark = pytest.mark.integration
 

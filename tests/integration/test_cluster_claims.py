@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 
+from neardup_stream.worker.cluster.layout import RETENTION_MS, describe
 from tests.integration.harness import Topics, WorkerProcess, decisions
 from tests.integration.test_cluster_settings import assert_refused
 from tests.integration.test_scale_out import SHARDS, offline, produce_to
 from tests.integration.test_worker import stream
-from worker.cluster.layout import RETENTION_MS, describe
 
 pytestmark = pytest.mark.integration
 YEAR_S = 365 * 86400

@@ -14,11 +14,11 @@ from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 from neardup_stream import Document
 from neardup_stream.config import DedupConfig
 from neardup_stream.sharded.deduplicator import ShardedDeduplicator
+from neardup_stream.worker.settings import CLUSTER_HOME_SHARDS
 from tests.integration.harness import Topics, WorkerProcess, decisions, produce, read_all
 from tests.integration.test_scale_out import SHARDS, offline, produce_to, replicas, wait_assigned
 from tests.integration.test_worker import stream
 from tests.unit.conftest import mutate
-from worker.settings import CLUSTER_HOME_SHARDS
 
 pytestmark = pytest.mark.integration
 REFUSAL = "settings mismatch, this replica does not start its roles"

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING
 import pytest
 from kafka.admin import NewTopic
 
+from neardup_stream.worker.topics import ensure_topics
 from tests.integration.faults import wait_for
 from tests.unit.test_deploy import created_topics, env_of, interpolate, service, settings_from_env
-from worker.topics import ensure_topics
 
 if TYPE_CHECKING:
     from kafka import KafkaAdminClient
@@ -61,7 +61,7 @@ def test_compose_topics_pass_the_workers_check(
         }
     )
     assert settings.topics.create is False
-    with caplog.at_level(logging.ERROR, logger="worker.topics"):
+    with caplog.at_level(logging.ERROR, logger="neardup_stream.worker.topics"):
         layout = ensure_topics(settings)
     complaints = [r.getMessage() for r in caplog.records if r.name.startswith("worker")]
     assert complaints == []  # (kafka-python's own warnings, e.g. a slow event loop, are not ours)

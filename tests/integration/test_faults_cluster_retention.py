@@ -20,6 +20,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType
 
 from neardup_stream.config import DedupConfig
+from neardup_stream.worker.cluster.envelope import Envelope, is_decided
 from tests.integration.cluster_faults import Cluster
 from tests.integration.faults import (
     assert_exactly_once,
@@ -32,7 +33,6 @@ from tests.integration.faults import (
 from tests.integration.harness import Topics, decisions
 from tests.integration.test_cluster_stops import metric
 from tests.integration.test_scale_out import SHARDS, offline
-from worker.cluster.envelope import Envelope, is_decided
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults]
 MAX_AGE_S = 86_400

@@ -1,7 +1,7 @@
 """Partitions added to the input while the workers run or are down are read (issue 50).
 
 A static member that rejoins a Stable group gets its previous assignment, and no member then
-compares the partition count with it (`worker.runtime.coverage`): without the coverage check
+compares the partition count with it (`neardup_stream.worker.runtime.coverage`): without the coverage check
 the partitions added while the workers were down had no reader, for good, every worker ready.
 Each scenario counts every input's outcome on the output topics.
 """

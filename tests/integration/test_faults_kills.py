@@ -2,7 +2,7 @@
 again, still decides every document exactly once, and decides it as an uninterrupted run and
 the offline engine do.
 
-The worker stops itself at named failpoints (`NEARDUP_FAILPOINTS`, see worker/failpoints.py):
+The worker stops itself at named failpoints (`NEARDUP_FAILPOINTS`, see neardup_stream/worker/failpoints.py):
 after producing a batch but before committing it, while a commit is in flight, and in the
 middle of a restore. The input has near-copies of documents far back in the stream, so an
 index that lost part of its past (a partial restore, a partial snapshot) decides differently.

@@ -1,6 +1,6 @@
 """A cluster stopped for longer than the broker keeps the offsets of an empty group resumes
 where it was, exactly once (issue 50): the roles' positions are kept in the pipeline's own
-compacted topic and committed back at start (`worker.runtime.positions`).
+compacted topic and committed back at start (`neardup_stream.worker.runtime.positions`).
 
 Against a broker of its own whose group offsets expire one minute after the group is left
 empty. Without the positions, the edge read every retained input again (each decided twice)

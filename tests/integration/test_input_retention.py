@@ -1,5 +1,5 @@
 """Inputs deleted by retention before the single worker read them are reported, never lost in
-silence: the worker's consumer does not reset on its own (`worker/input_start.py`)."""
+silence: the worker's consumer does not reset on its own (`neardup_stream/worker/input_start.py`)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`worker.kafka_join`: a group join that completes while its consumer is away from `poll`
+"""`neardup_stream.worker.kafka_join`: a group join that completes while its consumer is away from `poll`
 is applied on the next poll, not thrown away for another rebalance (kafka-python 3.0.x).
 
 The scene is made deterministic with three members: A (the leader) and C share the input;
@@ -17,8 +17,8 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
+from neardup_stream.worker import kafka_join, topics
 from tests.integration.faults import wait_for
-from worker import kafka_join, topics
 
 pytestmark = pytest.mark.integration
 PARTITIONS = 6

@@ -1,8 +1,8 @@
 """The broker-free driver publishes what a real worker publishes, byte for byte.
 
 The demo sample (460 news documents with near-duplicates, and the 2 malformed messages the
-demo produces: invalid JSON and a missing text) goes once through `worker.testing.Driver` and
-once through `python -m worker` on the real broker, with the same keys and record timestamps;
+demo produces: invalid JSON and a missing text) goes once through `neardup_stream.worker.testing.Driver` and
+once through `python -m neardup_stream.worker` on the real broker, with the same keys and record timestamps;
 once as the single worker, once as a scale-out replica (`--cluster`, 6 home shards). Both
 bound the index to 30 documents, which the sharded index applies per shard: the two modes
 then decide differently (checked), so each comparison shows the driver took its mode's path.
@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 from kafka import KafkaProducer
 
+from neardup_stream.worker.settings import Settings
+from neardup_stream.worker.testing import Driver, InputMessage, OutputRecord
 from tests.integration.harness import REPO_ROOT, Topics, WorkerProcess, read_all
-from worker.settings import Settings
-from worker.testing import Driver, InputMessage, OutputRecord
 
 pytestmark = pytest.mark.integration
 

@@ -14,9 +14,9 @@ from collections.abc import Callable
 import pytest
 from kafka import KafkaAdminClient
 
-from worker.embedded import EmbeddedWorker
-from worker.settings import Settings
-from worker.testing.broker import BrokerWorker, fresh_settings
+from neardup_stream.worker.embedded import EmbeddedWorker
+from neardup_stream.worker.settings import Settings
+from neardup_stream.worker.testing.broker import BrokerWorker, fresh_settings
 
 pytestmark = pytest.mark.integration
 

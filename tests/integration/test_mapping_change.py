@@ -1,6 +1,6 @@
 """A single worker restarted with another input mapping never mixes it into its index.
 
-The changelog's claim names the input mapping its index was built with (`worker.claims`).
+The changelog's claim names the input mapping its index was built with (`neardup_stream.worker.claims`).
 A worker of the same pipeline restarted with `--text-fields title,text` over an index of
 `text` alone is refused: one error naming the difference, unready, `neardup_settings_mismatch
 1`, nothing published, nothing acknowledged. Started with a changelog of its own

@@ -15,11 +15,11 @@ import pytest
 from kafka import KafkaConsumer
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 
+from neardup_stream.worker.security_errors import EXIT_CONFIG
 from tests.integration.faults import wait_for
 from tests.integration.harness import Topics, WorkerProcess, decisions, produce_docs
 from tests.integration.test_cluster_stops import metric
 from tests.integration.test_worker import expected, stream
-from worker.security_errors import EXIT_CONFIG
 
 pytestmark = pytest.mark.integration
 

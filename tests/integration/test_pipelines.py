@@ -22,8 +22,10 @@ from pathlib import Path
 
 import pytest
 from kafka import KafkaAdminClient, KafkaProducer
+from kafka.admin import NewTopic
 
 from neardup_stream import Deduplicator, Document
+from neardup_stream.worker import changelog
 from tests.integration.faults import wait_for
 from tests.integration.harness import (
     Topics,
@@ -34,7 +36,6 @@ from tests.integration.harness import (
     read_all,
 )
 from tests.integration.test_worker import expected, stream
-from worker import changelog
 
 pytestmark = pytest.mark.integration
 
@@ -112,6 +113,29 @@ def test_a_mistyped_input_and_group_with_default_changelog_is_its_own_pipeline(
         assert worker_b.stop() == 0, worker_b.log()
     existing = set(kafka_admin.list_topics())
     assert {f"{group_a}.changelog", f"{group_b}.changelog"} <= existing
+
+
+def test_a_mistyped_input_is_refused_at_start_naming_the_topic_it_was_likely_meant_to_be(
+    kafka_bootstrap: str,
+    kafka_admin: KafkaAdminClient,
+    unique_topic: Callable[[str], str],
+    tmp_path: Path,
+) -> None:
+    """Without `--create-input-topic`, a missing input is a configuration error: exit 78,
+    one line with the nearest existing topic, and no topic created for the typo."""
+    a = Topics.fresh(unique_topic)
+    kafka_admin.create_topics([NewTopic(a.input, 1, 1)])
+    wait_for("the input topic", lambda: a.input in kafka_admin.list_topics(), 30)
+    b = dataclasses.replace(a, input=typo_of(a.input))
+    worker = WorkerProcess(
+        kafka_bootstrap, b, unique_topic("typo"), tmp_path / "w.log", create_input=False
+    ).start()
+    assert worker.wait_exit(120) == 78, worker.log()
+    errors = [line for line in worker.log().splitlines() if " ERROR " in line]
+    assert len(errors) == 1, worker.log()
+    assert f"input topic {b.input!r} does not exist; did you mean {a.input!r}?" in errors[0]
+    assert "--create-input-topic" in errors[0]
+    assert b.input not in kafka_admin.list_topics()
 
 
 def test_pipeline_b_with_default_changelog_decides_copies_like_offline_on_its_input_alone(

@@ -1,6 +1,6 @@
 """A real Prometheus scrapes a real worker: throughput, dead letters and lag read through its API.
 
-The worker is `python -m worker` on its CLI flags only; Prometheus is Debian's, started by the
+The worker is `python -m neardup_stream.worker` on its CLI flags only; Prometheus is Debian's, started by the
 `prometheus` fixture. Kafka's output topics are the ground truth the series are checked
 against: every count read from Prometheus must equal what was produced and decided.
 """

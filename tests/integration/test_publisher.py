@@ -1,4 +1,4 @@
-"""The one publisher (`worker.runtime.publisher`) against the real broker: messages and offsets
+"""The one publisher (`neardup_stream.worker.runtime.publisher`) against the real broker: messages and offsets
 with metadata commit together or not at all, in both modes; a refused message is blamed on
 its input; a fenced publisher fails instead of committing."""
 
@@ -13,12 +13,12 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, OffsetAndMetadata, TopicPartition
 from kafka.admin import NewTopic
 
+from neardup_stream.worker import clients
+from neardup_stream.worker.codec import OutMessage
+from neardup_stream.worker.records import Source
+from neardup_stream.worker.runtime.publisher import NotAMember, Publisher, Transaction, Written
+from neardup_stream.worker.settings import Settings
 from tests.integration.harness import read_all
-from worker import clients
-from worker.codec import OutMessage
-from worker.records import Source
-from worker.runtime.publisher import NotAMember, Publisher, Transaction, Written
-from worker.settings import Settings
 
 pytestmark = pytest.mark.integration
 

@@ -1,6 +1,6 @@
 """Settings only the broker checks: a worker whose setting the broker refuses exits with
 EX_CONFIG and one line naming the setting and the broker's bound, plain or `--cluster`;
-never a traceback (`worker.refusals`)."""
+never a traceback (`neardup_stream.worker.refusals`)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from neardup_stream.worker.security_errors import EXIT_CONFIG
 from tests.integration.harness import Topics, WorkerProcess
-from worker.security_errors import EXIT_CONFIG
 
 pytestmark = pytest.mark.integration
 # each above the broker's default limit: transaction.max.timeout.ms, group.max.session.timeout.ms

@@ -16,10 +16,10 @@ from kafka import KafkaAdminClient, KafkaProducer, TopicPartition
 from kafka.admin import NewTopic
 from prometheus_client import CollectorRegistry
 
-from worker import clients
-from worker.metrics import build_metrics
-from worker.runtime.replay import ROLE_POLICY, Interrupted, each, replay
-from worker.settings import Settings
+from neardup_stream.worker import clients
+from neardup_stream.worker.metrics import build_metrics
+from neardup_stream.worker.runtime.replay import ROLE_POLICY, Interrupted, each, replay
+from neardup_stream.worker.settings import Settings
 
 pytestmark = pytest.mark.integration
 HANG_GUARD_S = 60  # a replay of three records that has not returned by then never will

@@ -10,10 +10,10 @@ import pytest
 from kafka import KafkaAdminClient, KafkaProducer
 
 from neardup_stream import DedupConfig, Deduplicator, Document
+from neardup_stream.worker import changelog
 from tests.integration.faults import wait_for
 from tests.integration.harness import Topics, WorkerProcess, decisions, produce_docs
 from tests.integration.test_worker import expected, stream
-from worker import changelog
 
 pytestmark = pytest.mark.integration
 

@@ -21,18 +21,18 @@ from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 from kafka.errors import KafkaConnectionError, KafkaTimeoutError
 from prometheus_client import CollectorRegistry
 
+from neardup_stream.worker import clients
+from neardup_stream.worker.codec import OutMessage
+from neardup_stream.worker.metrics import Metrics, build_metrics
+from neardup_stream.worker.partitions import rewind_to_committed
+from neardup_stream.worker.records import Source
+from neardup_stream.worker.runtime import runner as runner_module
+from neardup_stream.worker.runtime.broker_gone import BrokerGone, group_poll
+from neardup_stream.worker.runtime.publisher import PublishFailure, Transaction
+from neardup_stream.worker.runtime.role import Limits, Output, Verdict
+from neardup_stream.worker.runtime.runner import RoleRunner
+from neardup_stream.worker.settings import KafkaSettings, Settings, TopicSettings, WorkerSettings
 from tests.integration.harness import produce, read_all
-from worker import clients
-from worker.codec import OutMessage
-from worker.metrics import Metrics, build_metrics
-from worker.partitions import rewind_to_committed
-from worker.records import Source
-from worker.runtime import runner as runner_module
-from worker.runtime.broker_gone import BrokerGone, group_poll
-from worker.runtime.publisher import PublishFailure, Transaction
-from worker.runtime.role import Limits, Output, Verdict
-from worker.runtime.runner import RoleRunner
-from worker.settings import KafkaSettings, Settings, TopicSettings, WorkerSettings
 
 pytestmark = pytest.mark.integration
 POISON = b"poison"

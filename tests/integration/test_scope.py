@@ -17,7 +17,7 @@ from tests.integration.faults import wait_for
 from tests.integration.harness import Topics, WorkerProcess
 
 pytestmark = pytest.mark.integration
-WARNING = "WARNING worker.scope: this worker consumes 2 partitions of"
+WARNING = "WARNING neardup_stream.worker.scope: this worker consumes 2 partitions of"
 
 
 def warnings(worker: WorkerProcess) -> list[str]:

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from neardup_stream.worker.clients import common_config
+from neardup_stream.worker.security_errors import EXIT_CONFIG
+from neardup_stream.worker.settings import KafkaSettings
 from tests.integration.harness import Topics, WorkerProcess
 from tests.integration.test_worker import expected, stream
-from worker.clients import common_config
-from worker.security_errors import EXIT_CONFIG
-from worker.settings import KafkaSettings
 
 pytestmark = pytest.mark.integration
 PREFIX = "NEARDUP_KAFKA__"

@@ -1,4 +1,4 @@
-"""The single-stage replica (`worker.cluster.single_stage`): while one replica is the whole
+"""The single-stage replica (`neardup_stream.worker.cluster.single_stage`): while one replica is the whole
 cluster it decides each batch in one transaction, with no payload or votes records, and
 decides exactly like offline `dedup`; it leaves when a second replica joins and enters again
 when it leaves; a kill inside its transaction loses and repeats nothing."""
@@ -12,10 +12,10 @@ import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
+from neardup_stream.worker.cluster.envelope import is_decided, sources_of
 from tests.integration.harness import Topics, WorkerProcess, decisions, read_all
 from tests.integration.test_scale_out import offline, produce_to, replicas, wait_assigned
 from tests.integration.test_worker import stream
-from worker.cluster.envelope import is_decided, sources_of
 
 pytestmark = pytest.mark.integration
 

@@ -45,3 +45,26 @@ def test_a_wrong_bootstrap_address_is_named_once_then_retried_quietly(
     assert kafka and said[0] < kafka[0][0]  # the clear message comes first
     templates = [re.sub(r"\d+(\.\d+)?", "N", line.split(" ", 2)[2]) for _, line in kafka]
     assert len(templates) == len(set(templates)), "\n".join(line for _, line in kafka)
+
+
+@pytest.mark.parametrize("mode", ["single", "cluster"])
+def test_a_broker_never_reached_ends_start_up_after_the_give_up_deadline(
+    mode: str, unique_topic: Callable[[str], str], tmp_path: Path
+) -> None:
+    """For orchestrators that should see a crash loop: `--give-up-after` bounds the retries,
+    then the worker exits 69 (EX_UNAVAILABLE) with one error line naming the setting."""
+    address = f"127.0.0.1:{free_port()}"
+    worker = WorkerProcess(
+        address,
+        Topics.fresh(unique_topic),
+        unique_topic("g"),
+        tmp_path / "worker.log",
+        extra=["--give-up-after", "3", *(["--cluster"] if mode == "cluster" else [])],
+        env={"NEARDUP_KAFKA__REQUEST_TIMEOUT_MS": "1000"},
+    ).start()
+    code = worker.wait_exit(120)
+    assert code == 69, worker.log()
+    errors = [line for line in worker.log().splitlines() if " ERROR neardup_stream." in line]
+    assert len(errors) == 1, worker.log()
+    assert "giving up after kafka.give_up_after_s=3" in errors[0]
+    assert "Traceback" not in worker.log()

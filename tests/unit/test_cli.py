@@ -101,6 +101,24 @@ def test_compare_refuses_a_missing_file_instead_of_comparing_its_name(tmp_path: 
     assert "missing.txt" in err and "No such file" in err and "--text" in err
 
 
+def test_dedup_refuses_a_missing_input_in_one_line(tmp_path: Path) -> None:
+    proc = _run("dedup", "--input", str(tmp_path / "nope.jsonl"))
+    assert proc.returncode == 2 and proc.stdout == b""
+    err = proc.stderr.decode().strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("neardup-stream dedup: error: cannot read --input ")
+    assert "nope.jsonl" in err[0] and "No such file or directory" in err[0]
+    assert "Errno" not in err[0]
+
+
+def test_dedup_refuses_an_output_it_cannot_write(tmp_path: Path) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text('{"id": "a", "text": "x y z"}\n')
+    proc = _run("dedup", "--input", str(src), "--output", str(tmp_path / "no" / "out.jsonl"))
+    assert proc.returncode == 2
+    assert "cannot write --output" in proc.stderr.decode()
+
+
 def test_compare_reads_one_side_from_stdin(tmp_path: Path) -> None:
     text = random_text(9)
     (tmp_path / "a.txt").write_text(text)
@@ -131,15 +149,31 @@ def test_a_misspelt_variable_is_refused_with_the_nearest_name() -> None:
     assert "did you mean NEARDUP_DEDUP__THRESHOLD?" in err
 
 
-def test_a_variable_that_sets_nothing_is_warned_about_and_the_run_goes_on() -> None:
+@pytest.mark.parametrize(
+    ("variable", "meant"),
+    [
+        ("NEARDUP_DEDUP_THRESHOLD", "NEARDUP_DEDUP__THRESHOLD"),  # one underscore
+        ("NEARDUP_DEDUPE__THRESHOLD", "NEARDUP_DEDUP__THRESHOLD"),  # a misspelt section
+    ],
+)
+def test_a_variable_that_sets_nothing_is_refused_like_a_misspelt_field(
+    variable: str, meant: str
+) -> None:
+    """One rule for a misspelt field, section or separator: nothing runs on the defaults."""
     doc = json.dumps({"id": "a", "text": "some text here"}).encode() + b"\n"
-    env = {"NEARDUP_DEDUP_THRESHOLD": "0.5", "NEARDUP_KAFKA__BOOTSTRAP_SERVERS": "x:1"}
+    env = {variable: "0.5", "NEARDUP_KAFKA__BOOTSTRAP_SERVERS": "x:1"}
     proc = _run("dedup", stdin=doc, env=env)
-    assert proc.returncode == 0 and b'"unique"' in proc.stdout
+    assert proc.returncode == 2 and proc.stdout == b""
     err = proc.stderr.decode()
-    assert "NEARDUP_DEDUP_THRESHOLD: matches no setting" in err
-    assert "did you mean NEARDUP_DEDUP__THRESHOLD?" in err
+    assert f"{variable}: matches no setting" in err
+    assert f"did you mean {meant}?" in err
     assert "KAFKA" not in err  # the worker's section: not this command's business
+
+
+def test_the_worker_s_sections_do_not_stop_dedup() -> None:
+    doc = json.dumps({"id": "a", "text": "some text here"}).encode() + b"\n"
+    proc = _run("dedup", stdin=doc, env={"NEARDUP_KAFKA__BOOTSTRAP_SERVERS": "x:1"})
+    assert proc.returncode == 0 and b'"unique"' in proc.stdout, proc.stderr
 
 
 def test_schemas_written(tmp_path: Path) -> None:

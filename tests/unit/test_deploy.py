@@ -6,9 +6,9 @@ Everything here is offline and fast: files are parsed, nothing is built, started
   against the JSON schemas bundled with `kubernetes-validate`; the custom resources of the
   Prometheus Operator and KEDA are checked structurally (the fields their CRDs require).
 * PromQL (dashboard panels, alert rules) is parsed with `promql-parser`; every metric it
-  selects must be one that `worker.metrics.build_metrics` registers.
+  selects must be one that `neardup_stream.worker.metrics.build_metrics` registers.
 * The NEARDUP_* environment of compose and Kubernetes must name real settings and validate as
-  `worker.settings.Settings`; ports, topics, partitions and names must agree across
+  `neardup_stream.worker.settings.Settings`; ports, topics, partitions and names must agree across
   the files and with the settings' defaults.
 """
 
@@ -30,8 +30,8 @@ import yaml
 from prometheus_client import CollectorRegistry
 from pydantic import BaseModel
 
-from worker.metrics import build_metrics
-from worker.settings import MetricsSettings, Settings
+from neardup_stream.worker.metrics import build_metrics
+from neardup_stream.worker.settings import MetricsSettings, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE_FILE = ROOT / "docker-compose.yml"
@@ -222,7 +222,7 @@ def test_dockerfile_runtime_user_port_env_healthcheck_entrypoint() -> None:
     compile(cmd[2], "HEALTHCHECK", "exec")
 
     entrypoints = [exec_form(args) for instruction, args in final if instruction == "ENTRYPOINT"]
-    assert entrypoints == [["python", "-m", "worker"]]
+    assert entrypoints == [["neardup-stream", "worker"]]
 
 
 def test_dockerfile_copies_exist_in_the_build_context() -> None:
@@ -296,8 +296,8 @@ def test_dockerignore_excludes(path: str) -> None:
         "README.md",
         "neardup_stream/settings.py",
         "neardup_stream/py.typed",
-        "worker/main.py",
-        "worker/__main__.py",
+        "neardup_stream/worker/main.py",
+        "neardup_stream/worker/__main__.py",
     ],
 )
 def test_dockerignore_keeps_what_the_image_needs(path: str) -> None:

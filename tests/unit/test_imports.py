@@ -104,11 +104,13 @@ def test_a_dedup_with_home_shards_loads_the_sharded_engine(tmp_path: Path) -> No
 def test_the_worker_entry_point_does_not_load_the_scale_out_runtime(tmp_path: Path) -> None:
     """A plain worker imports no replica: the scale-out roles (and with them the merged
     tables and numba) are imported only when `--cluster` asks for one."""
-    modules = _modules_after("import worker.main\nimport worker.loop", tmp_path)
-    assert "worker" in modules
+    modules = _modules_after(
+        "import neardup_stream.worker.main\nimport neardup_stream.worker.loop", tmp_path
+    )
+    assert "neardup_stream.worker.loop" in modules
     assert not {"numba", "llvmlite"} & modules
     assert "neardup_stream.sharded.replica" not in modules
-    replica = _modules_after("import worker.cluster.replica", tmp_path)
+    replica = _modules_after("import neardup_stream.worker.cluster.replica", tmp_path)
     assert "neardup_stream.sharded.replica" in replica
 
 

@@ -3,7 +3,7 @@
     bash deploy/local/demo/run.sh [--stop-broker] [--metrics-port N] [--bootstrap-servers H:P]
 
 Starts the local Kafka broker (`deploy/local/kafka.sh start`, port $KAFKA_PORT, default 9092)
-unless --bootstrap-servers is given, runs `python -m worker` on fresh `demo-<time>.*` topics,
+unless --bootstrap-servers is given, runs `python -m neardup_stream.worker` on fresh `demo-<time>.*` topics,
 feeds `sample.jsonl` (English + Chinese news with near-duplicates and 2 malformed records),
 waits until every message has a committed decision or dead letter, prints a summary and live
 metrics, then stops the worker with SIGTERM. The broker keeps running unless --stop-broker.
@@ -94,7 +94,7 @@ def summarize(
         decisions: Decision dicts (id, decision, and for duplicates duplicate_of, similarity,
             method), as read from the unique and duplicate topics.
         docs: The input documents by id (text, lang).
-        elapsed: Seconds from the first message produced to the last decision committed.
+        elapsed: Seconds from the first message produced to the last outcome read committed.
         dead_letters: Error records from the dead-letter topic (reason, message, ...).
         examples: How many duplicate pairs to show.
     """
@@ -117,7 +117,7 @@ def summarize(
     out += [
         "",
         f"throughput   {handled} messages in {elapsed:.2f} s = "
-        f"{handled / max(elapsed, 1e-9):,.0f} msg/s (first produced -> last decision committed)",
+        f"{handled / max(elapsed, 1e-9):,.0f} msg/s (first produced -> last outcome read committed)",
         "             a few hundred messages measure start-up and round trips (poll, transaction",
         "             commit, the consumer's wait for more), not capacity: sustained throughput,",
         "             with a backlog, is in docs/benchmarks.md (thousands of docs/s per worker)",
@@ -184,7 +184,7 @@ def ensure_broker(port: int) -> str:
 
 
 def start_worker(bootstrap: str, prefix: str, port: int, log: Path) -> subprocess.Popen[bytes]:
-    """`python -m worker` on the demo's topics (NEARDUP_* settings ignored), logging to `log`."""
+    """`python -m neardup_stream.worker` on the demo's topics (NEARDUP_* settings ignored), logging to `log`."""
     flags = {
         "bootstrap-servers": bootstrap, "group-id": prefix, "instance-id": "demo",
         "metrics-host": "127.0.0.1", "metrics-port": str(port),
@@ -192,7 +192,8 @@ def start_worker(bootstrap: str, prefix: str, port: int, log: Path) -> subproces
         "duplicate-topic": f"{prefix}.duplicate", "dlq-topic": f"{prefix}.dlq",
         "changelog-topic": f"{prefix}.changelog",
     }  # fmt: skip
-    cmd = [sys.executable, "-m", "worker", *(a for k, v in flags.items() for a in (f"--{k}", v))]
+    cmd = [sys.executable, "-m", "neardup_stream.worker", "--create-input-topic"]
+    cmd += [a for k, v in flags.items() for a in (f"--{k}", v)]
     env = {k: v for k, v in os.environ.items() if not k.startswith("NEARDUP_")}
     with open(log, "ab") as f:
         return subprocess.Popen(cmd, cwd=REPO, stdout=f, stderr=subprocess.STDOUT, env=env)
@@ -242,7 +243,9 @@ def collect(
 ) -> tuple[list[Doc], list[Doc], float]:
     """Read committed outputs until `expected` messages are accounted for.
 
-    Returns (decisions, dead letters, epoch seconds of the last output record).
+    Returns (decisions, dead letters, epoch seconds when the last of them was read). The
+    consumer reads committed records only, so that is after the last commit: a record's own
+    timestamp is when it was produced, inside its transaction, before the commit.
     """
     from kafka import KafkaConsumer, TopicPartition
 
@@ -261,7 +264,7 @@ def collect(
     consumer.seek_to_beginning(*tps)
     decided: dict[str, Doc] = {}
     dead: dict[tuple[int, int], Doc] = {}
-    last_ms, start = 0, time.monotonic()
+    start = time.monotonic()
     try:
         while len(decided) + len(dead) < expected:
             if proc.poll() is not None:
@@ -271,7 +274,6 @@ def collect(
                 raise DemoError(f"only {done}/{expected} messages decided after {timeout:.0f} s")
             for tp, records in consumer.poll(timeout_ms=500).items():
                 for r in records:
-                    last_ms = max(last_ms, r.timestamp)
                     if tp.topic.endswith(".dlq"):
                         dead[(r.partition, r.offset)] = json.loads(r.value)
                     elif tp.topic.endswith(".duplicate"):
@@ -282,9 +284,10 @@ def collect(
                             "id": r.key.decode(),
                             "decision": headers["neardup.decision"],
                         }
+        read_at = time.time()
     finally:
         consumer.close()
-    return list(decided.values()), list(dead.values()), last_ms / 1000
+    return list(decided.values()), list(dead.values()), read_at
 
 
 def format_metrics(port: int) -> str:
@@ -333,11 +336,11 @@ def run(args: argparse.Namespace, prefix: str, log: Path) -> int:
     lines, docs = load_sample(args.sample)
     if port_open(args.metrics_port):
         raise DemoError(f"metrics port 127.0.0.1:{args.metrics_port} is busy; use --metrics-port")
-    # Meanwhile, warm the JIT cache up, so throughput is not mostly first-run compilation.
+    # Meanwhile, load the engine once (it compiles here only if the install could not).
     warm_up = subprocess.Popen([sys.executable, "-c", WARM_UP, str(args.sample)], cwd=REPO)
     loading = time.monotonic()
     print(
-        "[demo] loading the engine (its first run compiles it, ~15 s; cached after that)",
+        "[demo] loading the engine",
         file=sys.stderr,
     )
     bootstrap = args.bootstrap_servers

@@ -22,8 +22,8 @@ else
     echo "[demo] .venv not found (run 'make install'); using $(command -v python3 || echo python3)" >&2
 fi
 
-if ! "$PY" -c 'import kafka, neardup_stream, worker' 2>/dev/null; then
-    echo "[demo] ERROR: $PY cannot import the project (kafka-python, neardup_stream, worker)." >&2
+if ! "$PY" -c 'import kafka, neardup_stream.worker.main' 2>/dev/null; then
+    echo "[demo] ERROR: $PY cannot import the project (kafka-python, neardup_stream.worker)." >&2
     echo "[demo] Run 'make install' first (or: pip install -e '.[dev]')." >&2
     exit 1
 fi

@@ -5,7 +5,7 @@ topic (`control`, `agreement`), claims its internal topics for its pipeline (`cl
 checks them against the settings (`layout`), and takes over from a previous generation if
 told to (`handover`); a replica that differs never starts its roles. Then three roles run
 in threads of the replica, each a consumer-group member with its own transactional producer
-(`worker.runtime.publisher`); see docs/design/scale-out.md for the design and what it leaves for later:
+(`neardup_stream.worker.runtime.publisher`); see docs/design/scale-out.md for the design and what it leaves for later:
 
 - `edge` (group `<group>-edge`, over the input): parses and dead-letters bad input
   (`ingest`, the single worker's admission), and appends one fingerprint-log record
@@ -24,9 +24,9 @@ in threads of the replica, each a consumer-group member with its own transaction
   batch assembly, commits and progress `gathering`.
 
 A shard or log partition a role gains is rebuilt from its role's changelog on a background
-restore thread (`worker.runtime.restore`, `replay`; retention bounds it), while the role's other
+restore thread (`neardup_stream.worker.runtime.restore`, `replay`; retention bounds it), while the role's other
 partitions go on, and resumes at its committed checkpoint, so a decision is a function of
 the log alone: one replica or many decide identically. A record a role cannot apply stops
 its partition visibly (`health`), never skipped. A stopping replica bounds every step by
-`worker.shutdown_timeout_s` (`worker.runtime.shutdown`).
+`worker.shutdown_timeout_s` (`neardup_stream.worker.runtime.shutdown`).
 """

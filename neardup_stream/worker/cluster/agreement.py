@@ -17,12 +17,12 @@ from typing import NamedTuple
 from kafka import KafkaAdminClient, TopicPartition
 from kafka.errors import KafkaTimeoutError
 
-from worker import clients, topics
-from worker.cluster import control
-from worker.cluster import handover as handover_
-from worker.cluster.control import SettingsRecord, Verdict
-from worker.cluster.handover import Handover
-from worker.settings import Settings
+from neardup_stream.worker import clients, topics
+from neardup_stream.worker.cluster import control
+from neardup_stream.worker.cluster import handover as handover_
+from neardup_stream.worker.cluster.control import SettingsRecord, Verdict
+from neardup_stream.worker.cluster.handover import Handover
+from neardup_stream.worker.settings import Settings
 
 log = logging.getLogger(__name__)
 READ_TIMEOUT_S = 60.0

@@ -15,9 +15,9 @@ from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 from kafka.errors import KafkaError
 
-from worker.cluster.envelope import is_decided
-from worker.cluster.payloads import PayloadCheckpoint
-from worker.partitions import COMMITTED_TIMEOUT_MS
+from neardup_stream.worker.cluster.envelope import is_decided
+from neardup_stream.worker.cluster.payloads import PayloadCheckpoint
+from neardup_stream.worker.partitions import COMMITTED_TIMEOUT_MS
 
 log = logging.getLogger(__name__)
 VERSION = 1

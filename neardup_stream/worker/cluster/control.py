@@ -8,7 +8,7 @@ first settings record in log order is the cluster's (`winner`). A replica compar
 
 This module is pure (no Kafka): what goes into a record (`settings_record`), its versioned
 JSON encoding and its compaction key, the winner choice, and the diff with its messages.
-`worker.cluster.agreement` reads and writes the control topic.
+`neardup_stream.worker.cluster.agreement` reads and writes the control topic.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 
 import mmh3
 
-from worker.settings import CLUSTER_TOPICS, Settings
+from neardup_stream.worker.settings import CLUSTER_TOPICS, Settings
 
 RECORD_FORMAT = 1
 KEY_PREFIX = "settings"

@@ -23,20 +23,20 @@ from kafka import TopicPartition
 from kafka.errors import KafkaError
 
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
-from worker import clients, failpoints, retry
-from worker.admission import DecideRules
-from worker.cluster.handover import Handover
-from worker.cluster.ingest import Ingested, LogTopics, ingest
-from worker.cluster.single_stage import RETRY_S, SingleStage, Staged
-from worker.input_start import InputStart
-from worker.metrics import Metrics
-from worker.partitions import behind, rewind_to_committed, update_lag
-from worker.records import InputRecord, Source
-from worker.rejections import Rejections
-from worker.runtime.health import RoleHealth, forget_series
-from worker.runtime.publisher import Transaction
-from worker.runtime.role import Limits, Output, Verdict, isolate, role_settings
-from worker.settings import Settings
+from neardup_stream.worker import clients, failpoints, retry
+from neardup_stream.worker.admission import DecideRules
+from neardup_stream.worker.cluster.handover import Handover
+from neardup_stream.worker.cluster.ingest import Ingested, LogTopics, ingest
+from neardup_stream.worker.cluster.single_stage import RETRY_S, SingleStage, Staged
+from neardup_stream.worker.input_start import InputStart
+from neardup_stream.worker.metrics import Metrics
+from neardup_stream.worker.partitions import behind, rewind_to_committed, update_lag
+from neardup_stream.worker.records import InputRecord, Source
+from neardup_stream.worker.rejections import Rejections
+from neardup_stream.worker.runtime.health import RoleHealth, forget_series
+from neardup_stream.worker.runtime.publisher import Transaction
+from neardup_stream.worker.runtime.role import Limits, Output, Verdict, isolate, role_settings
+from neardup_stream.worker.settings import Settings
 
 log = logging.getLogger(__name__)
 HOLD_POLL_MS = 50  # the edge's membership polls while the others park

@@ -4,7 +4,7 @@ Every replica's shard role reads every fingerprint-log record, so it carries onl
 shards and the gather's decision need: the fingerprints (a few hundred bytes a document)
 and each document's input coordinates (partition, offset; 12 bytes). The payloads (key,
 value, record time) travel in the matching record of the payloads topic
-(`worker.cluster.payloads`), which only the gather of the log partition reads; the two are
+(`neardup_stream.worker.cluster.payloads`), which only the gather of the log partition reads; the two are
 joined by the first document's input coordinates (`Envelope.join_key`).
 
 Format "NE", version 2. Version 1 carried the payloads inline: this build refuses it in the
@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from neardup_stream.sharded.fingerprints import FingerprintBatch
-from worker.records import Source
+from neardup_stream.worker.records import Source
 
 MAGIC = b"NE"
 VERSION = 2

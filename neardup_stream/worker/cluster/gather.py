@@ -32,23 +32,23 @@ from typing import Any
 from kafka import OffsetAndMetadata, TopicPartition
 
 from neardup_stream.sharded.join import Joined
-from worker.cluster import gathering
-from worker.cluster.envelope import Envelope
-from worker.cluster.gather_follow import GatherFollow
-from worker.cluster.gather_inputs import GatherInputs
-from worker.cluster.gather_state import PayloadMismatch
-from worker.cluster.handover import Handover
-from worker.cluster.outcomes import Outcomes
-from worker.cluster.single_stage import SingleStage, moved, read_to_end, settled
-from worker.metrics import Metrics
-from worker.partitions import Assignment, generation_of
-from worker.rejections import Rejections
-from worker.runtime.broker_gone import group_poll
-from worker.runtime.health import RoleHealth, Stop, forget_series
-from worker.runtime.overlap import PendingCommit
-from worker.runtime.publisher import Transaction
-from worker.runtime.role import Limits, Output
-from worker.settings import Settings
+from neardup_stream.worker.cluster import gathering
+from neardup_stream.worker.cluster.envelope import Envelope
+from neardup_stream.worker.cluster.gather_follow import GatherFollow
+from neardup_stream.worker.cluster.gather_inputs import GatherInputs
+from neardup_stream.worker.cluster.gather_state import PayloadMismatch
+from neardup_stream.worker.cluster.handover import Handover
+from neardup_stream.worker.cluster.outcomes import Outcomes
+from neardup_stream.worker.cluster.single_stage import SingleStage, moved, read_to_end, settled
+from neardup_stream.worker.metrics import Metrics
+from neardup_stream.worker.partitions import Assignment, generation_of
+from neardup_stream.worker.rejections import Rejections
+from neardup_stream.worker.runtime.broker_gone import group_poll
+from neardup_stream.worker.runtime.health import RoleHealth, Stop, forget_series
+from neardup_stream.worker.runtime.overlap import PendingCommit
+from neardup_stream.worker.runtime.publisher import Transaction
+from neardup_stream.worker.runtime.role import Limits, Output
+from neardup_stream.worker.settings import Settings
 
 log = logging.getLogger(__name__)
 TXN_BYTES = 32 << 20  # outputs per gather transaction (halved after each failure)

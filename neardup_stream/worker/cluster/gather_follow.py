@@ -21,19 +21,19 @@ from kafka import TopicPartition
 from neardup_stream.sharded.changes import FirstDecisions
 from neardup_stream.sharded.gather import Gatherer
 from neardup_stream.sharded.join import VoteJoin
-from worker import clients
-from worker.cluster import checkpoint
-from worker.cluster.envelope import Envelope
-from worker.cluster.gather_inputs import GatherInputs, paused
-from worker.cluster.gather_state import LogPartition, RestoredLog
-from worker.cluster.payloads import PayloadCheckpoint, PayloadJoin
-from worker.metrics import Metrics
-from worker.partitions import COMMITTED_TIMEOUT_MS, Assignment
-from worker.runtime.follower import Follower
-from worker.runtime.health import RoleHealth, Stop, forget_series
-from worker.runtime.replay import Unreadable
-from worker.runtime.restore import PauseTopic, RestoreFn, Restores, changelog_restore
-from worker.settings import Settings
+from neardup_stream.worker import clients
+from neardup_stream.worker.cluster import checkpoint
+from neardup_stream.worker.cluster.envelope import Envelope
+from neardup_stream.worker.cluster.gather_inputs import GatherInputs, paused
+from neardup_stream.worker.cluster.gather_state import LogPartition, RestoredLog
+from neardup_stream.worker.cluster.payloads import PayloadCheckpoint, PayloadJoin
+from neardup_stream.worker.metrics import Metrics
+from neardup_stream.worker.partitions import COMMITTED_TIMEOUT_MS, Assignment
+from neardup_stream.worker.runtime.follower import Follower
+from neardup_stream.worker.runtime.health import RoleHealth, Stop, forget_series
+from neardup_stream.worker.runtime.replay import Unreadable
+from neardup_stream.worker.runtime.restore import PauseTopic, RestoreFn, Restores, changelog_restore
+from neardup_stream.worker.settings import Settings
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ payloads that may have been deleted, where the payloads must have been read up t
 (`Blocked`). `decide` decides one joined record: its payloads are taken, checked against the
 record's inputs, and its documents decided. `payload_checkpoint` gives where the partition
 resumes reading payloads, sweeping stale payloads once it is known to be caught up.
-`worker.cluster.gather_inputs` fills it from Kafka; `worker.cluster.gather` publishes.
+`neardup_stream.worker.cluster.gather_inputs` fills it from Kafka; `neardup_stream.worker.cluster.gather` publishes.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ from neardup_stream.models import Decision
 from neardup_stream.sharded.changes import FirstDecisions
 from neardup_stream.sharded.gather import Gatherer
 from neardup_stream.sharded.join import Joined, VoteJoin
-from worker.cluster.envelope import Envelope
-from worker.cluster.payloads import Passage, PayloadCheckpoint, PayloadJoin
-from worker.records import Source
+from neardup_stream.worker.cluster.envelope import Envelope
+from neardup_stream.worker.cluster.payloads import Passage, PayloadCheckpoint, PayloadJoin
+from neardup_stream.worker.records import Source
 
 SWEEP_USED = 64  # used payload offsets in a checkpoint above which stale payloads are swept
 

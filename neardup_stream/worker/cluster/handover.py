@@ -20,11 +20,11 @@ from typing import Any, NamedTuple
 
 from kafka import KafkaAdminClient, TopicPartition
 
-from worker import clients
-from worker.cluster import checkpoint, control
-from worker.cluster.envelope import sources_of
-from worker.records import Source
-from worker.settings import Settings
+from neardup_stream.worker import clients
+from neardup_stream.worker.cluster import checkpoint, control
+from neardup_stream.worker.cluster.envelope import sources_of
+from neardup_stream.worker.records import Source
+from neardup_stream.worker.settings import Settings
 
 log = logging.getLogger(__name__)
 ROLES = ("edge", "shards", "gather")
@@ -159,7 +159,7 @@ def compute(settings: Settings) -> Handover:
 
 
 def _old_record(settings: Settings, old: str) -> control.SettingsRecord:
-    from worker.cluster import agreement  # agreement imports this module
+    from neardup_stream.worker.cluster import agreement  # agreement imports this module
 
     cluster = settings.cluster.model_copy(update={"control": f"{old}.control"})
     values = agreement.read_values(settings.model_copy(update={"cluster": cluster}))

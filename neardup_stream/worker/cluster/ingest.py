@@ -23,11 +23,11 @@ from neardup_stream.models import Parsed
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.fingerprints import FingerprintBatch
 from neardup_stream.sharded.home import domain_partition
-from worker.admission import MAX_DLQ_KEY_BYTES, DecideRules, admit, record_times
-from worker.cluster.envelope import POSITION_BITS, decided_record, packed
-from worker.cluster.payloads import Passage, PayloadRecord
-from worker.codec import OutMessage
-from worker.records import BatchOutput, InputRecord, Rejection, Source
+from neardup_stream.worker.admission import MAX_DLQ_KEY_BYTES, DecideRules, admit, record_times
+from neardup_stream.worker.cluster.envelope import POSITION_BITS, decided_record, packed
+from neardup_stream.worker.cluster.payloads import Passage, PayloadRecord
+from neardup_stream.worker.codec import OutMessage
+from neardup_stream.worker.records import BatchOutput, InputRecord, Rejection, Source
 
 # Room a document's fixed-size fingerprint fields take in a log record (hashes, sizes, time,
 # offsets, flags, the passage's source); its id and domain come from its value.

@@ -19,9 +19,9 @@ from typing import Any, NamedTuple
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType
 
-from worker import clients, topics
-from worker.runtime import positions
-from worker.settings import Settings
+from neardup_stream.worker import clients, topics
+from neardup_stream.worker.runtime import positions
+from neardup_stream.worker.settings import Settings
 
 log = logging.getLogger(__name__)
 RETENTION_MS = "retention.ms"

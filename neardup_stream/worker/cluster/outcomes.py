@@ -15,15 +15,15 @@ from dataclasses import dataclass, field
 
 from neardup_stream.models import Decision, ErrorRecord
 from neardup_stream.sharded.changes import FirstDecisions
-from worker import codec
-from worker.admission import MAX_DLQ_KEY_BYTES
-from worker.cluster.handover import Handover
-from worker.cluster.payloads import Passage
-from worker.codec import OutMessage
-from worker.metrics import Metrics, count_decisions
-from worker.records import Rejection, Source
-from worker.rejections import Rejections
-from worker.settings import Settings
+from neardup_stream.worker import codec
+from neardup_stream.worker.admission import MAX_DLQ_KEY_BYTES
+from neardup_stream.worker.cluster.handover import Handover
+from neardup_stream.worker.cluster.payloads import Passage
+from neardup_stream.worker.codec import OutMessage
+from neardup_stream.worker.metrics import Metrics, count_decisions
+from neardup_stream.worker.records import Rejection, Source
+from neardup_stream.worker.rejections import Rejections
+from neardup_stream.worker.settings import Settings
 
 
 @dataclass

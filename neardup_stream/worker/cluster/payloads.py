@@ -22,8 +22,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from worker.cluster.envelope import JoinKey
-from worker.records import Source
+from neardup_stream.worker.cluster.envelope import JoinKey
+from neardup_stream.worker.records import Source
 
 MAGIC = b"NP"
 VERSION = 1

@@ -20,24 +20,24 @@ from kafka import KafkaAdminClient
 
 from neardup_stream.collector import freeze_start_up
 from neardup_stream.warmup import warm_replica
-from worker import claims, clients, retry, security_errors, topics
-from worker.cluster import agreement as agreement_
-from worker.cluster import control
-from worker.cluster import layout as layout_
-from worker.cluster.edge import EdgeRole
-from worker.cluster.gather import GatherRole
-from worker.cluster.handover import Handover, HandoverRefused
-from worker.cluster.shard import ShardRole
-from worker.cluster.single_stage import SingleStage
-from worker.metrics import Metrics
-from worker.refusals import retrying_cannot_fix
-from worker.rejections import FatalError
-from worker.runtime import positions, shutdown
-from worker.runtime.membership import InstanceConflict
-from worker.runtime.overlap import Overlapped
-from worker.runtime.role import role_settings
-from worker.runtime.runner import RoleRunner
-from worker.settings import Settings
+from neardup_stream.worker import claims, clients, retry, security_errors, topics
+from neardup_stream.worker.cluster import agreement as agreement_
+from neardup_stream.worker.cluster import control
+from neardup_stream.worker.cluster import layout as layout_
+from neardup_stream.worker.cluster.edge import EdgeRole
+from neardup_stream.worker.cluster.gather import GatherRole
+from neardup_stream.worker.cluster.handover import Handover, HandoverRefused
+from neardup_stream.worker.cluster.shard import ShardRole
+from neardup_stream.worker.cluster.single_stage import SingleStage
+from neardup_stream.worker.metrics import Metrics
+from neardup_stream.worker.refusals import retrying_cannot_fix
+from neardup_stream.worker.rejections import FatalError
+from neardup_stream.worker.runtime import positions, shutdown
+from neardup_stream.worker.runtime.membership import InstanceConflict
+from neardup_stream.worker.runtime.overlap import Overlapped
+from neardup_stream.worker.runtime.role import role_settings
+from neardup_stream.worker.runtime.runner import RoleRunner
+from neardup_stream.worker.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -153,7 +153,7 @@ class Replica:
         s = self.settings
         delay = functools.partial(retry.backoff_s, s.worker.retry_backoff_max_s)
         prepare = security_errors.checked(s.kafka, lambda: _prepare(s))
-        prepared = retry.until_stopped(self._stop, delay, prepare)
+        prepared = retry.until_stopped(self._stop, delay, prepare, s.kafka.give_up_after_s)
         if prepared is None:
             return
         if isinstance(prepared, Refusal):

@@ -31,24 +31,24 @@ from kafka import OffsetAndMetadata, TopicPartition
 from neardup_stream.sharded.changes import ShardChange
 from neardup_stream.sharded.voter import ShardVoter
 from neardup_stream.sharded.votes import pack_records
-from worker import clients
-from worker.cluster import checkpoint
-from worker.cluster.envelope import Envelope
-from worker.cluster.shard_state import RestoredShard, ShardState, ShardVotes
-from worker.cluster.single_stage import SingleStage, moved, read_to_end, settled
-from worker.codec import OutMessage
-from worker.metrics import Metrics
-from worker.partitions import Assignment, generation_of
-from worker.rejections import Rejections
-from worker.runtime.broker_gone import group_poll
-from worker.runtime.follower import Follower
-from worker.runtime.health import RoleHealth, Stop, forget_series
-from worker.runtime.overlap import PendingCommit
-from worker.runtime.publisher import Transaction
-from worker.runtime.replay import Unreadable
-from worker.runtime.restore import RestoreFn, Restores, changelog_restore
-from worker.runtime.role import Limits, Output, role_settings
-from worker.settings import Settings
+from neardup_stream.worker import clients
+from neardup_stream.worker.cluster import checkpoint
+from neardup_stream.worker.cluster.envelope import Envelope
+from neardup_stream.worker.cluster.shard_state import RestoredShard, ShardState, ShardVotes
+from neardup_stream.worker.cluster.single_stage import SingleStage, moved, read_to_end, settled
+from neardup_stream.worker.codec import OutMessage
+from neardup_stream.worker.metrics import Metrics
+from neardup_stream.worker.partitions import Assignment, generation_of
+from neardup_stream.worker.rejections import Rejections
+from neardup_stream.worker.runtime.broker_gone import group_poll
+from neardup_stream.worker.runtime.follower import Follower
+from neardup_stream.worker.runtime.health import RoleHealth, Stop, forget_series
+from neardup_stream.worker.runtime.overlap import PendingCommit
+from neardup_stream.worker.runtime.publisher import Transaction
+from neardup_stream.worker.runtime.replay import Unreadable
+from neardup_stream.worker.runtime.restore import RestoreFn, Restores, changelog_restore
+from neardup_stream.worker.runtime.role import Limits, Output, role_settings
+from neardup_stream.worker.settings import Settings
 
 log = logging.getLogger(__name__)
 

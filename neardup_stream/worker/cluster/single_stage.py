@@ -51,16 +51,16 @@ from typing import Any
 
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 
-from worker.cluster.envelope import Envelope
-from worker.cluster.ingest import Ingested
-from worker.cluster.outcomes import Outcomes
-from worker.codec import OutMessage
-from worker.metrics import Metrics
-from worker.partitions import Assignment
-from worker.records import Source
-from worker.runtime.publisher import Transaction, Written
-from worker.runtime.restore import Restores
-from worker.settings import Settings
+from neardup_stream.worker.cluster.envelope import Envelope
+from neardup_stream.worker.cluster.ingest import Ingested
+from neardup_stream.worker.cluster.outcomes import Outcomes
+from neardup_stream.worker.codec import OutMessage
+from neardup_stream.worker.metrics import Metrics
+from neardup_stream.worker.partitions import Assignment
+from neardup_stream.worker.records import Source
+from neardup_stream.worker.runtime.publisher import Transaction, Written
+from neardup_stream.worker.runtime.restore import Restores
+from neardup_stream.worker.settings import Settings
 
 log = logging.getLogger(__name__)
 ASK_S = 60.0  # how long the edge waits for the shard and gather roles to catch up and park

@@ -27,9 +27,9 @@ from typing import Any, NamedTuple
 from kafka import KafkaAdminClient, KafkaConsumer
 from kafka.errors import KafkaError
 
-from worker import clients
-from worker.metrics import Metrics
-from worker.settings import Settings
+from neardup_stream.worker import clients
+from neardup_stream.worker.metrics import Metrics
+from neardup_stream.worker.settings import Settings
 
 log = logging.getLogger(__name__)
 CHECK_EVERY_S = 10.0

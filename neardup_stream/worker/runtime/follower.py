@@ -29,10 +29,10 @@ from typing import Generic, NamedTuple, Protocol, TypeVar
 
 from kafka.errors import KafkaError
 
-from worker.partitions import Assignment
-from worker.runtime import following
-from worker.runtime.replay import Unreadable
-from worker.runtime.restore import RestoreFn, Restores
+from neardup_stream.worker.partitions import Assignment
+from neardup_stream.worker.runtime import following
+from neardup_stream.worker.runtime.replay import Unreadable
+from neardup_stream.worker.runtime.restore import RestoreFn, Restores
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

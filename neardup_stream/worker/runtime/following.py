@@ -1,7 +1,7 @@
 """Following an assignment with background restores: which partitions a role lets go, which
 restores it cancels and which it starts. Pure (sets in, sets out), so the single worker, the
 shard and the gather follow their assignments by one rule, and it is tested without a broker
-(each restores its partitions one by one in the background: `worker.runtime.restore`).
+(each restores its partitions one by one in the background: `neardup_stream.worker.runtime.restore`).
 
 A role holds state for some partitions (`held`) and restores others in the background
 (`restoring`). Given what the group now assigns it and what it lost (`dropped`: absent from an

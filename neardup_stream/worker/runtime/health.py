@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from prometheus_client import Gauge
 
-from worker.metrics import Metrics
+from neardup_stream.worker.metrics import Metrics
 
 log = logging.getLogger(__name__)
 MAX_FAILURES = 5  # consecutive failed transactions after which a role reports unhealthy

@@ -46,8 +46,8 @@ from kafka.errors import (
     RebalanceInProgressError,
 )
 
-from worker.metrics import Metrics
-from worker.security_errors import raised_from
+from neardup_stream.worker.metrics import Metrics
+from neardup_stream.worker.security_errors import raised_from
 
 log = logging.getLogger(__name__)
 CONFLICT_FENCES = 3

@@ -31,10 +31,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic
 
-from worker.metrics import Metrics
-from worker.runtime.publisher import PublishFailure
-from worker.runtime.role import Carried, Polled, Role, Verdict
-from worker.runtime.runner import count_commit
+from neardup_stream.worker.metrics import Metrics
+from neardup_stream.worker.runtime.publisher import PublishFailure
+from neardup_stream.worker.runtime.role import Carried, Polled, Role, Verdict
+from neardup_stream.worker.runtime.runner import count_commit
 
 
 class PendingCommit(Generic[Carried]):

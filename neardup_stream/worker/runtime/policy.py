@@ -24,8 +24,8 @@ from typing import Any, NamedTuple
 
 from kafka import errors as kafka_errors
 
-from worker import retry
-from worker.codec import OutMessage
+from neardup_stream.worker import retry
+from neardup_stream.worker.codec import OutMessage
 
 # Broker or client rejections that repeat whenever the same record is sent again.
 DETERMINISTIC = (

@@ -26,8 +26,8 @@ from typing import Any, NamedTuple
 
 from kafka import KafkaAdminClient, OffsetAndMetadata, TopicPartition
 
-from worker import topic_ids, topics
-from worker.codec import OutMessage
+from neardup_stream.worker import topic_ids, topics
+from neardup_stream.worker.codec import OutMessage
 
 log = logging.getLogger(__name__)
 FORMAT = 1

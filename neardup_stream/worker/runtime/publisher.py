@@ -5,7 +5,7 @@ the messages of a `Transaction` and adds its offsets through `send_offsets_to_tr
 with the consumer's group metadata, so a member that lost its partitions in a rebalance is
 fenced (KIP-447) and its transaction aborts. Offsets carry metadata: the shard's and the
 gather's checkpoints ride in them. A keyed message without a partition goes where the
-default partitioner puts it, found for all of a batch's keys at once (`worker.partitioning`).
+default partitioner puts it, found for all of a batch's keys at once (`neardup_stream.worker.partitioning`).
 
 Two modes. Synchronous (`in_flight=False`, the roles): `publish` returns once the commit
 ended. In flight (the single worker): `publish` returns once the offsets are added, the
@@ -39,15 +39,15 @@ from typing import Any, Generic, NamedTuple, TypeVar
 from kafka import KafkaConsumer, KafkaProducer, OffsetAndMetadata, TopicPartition
 from kafka.errors import AuthorizationError
 
-from worker import clients, failpoints
-from worker.authorization import denial_among
-from worker.codec import OutMessage
-from worker.partitioning import placed
-from worker.records import Source
-from worker.runtime import positions
-from worker.runtime.committer import Committer
-from worker.runtime.policy import Blame, blamed
-from worker.settings import Settings
+from neardup_stream.worker import clients, failpoints
+from neardup_stream.worker.authorization import denial_among
+from neardup_stream.worker.codec import OutMessage
+from neardup_stream.worker.partitioning import placed
+from neardup_stream.worker.records import Source
+from neardup_stream.worker.runtime import positions
+from neardup_stream.worker.runtime.committer import Committer
+from neardup_stream.worker.runtime.policy import Blame, blamed
+from neardup_stream.worker.settings import Settings
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

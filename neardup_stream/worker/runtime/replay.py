@@ -26,8 +26,8 @@ from typing import NamedTuple
 
 from kafka import KafkaConsumer, TopicPartition
 
-from worker import failpoints
-from worker.metrics import Metrics
+from neardup_stream.worker import failpoints
+from neardup_stream.worker.metrics import Metrics
 
 log = logging.getLogger(__name__)
 PROGRESS_EVERY_S = 5.0

@@ -25,8 +25,8 @@ from typing import Any, Generic, NamedTuple, Protocol, TypeVar
 
 from kafka import KafkaConsumer, TopicPartition
 
-from worker.metrics import Metrics
-from worker.runtime.replay import Interrupted, Unreadable, replay_changes
+from neardup_stream.worker.metrics import Metrics
+from neardup_stream.worker.runtime.replay import Interrupted, Unreadable, replay_changes
 
 T = TypeVar("T")
 R = TypeVar("R")

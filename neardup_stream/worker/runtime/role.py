@@ -18,11 +18,11 @@ from typing import Generic, NamedTuple, Protocol, TypeVar, runtime_checkable
 
 from kafka import KafkaConsumer
 
-from worker.records import Source
-from worker.rejections import Rejections
-from worker.runtime.health import RoleHealth
-from worker.runtime.publisher import PublishFailure, Transaction
-from worker.settings import Settings
+from neardup_stream.worker.records import Source
+from neardup_stream.worker.rejections import Rejections
+from neardup_stream.worker.runtime.health import RoleHealth
+from neardup_stream.worker.runtime.publisher import PublishFailure, Transaction
+from neardup_stream.worker.settings import Settings
 
 log = logging.getLogger(__name__)
 Polled = TypeVar("Polled")

@@ -48,15 +48,15 @@ from typing import Any, Generic
 
 from kafka.errors import FencedInstanceIdError, KafkaError
 
-from worker import retry
-from worker.metrics import Metrics
-from worker.runtime import shutdown
-from worker.runtime.broker_gone import GIVE_UP_S, BrokerGone, Streak
-from worker.runtime.coverage import Coverage
-from worker.runtime.membership import Membership, rebalanced
-from worker.runtime.policy import FailurePolicy
-from worker.runtime.publisher import Publisher, PublishFailure
-from worker.runtime.role import (
+from neardup_stream.worker import retry
+from neardup_stream.worker.metrics import Metrics
+from neardup_stream.worker.runtime import shutdown
+from neardup_stream.worker.runtime.broker_gone import GIVE_UP_S, BrokerGone, Streak
+from neardup_stream.worker.runtime.coverage import Coverage
+from neardup_stream.worker.runtime.membership import Membership, rebalanced
+from neardup_stream.worker.runtime.policy import FailurePolicy
+from neardup_stream.worker.runtime.publisher import Publisher, PublishFailure
+from neardup_stream.worker.runtime.role import (
     Carried,
     InFlight,
     Judging,
@@ -66,7 +66,7 @@ from worker.runtime.role import (
     Verdict,
     Warming,
 )
-from worker.runtime.stall import Stall, Waits
+from neardup_stream.worker.runtime.stall import Stall, Waits
 
 log = logging.getLogger(__name__)
 MIN_TXN_BYTES = 1 << 20  # the byte cap never shrinks below this
@@ -236,7 +236,9 @@ class RoleRunner(Generic[Polled, Carried]):
         the producer, and let the role rebuild what the failed batches
         (and `polled`) touched and rewind."""
         hooks.aborted()
-        if failure.denied is not None:  # an ACL: no replay can succeed (`worker.authorization`)
+        if (
+            failure.denied is not None
+        ):  # an ACL: no replay can succeed (`neardup_stream.worker.authorization`)
             raise failure.denied
         self.membership.fenced(failure.error)
         rejected = failure.rejected

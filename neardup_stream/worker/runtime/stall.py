@@ -16,7 +16,7 @@ import logging
 import time
 from typing import Protocol, runtime_checkable
 
-from worker.metrics import Metrics
+from neardup_stream.worker.metrics import Metrics
 
 log = logging.getLogger(__name__)
 

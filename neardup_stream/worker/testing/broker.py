@@ -1,6 +1,6 @@
 """A real worker in the test process against a real broker, with its own topics and group.
 
-`BrokerWorker.start(settings)` embeds a worker (`worker.embedded.EmbeddedWorker`) on the
+`BrokerWorker.start(settings)` embeds a worker (`neardup_stream.worker.embedded.EmbeddedWorker`) on the
 topics and group `settings` name, waits until it is ready, and gives a test what it needs:
 `send` / `send_documents` to produce to its input topic, `wait_for(n)` to block until `n`
 outcomes (decisions and dead letters, read committed) arrived or fail after a timeout, and
@@ -22,10 +22,10 @@ from typing import Any, NamedTuple
 
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 
-from worker import changelog
-from worker.clients import Producer, common_config
-from worker.embedded import EmbeddedWorker
-from worker.settings import CLUSTER_TOPICS, Settings
+from neardup_stream.worker import changelog
+from neardup_stream.worker.clients import Producer, common_config
+from neardup_stream.worker.embedded import EmbeddedWorker
+from neardup_stream.worker.settings import CLUSTER_TOPICS, Settings
 
 log = logging.getLogger(__name__)
 # The scale-out roles' consumer-group suffixes.
@@ -62,6 +62,7 @@ def fresh_settings(base: Settings, bootstrap: str, name: str) -> Settings:
             "kafka": {"bootstrap_servers": bootstrap},
             "topics": {
                 "input": prefix,
+                "create_input": True,  # the kit owns the topics of its test
                 "unique": f"{prefix}.unique",
                 "duplicate": f"{prefix}.duplicate",
                 "dlq": f"{prefix}.dlq",

@@ -1,12 +1,12 @@
 """The driver's scale-out path (`cluster.enabled`): edge, shards and gather in one process.
 
-It runs what the three roles of `worker.cluster` run, without their topics: the edge step
-(`worker.cluster.ingest.ingest`: admission, dead letters, one fingerprint-log record per
+It runs what the three roles of `neardup_stream.worker.cluster` run, without their topics: the edge step
+(`neardup_stream.worker.cluster.ingest.ingest`: admission, dead letters, one fingerprint-log record per
 batch and log partition, packed as an `Envelope`, with its payload record), every home shard's
 `neardup_stream.sharded.voter.ShardVoter` on each log record (unpacked from its bytes at its
 log offset, as the shard role reads it), and one `neardup_stream.sharded.gather.Gatherer` per
 log partition deciding each record once all shards voted, joined with its payload record
-(unpacked from its bytes, as the gather role reads it) and published with `worker.codec` as
+(unpacked from its bytes, as the gather role reads it) and published with `neardup_stream.worker.codec` as
 the gather role does. Those are the `ShardedDeduplicator` parts `neardup-stream dedup
 --home-shards` runs, so the decisions are offline dedup's.
 
@@ -23,12 +23,12 @@ from typing import NamedTuple
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.gather import Gatherer
 from neardup_stream.sharded.voter import ShardVoter
-from worker import codec
-from worker.cluster.envelope import Envelope
-from worker.cluster.ingest import LogTopics, ingest
-from worker.cluster.payloads import PayloadRecord
-from worker.decide import DecideRules, InputRecord, Source
-from worker.settings import Settings
+from neardup_stream.worker import codec
+from neardup_stream.worker.cluster.envelope import Envelope
+from neardup_stream.worker.cluster.ingest import LogTopics, ingest
+from neardup_stream.worker.cluster.payloads import PayloadRecord
+from neardup_stream.worker.decide import DecideRules, InputRecord, Source
+from neardup_stream.worker.settings import Settings
 
 
 class Published(NamedTuple):

@@ -1,13 +1,13 @@
 """The broker-free driver: Kafka-shaped input in, exactly what the worker would publish out.
 
 `Driver(settings)` runs the worker's own pure steps, not a copy of them: input messages
-become `worker.decide.InputRecord`s as the edge role builds them (headers kept; the single
+become `neardup_stream.worker.decide.InputRecord`s as the edge role builds them (headers kept; the single
 worker's decide step does not read them, the edge's domain lookup does), batches go through
-`worker.decide.decide` (admission, parsing, dead letters, `codec` formats) against one
+`neardup_stream.worker.decide.decide` (admission, parsing, dead letters, `codec` formats) against one
 `Deduplicator(settings.dedup)` per input partition, and a batch the engine fails on is
 handled as the loop does (rebuild the touched partitions from the changelog records already
 "committed", bisect, dead-letter the input as `internal_error` / `unpublishable` through
-`worker.rejections.Rejections`). What the driver returns is what one transaction per batch
+`neardup_stream.worker.rejections.Rejections`). What the driver returns is what one transaction per batch
 would commit to the unique, duplicate and dead-letter topics, in send order.
 
 Order and determinism. The returned records are in the order the worker sends them: per
@@ -29,7 +29,7 @@ Topic limits the worker reads from the broker (`max.message.bytes` of the unique
 changelog topics) are those of topics the worker creates (`worker.output_max_message_bytes`)
 unless `topic_limits` names others. Broker-side failures (a rejected send, an outage) do not
 exist here. With `cluster.enabled` the scale-out roles' steps run instead of the loop's
-(`worker.testing.cluster`): decisions are those of offline `dedup --home-shards`.
+(`neardup_stream.worker.testing.cluster`): decisions are those of offline `dedup --home-shards`.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING
 
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.records import FingerprintRecord
-from worker import changelog
-from worker.decide import (
+from neardup_stream.worker import changelog
+from neardup_stream.worker.decide import (
     BatchOutput,
     DecideRules,
     InputRecord,
@@ -49,11 +49,11 @@ from worker.decide import (
     Unrecordable,
     decide,
 )
-from worker.rejections import Rejections
-from worker.settings import Settings
+from neardup_stream.worker.rejections import Rejections
+from neardup_stream.worker.settings import Settings
 
 if TYPE_CHECKING:
-    from worker.testing.cluster import ClusterPipeline
+    from neardup_stream.worker.testing.cluster import ClusterPipeline
 
 DEFAULT_START_MS = 1_704_067_200_000  # 2024-01-01T00:00:00Z
 Headers = tuple[tuple[str, bytes | None], ...]
@@ -96,7 +96,7 @@ class Driver:
         self.rules = DecideRules.of(settings, topic_limits or {})
         self.cluster: ClusterPipeline | None = None
         if settings.cluster.enabled:
-            from worker.testing.cluster import ClusterPipeline
+            from neardup_stream.worker.testing.cluster import ClusterPipeline
 
             self.cluster = ClusterPipeline(settings, self.rules)
         self.clock_ms = start_ms

@@ -2,14 +2,14 @@
 
 Fixtures (see docs/testing.md for a complete example):
 
-* `neardup_settings`: the `worker.settings.Settings` the other fixtures start from
+* `neardup_settings`: the `neardup_stream.worker.settings.Settings` the other fixtures start from
   (`Settings()`: defaults plus `NEARDUP_...` environment); override it in a conftest.py to
   test with your own mapping, thresholds, ...;
 * `neardup_driver`: a factory, `neardup_driver(settings=None, **driver_args)` -> a
-  broker-free `worker.testing.Driver`;
+  broker-free `neardup_stream.worker.testing.Driver`;
 * `neardup_bootstrap` (session): the broker of the user's session, from `--neardup-bootstrap`
   or `$KAFKA_BOOTSTRAP_SERVERS`; override it to hand over e.g. a testcontainers broker;
-* `neardup_worker`: a real worker started in-process (`worker.testing.broker.BrokerWorker`)
+* `neardup_worker`: a real worker started in-process (`neardup_stream.worker.testing.broker.BrokerWorker`)
   on topics and a group of its own for this test, ready when the test starts; teardown stops
   it cleanly and deletes its topics and group.
 
@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from worker.settings import Settings
-    from worker.testing.broker import BrokerWorker
-    from worker.testing.driver import Driver
+    from neardup_stream.worker.settings import Settings
+    from neardup_stream.worker.testing.broker import BrokerWorker
+    from neardup_stream.worker.testing.driver import Driver
 
 BOOTSTRAP_ENV = "KAFKA_BOOTSTRAP_SERVERS"
 
@@ -51,7 +51,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture
 def neardup_settings() -> Settings:
     """The settings the kit's fixtures start from; override to configure the engine."""
-    from worker.settings import Settings
+    from neardup_stream.worker.settings import Settings
 
     return Settings()
 
@@ -59,7 +59,7 @@ def neardup_settings() -> Settings:
 @pytest.fixture
 def neardup_driver(neardup_settings: Settings) -> Callable[..., Driver]:
     """Factory of broker-free drivers: `neardup_driver(settings=None, **driver_args)`."""
-    from worker.testing.driver import Driver
+    from neardup_stream.worker.testing.driver import Driver
 
     def make(settings: Settings | None = None, **driver_args: Any) -> Driver:
         return Driver(neardup_settings if settings is None else settings, **driver_args)
@@ -85,7 +85,7 @@ def neardup_worker(
     request: pytest.FixtureRequest, neardup_settings: Settings, neardup_bootstrap: str
 ) -> Iterator[BrokerWorker]:
     """A real worker in this process, on topics and a group of this test only."""
-    from worker.testing.broker import BrokerWorker, fresh_settings
+    from neardup_stream.worker.testing.broker import BrokerWorker, fresh_settings
 
     settings = fresh_settings(neardup_settings, neardup_bootstrap, request.node.name)
     timeout = request.config.getoption("--neardup-ready-timeout")

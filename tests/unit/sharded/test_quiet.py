@@ -295,7 +295,9 @@ def test_a_shard_restored_without_a_domain_does_not_make_the_others_forget_it() 
     live = ReplicaVoter(cfg, range(2))
     logs: dict[int, list[bytes]] = {0: [], 1: []}
     for s, (_, recorded) in live.vote_and_record(first).items():
-        logs[s] += [c.pack() for c in recorded if c.records]  # as worker/cluster/shard.py
+        logs[s] += [
+            c.pack() for c in recorded if c.records
+        ]  # as neardup_stream/worker/cluster/shard.py
     assert not logs[0] and logs[1]
     again = _one(cfg, [(doc("again", text, T0 + 1), "d")], at + 1)
     assert _restored(cfg, logs).vote(again)[1].match_ids == [f"a{at}"]

@@ -1,4 +1,4 @@
-"""Admission of one input (`worker.admission.admit`): a document, or its one dead letter."""
+"""Admission of one input (`neardup_stream.worker.admission.admit`): a document, or its one dead letter."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import json
 from neardup_stream.mapping import InputMapping
 from neardup_stream.models import Document, PlainDocument
 from neardup_stream.parsing import ParseError, parse_document
-from worker.admission import MAX_DLQ_KEY_BYTES, DecideRules, admit
-from worker.records import BatchOutput, InputRecord, Rejection, Source
+from neardup_stream.worker.admission import MAX_DLQ_KEY_BYTES, DecideRules, admit
+from neardup_stream.worker.records import BatchOutput, InputRecord, Rejection, Source
 
 RULES = DecideRules("u", "d", "q", InputMapping(), 1 << 20, 64, 4096)
 

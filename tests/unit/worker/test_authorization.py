@@ -1,4 +1,4 @@
-"""`worker.authorization`: an ACL denial found in an exception, its chain or a delivery, and
+"""`neardup_stream.worker.authorization`: an ACL denial found in an exception, its chain or a delivery, and
 worded with what was denied and the ACL that grants it; `retry` does not retry one."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ from kafka.errors import (
     TransactionalIdAuthorizationFailedError,
 )
 
-from worker import retry
-from worker.authorization import denial_among, denial_in, denied
-from worker.settings import Settings
+from neardup_stream.worker import retry
+from neardup_stream.worker.authorization import denial_among, denial_in, denied
+from neardup_stream.worker.settings import Settings
 
 SETTINGS = Settings().with_overrides(
     {"worker": {"group_id": "crawl", "instance_id": "w7"}, "topics": {"input": "pages"}}

@@ -1,4 +1,4 @@
-"""Every look-up of a group consumer's offsets in `worker/` is bounded. kafka-python's
+"""Every look-up of a group consumer's offsets in `neardup_stream/worker/` is bounded. kafka-python's
 `KafkaConsumer.committed`, and its `position` while any assigned partition has no position
 yet, ask the group coordinator and without `timeout_ms` wait forever while it is away (a
 broker pause): the role thread that asked would hang, past its stop and its health check.

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker import changelog
-from worker.changelog import Pipeline
-from worker.settings import Settings, TopicSettings, WorkerSettings
+from neardup_stream.worker import changelog
+from neardup_stream.worker.changelog import Pipeline
+from neardup_stream.worker.settings import Settings, TopicSettings, WorkerSettings
 
 OURS = Pipeline("documents", "neardup")
 
@@ -91,7 +91,7 @@ def test_a_group_id_that_makes_no_topic_name_asks_for_an_explicit_changelog() ->
 
 
 def test_flags_changing_the_group_rederive_the_default_changelog() -> None:
-    from worker.main import build_parser, settings_from_args
+    from neardup_stream.worker.main import build_parser, settings_from_args
 
     args = build_parser().parse_args(["--group-id", "typo"])
     assert changelog.topic_of(settings_from_args(args, Settings())) == "typo.changelog"

@@ -1,4 +1,4 @@
-"""`worker.claim_records`: the first-claim rule of the claims topic (pure: records in, owners
+"""`neardup_stream.worker.claim_records`: the first-claim rule of the claims topic (pure: records in, owners
 and refusals out)."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import logging
 
 import pytest
 
-from worker.changelog import Pipeline
-from worker.claim_records import (
+from neardup_stream.worker.changelog import Pipeline
+from neardup_stream.worker.claim_records import (
     GROUP_ID,
     Owned,
     conflicts,
@@ -19,7 +19,7 @@ from worker.claim_records import (
     remapped,
     unclaimed_by,
 )
-from worker.settings import Settings
+from neardup_stream.worker.settings import Settings
 
 A, B = Pipeline("docs-a", "g-a"), Pipeline("docs-b", "g-b")
 
@@ -60,7 +60,7 @@ def test_a_topic_created_again_is_claimed_afresh() -> None:
 def test_records_this_version_cannot_read_are_logged_and_ignored(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="worker.claim_records"):
+    with caplog.at_level(logging.WARNING, logger="neardup_stream.worker.claim_records"):
         first = owners([b"{", None, b'{"format": 99}', encode(B, "b0", {"t": "i"})])
     assert first[Owned("t", "i")].pipeline == B
     ignored = [r.getMessage() for r in caplog.records]
@@ -129,8 +129,8 @@ def test_a_group_is_claimed_by_its_pipeline_in_one_mode() -> None:
 
 
 def test_output_topics_of_another_pipeline_are_refused_unless_handed_over_to() -> None:
-    from worker.changelog import Pipeline
-    from worker.claim_records import Claim, Owned, output_conflicts
+    from neardup_stream.worker.changelog import Pipeline
+    from neardup_stream.worker.claim_records import Claim, Owned, output_conflicts
 
     g1, g2 = Pipeline("docs", "g1"), Pipeline("docs", "g2")
     other = Pipeline("news", "g3")

@@ -11,9 +11,9 @@ from kafka import KafkaProducer, TopicPartition
 from kafka.errors import KafkaTimeoutError
 from kafka.future import Future
 
-from worker import clients
-from worker.clients import Producer, close_producer, producer_config
-from worker.settings import Settings
+from neardup_stream.worker import clients
+from neardup_stream.worker.clients import Producer, close_producer, producer_config
+from neardup_stream.worker.settings import Settings
 
 UNREACHABLE = {"bootstrap_servers": "127.0.0.1:9", "api_version": (3, 0, 0)}
 

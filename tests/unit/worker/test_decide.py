@@ -12,8 +12,15 @@ from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.mapping import InputMapping
 from neardup_stream.records import FingerprintRecord
-from worker import changelog
-from worker.decide import DecideRules, InputRecord, Rejection, Source, Unrecordable, decide
+from neardup_stream.worker import changelog
+from neardup_stream.worker.decide import (
+    DecideRules,
+    InputRecord,
+    Rejection,
+    Source,
+    Unrecordable,
+    decide,
+)
 
 TEXT = "the quick brown fox jumps over the lazy dog near the river bank " * 4
 

@@ -9,8 +9,8 @@ import urllib.request
 
 import pytest
 
-from worker.embedded import EmbeddedWorker
-from worker.settings import Settings
+from neardup_stream.worker.embedded import EmbeddedWorker
+from neardup_stream.worker.settings import Settings
 
 UNREACHABLE = "127.0.0.1:9"  # discard port: connections are refused at once
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from worker.failpoints import parse
+from neardup_stream.worker.failpoints import parse
 
 
 def test_every_action_parses_with_its_count() -> None:

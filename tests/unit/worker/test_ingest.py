@@ -11,11 +11,11 @@ from neardup_stream.fingerprint.compact_set import compact_limit
 from neardup_stream.mapping import InputMapping
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.home import domain_partition
-from worker.cluster.envelope import Envelope, is_decided, packed, sources_of
-from worker.cluster.ingest import LogTopics, ingest
-from worker.cluster.payloads import PayloadRecord
-from worker.decide import DecideRules, InputRecord, Source
-from worker.records import Rejection
+from neardup_stream.worker.cluster.envelope import Envelope, is_decided, packed, sources_of
+from neardup_stream.worker.cluster.ingest import LogTopics, ingest
+from neardup_stream.worker.cluster.payloads import PayloadRecord
+from neardup_stream.worker.decide import DecideRules, InputRecord, Source
+from neardup_stream.worker.records import Rejection
 
 CONFIG = DedupConfig(home_shards=4)
 LOG = LogTopics("fp", "pl")

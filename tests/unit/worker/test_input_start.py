@@ -13,8 +13,8 @@ from kafka import OffsetAndMetadata, TopicPartition
 from kafka.errors import KafkaTimeoutError, NoOffsetForPartitionError, OffsetOutOfRangeError
 from prometheus_client import CollectorRegistry
 
-from worker.input_start import InputStart
-from worker.metrics import build_metrics
+from neardup_stream.worker.input_start import InputStart
+from neardup_stream.worker.metrics import build_metrics
 
 TP0, TP1 = TopicPartition("in", 0), TopicPartition("in", 1)
 

@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import pytest
 
 from neardup_stream import __version__
-from worker.loop import Worker
-from worker.main import main
-from worker.security_errors import EXIT_CONFIG
-from worker.topics import TopicsUnusable
+from neardup_stream.worker.loop import Worker
+from neardup_stream.worker.main import main
+from neardup_stream.worker.security_errors import EXIT_CONFIG
+from neardup_stream.worker.topics import TopicsUnusable
 
 
 def test_a_bad_flag_is_refused_naming_it(

@@ -1,4 +1,4 @@
-"""Counting a committed batch (`worker.metrics.account`): a scrape that sees a document counted
+"""Counting a committed batch (`neardup_stream.worker.metrics.account`): a scrape that sees a document counted
 sees its latency too, so latency taken between two scrapes (e.g. of paced documents after a
 backlog, `bench.bench_cluster_cost`) never mixes in earlier documents."""
 
@@ -8,8 +8,8 @@ import time
 
 from prometheus_client import CollectorRegistry
 
-from worker.metrics import account, build_metrics
-from worker.records import BatchOutput
+from neardup_stream.worker.metrics import account, build_metrics
+from neardup_stream.worker.records import BatchOutput
 
 
 def latency_count(registry: CollectorRegistry) -> float:

@@ -9,8 +9,8 @@ import pytest
 from kafka.partitioner.default import DefaultPartitioner
 from kafka.partitioner.default import murmur2 as kafka_murmur2
 
-from worker.codec import OutMessage
-from worker.partitioning import key_partitions, murmur2, placed
+from neardup_stream.worker.codec import OutMessage
+from neardup_stream.worker.partitioning import key_partitions, murmur2, placed
 
 
 def _keys(seed: int, count: int) -> list[bytes]:

@@ -12,9 +12,9 @@ import pytest
 from kafka import OffsetAndMetadata, TopicPartition
 from kafka.errors import IllegalStateError, KafkaTimeoutError
 
-from worker import retry
-from worker.partitions import COMMITTED_TIMEOUT_MS, position, rewind_to_committed
-from worker.topic_ids import current as topic_id
+from neardup_stream.worker import retry
+from neardup_stream.worker.partitions import COMMITTED_TIMEOUT_MS, position, rewind_to_committed
+from neardup_stream.worker.topic_ids import current as topic_id
 
 
 class Consumer:
@@ -132,8 +132,8 @@ def test_the_lag_skips_a_partition_held_but_no_longer_assigned() -> None:
     partition's state was released; the lag export must not fail the round."""
     from prometheus_client import CollectorRegistry
 
-    from worker.metrics import build_metrics
-    from worker.partitions import update_lag
+    from neardup_stream.worker.metrics import build_metrics
+    from neardup_stream.worker.partitions import update_lag
 
     metrics = build_metrics(CollectorRegistry())
     consumer = Lagging({TopicPartition("in", 1)})

@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from worker.reachability import ThrottleFilter, announce_unreachable, probe
+from neardup_stream.worker.reachability import ThrottleFilter, announce_unreachable, probe
 
 
 def _closed_port() -> int:
@@ -30,7 +30,7 @@ def test_probe_tells_refused_unknown_and_open_addresses_apart() -> None:
 
 def test_one_warning_names_every_unreachable_address(caplog: pytest.LogCaptureFixture) -> None:
     bad = f"127.0.0.1:{_closed_port()}"
-    with caplog.at_level(logging.WARNING, logger="worker.reachability"):
+    with caplog.at_level(logging.WARNING, logger="neardup_stream.worker.reachability"):
         failed = announce_unreachable(f"{bad}, no-such-host.invalid:9092", 2.0)
     assert [u.address for u in failed] == [bad, "no-such-host.invalid:9092"]
     assert len(caplog.records) == 1
@@ -43,7 +43,7 @@ def test_no_warning_when_one_address_answers(caplog: pytest.LogCaptureFixture) -
         server.bind(("127.0.0.1", 0))
         server.listen()
         good = f"127.0.0.1:{server.getsockname()[1]}"
-        with caplog.at_level(logging.WARNING, logger="worker.reachability"):
+        with caplog.at_level(logging.WARNING, logger="neardup_stream.worker.reachability"):
             failed = announce_unreachable(f"127.0.0.1:{_closed_port()},{good}", 2.0)
     assert len(failed) == 1 and caplog.records == []
 
@@ -69,3 +69,16 @@ def test_throttle_passes_each_template_once_per_interval_and_counts_the_rest() -
     )
     now[0] = 62.0
     assert not throttle.filter(_record("Connection failed: %s", "refused"))
+
+
+def test_messages_kafka_python_formats_itself_are_one_kind_whatever_their_numbers() -> None:
+    """`Bootstrap attempt to bootstrap-0 failed: ... (backoff 0.93 secs)` is an f-string in
+    kafka-python 3: a new backoff each time must not let every attempt through."""
+    now = [0.0]
+    throttle = ThrottleFilter(60.0, clock=lambda: now[0])
+    passed = 0
+    for attempt in range(50):
+        now[0] = attempt * 2.0
+        msg = f"Bootstrap attempt to bootstrap-0 failed: [Errno 111] (backoff {attempt * 0.37:.2f} secs)"
+        passed += throttle.filter(_record(msg))
+    assert passed == 2  # at 0 s and once the interval passed (at 60 s)

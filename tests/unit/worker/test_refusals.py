@@ -9,8 +9,8 @@ from kafka.errors import (
     KafkaTimeoutError,
 )
 
-from worker.refusals import SettingRefused, refused
-from worker.settings import Settings
+from neardup_stream.worker.refusals import SettingRefused, refused
+from neardup_stream.worker.settings import Settings
 
 
 def settings() -> Settings:

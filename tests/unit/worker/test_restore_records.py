@@ -1,4 +1,4 @@
-"""Restoring an index from changelog messages (`worker.restore.restore_index`): only this
+"""Restoring an index from changelog messages (`neardup_stream.worker.restore.restore_index`): only this
 pipeline's records (and legacy ones) are applied; another pipeline's are refused. No broker:
 the one changelog reader runs over real `ConsumerRecord`s held in memory."""
 
@@ -11,10 +11,10 @@ from kafka import TopicPartition
 from prometheus_client import CollectorRegistry
 
 from neardup_stream import DedupConfig, Deduplicator, Document
+from neardup_stream.worker import changelog, restore
+from neardup_stream.worker.changelog import Pipeline
+from neardup_stream.worker.metrics import build_metrics
 from tests.unit.worker.runtime.memory_log import MemoryLog
-from worker import changelog, restore
-from worker.changelog import Pipeline
-from worker.metrics import build_metrics
 
 OURS = Pipeline("documents", "neardup")
 THEIRS = Pipeline("documnets", "typo")
@@ -65,7 +65,7 @@ def test_records_of_earlier_versions_are_applied_as_ours_and_counted(
     ours = records("a")
     v1 = b"NP\x01" + len(ours[1:]).to_bytes(4, "little")
     v1 += b"".join(len(r).to_bytes(4, "little") + r for r in ours[1:])
-    with caplog.at_level(logging.WARNING, logger="worker.restore"):
+    with caplog.at_level(logging.WARNING, logger="neardup_stream.worker.restore"):
         dedup, _ = replay([ours[0], v1])  # a bare record, then a version-1 pack
     assert len(dedup) == len(TEXTS)
     assert f"{len(TEXTS)} changelog records of shared.changelog name no pipeline" in caplog.text
@@ -123,13 +123,13 @@ def test_corrupt_records_and_other_settings_are_skipped_and_counted() -> None:
 def test_an_empty_changelog_after_committed_input_is_warned_about(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="worker.restore"):
+    with caplog.at_level(logging.WARNING, logger="neardup_stream.worker.restore"):
         replay([], committed=120)
     (warning,) = caplog.records
     assert "shared.changelog" in warning.getMessage() and "partitions [0]" in warning.getMessage()
     assert "committed input offsets {0: 120}" in warning.getMessage()
     assert "NEARDUP_TOPICS__CHANGELOG" in warning.getMessage()
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="worker.restore"):
+    with caplog.at_level(logging.WARNING, logger="neardup_stream.worker.restore"):
         replay([], committed=None)
     assert not caplog.records  # a new group: nothing was decided before

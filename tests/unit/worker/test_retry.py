@@ -7,7 +7,7 @@ import threading
 import pytest
 from kafka.errors import InvalidSessionTimeoutError
 
-from worker import retry
+from neardup_stream.worker import retry
 
 
 def test_a_failing_step_is_repeated_until_it_succeeds() -> None:
@@ -58,3 +58,34 @@ def test_a_setting_the_broker_refuses_is_not_retried() -> None:
         with pytest.raises(InvalidSessionTimeoutError):
             attempt()
     assert len(calls) == 2
+
+
+def test_start_up_gives_up_after_the_deadline_with_a_clear_error() -> None:
+    now = [0.0]
+    calls: list[float] = []
+
+    def unreachable() -> None:
+        calls.append(now[0])
+        now[0] += 4.0  # each attempt takes a while (the client's bootstrap timeout)
+        raise OSError("connection refused")
+
+    with pytest.raises(retry.BrokerUnavailable) as gave_up:
+        retry.until_stopped(
+            threading.Event(), lambda attempt: 0.0, unreachable, 10.0, lambda: now[0]
+        )
+    assert calls == [0.0, 4.0, 8.0]
+    assert "giving up after kafka.give_up_after_s=10" in str(gave_up.value)
+    assert "--bootstrap-servers" in str(gave_up.value)
+
+
+def test_without_a_deadline_start_up_retries_until_the_broker_answers() -> None:
+    calls: list[int] = []
+
+    def comes_up() -> str:
+        calls.append(1)
+        if len(calls) < 5:
+            raise OSError("connection refused")
+        return "up"
+
+    assert retry.until_stopped(threading.Event(), lambda attempt: 0.0, comes_up) == "up"
+    assert len(calls) == 5

@@ -9,9 +9,9 @@ import time
 import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 
-from worker.role_cpu import RoleCpu, role_of
-from worker.runtime.role import role_settings
-from worker.settings import Settings
+from neardup_stream.worker.role_cpu import RoleCpu, role_of
+from neardup_stream.worker.runtime.role import role_settings
+from neardup_stream.worker.settings import Settings
 
 
 @pytest.mark.parametrize(

@@ -6,14 +6,14 @@ import logging
 
 import pytest
 
-from worker.scope import WithinPartitionWarning, within_partition_message
+from neardup_stream.worker.scope import WithinPartitionWarning, within_partition_message
 
 
 def test_it_warns_when_an_assignment_grows_past_one_partition_and_only_then(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     scope = WithinPartitionWarning("documents")
-    with caplog.at_level(logging.WARNING, logger="worker.scope"):
+    with caplog.at_level(logging.WARNING, logger="neardup_stream.worker.scope"):
         said = [scope.observe(owned) for owned in ({0}, {0, 1}, {0, 1}, {1}, set(), {0, 2, 3})]
     assert said == [False, True, False, False, False, True]
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]

@@ -17,8 +17,8 @@ from kafka.errors import (
 )
 from pydantic import SecretStr
 
-from worker.security_errors import SecurityFailure, cause_of, checked, watch
-from worker.settings import KafkaSettings
+from neardup_stream.worker.security_errors import SecurityFailure, cause_of, checked, watch
+from neardup_stream.worker.settings import KafkaSettings
 
 PASSWORD = "s3cret-pw"
 KAFKA = KafkaSettings(

@@ -6,7 +6,7 @@ import pytest
 from pydantic import ValidationError
 
 from neardup_stream.settings_errors import problems
-from worker.settings import Settings
+from neardup_stream.worker.settings import Settings
 
 
 @pytest.mark.parametrize(

@@ -11,8 +11,8 @@ from neardup_stream.config import DedupConfig
 from neardup_stream.deduplicator import Deduplicator
 from neardup_stream.models import Document
 from neardup_stream.snapshot import read_meta
-from worker import failpoints, snapshots
-from worker.changelog import Pipeline
+from neardup_stream.worker import failpoints, snapshots
+from neardup_stream.worker.changelog import Pipeline
 
 OURS = Pipeline("in", "g")
 

@@ -7,9 +7,9 @@ import threading
 import pytest
 from prometheus_client import CollectorRegistry
 
-from worker.loop import Worker
-from worker.metrics import build_metrics
-from worker.settings import KafkaSettings, Settings, WorkerSettings
+from neardup_stream.worker.loop import Worker
+from neardup_stream.worker.metrics import build_metrics
+from neardup_stream.worker.settings import KafkaSettings, Settings, WorkerSettings
 
 
 def _unreachable() -> Settings:

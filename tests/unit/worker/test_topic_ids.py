@@ -1,12 +1,12 @@
-"""`worker.topic_ids`: the offset commit metadata naming a topic id, and which incarnation of
+"""`neardup_stream.worker.topic_ids`: the offset commit metadata naming a topic id, and which incarnation of
 a topic the positions read refer to."""
 
 from __future__ import annotations
 
 import uuid
 
-from worker import topic_ids
-from worker.topic_ids import Incarnations, Recreated
+from neardup_stream.worker import topic_ids
+from neardup_stream.worker.topic_ids import Incarnations, Recreated
 
 A, B = str(uuid.UUID(int=10)), str(uuid.UUID(int=11))
 

@@ -1,5 +1,5 @@
-"""Start-up topic checks that need no broker: a missing input topic is named with the
-closest existing topics."""
+"""Start-up topic checks that need no broker: a missing input topic is refused, naming the
+closest existing topics, unless it is to be created."""
 
 from __future__ import annotations
 
@@ -8,33 +8,42 @@ import logging
 import pytest
 from kafka.errors import KafkaTimeoutError
 
-from worker import topics
-from worker.codec import bare_dead_letter_bytes
-from worker.settings import Settings
-from worker.topics import TopicsUnusable, _report_small
+from neardup_stream.worker import topics
+from neardup_stream.worker.codec import bare_dead_letter_bytes
+from neardup_stream.worker.settings import Settings
+from neardup_stream.worker.topics import TopicsUnusable, _report_small
 
 
-def test_a_mistyped_input_topic_is_said_with_the_nearest_names(
-    caplog: pytest.LogCaptureFixture,
-) -> None:
+def test_a_mistyped_input_topic_is_refused_with_the_nearest_names() -> None:
     existing = {"documents", "documents.unique", "orders", "__consumer_offsets"}
-    with caplog.at_level(logging.WARNING, logger="worker.topics"):
-        close = topics.report_missing_input("documnets", existing, create=True)
-    assert close[0] == "documents" and "orders" not in close
-    (record,) = caplog.records
-    text = record.getMessage()
-    assert "input topic 'documnets' does not exist (creating it)" in text
-    assert "did you mean 'documents'" in text and "NEARDUP_TOPICS__INPUT" in text
+    with pytest.raises(TopicsUnusable) as refused:
+        topics.report_missing_input("documnets", existing, create=False)
+    text = str(refused.value)
+    assert text.startswith("input topic 'documnets' does not exist; did you mean 'documents'")
+    assert "'orders'" not in text and "\n" not in text
+    assert "--input-topic" in text and "--create-input-topic" in text
 
 
-def test_no_suggestion_when_nothing_is_close_and_internal_topics_are_never_offered(
+def test_a_missing_input_is_created_when_asked_and_said_once(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    with caplog.at_level(logging.WARNING, logger="worker.topics"):
-        close = topics.report_missing_input("__consumer_offset", {"__consumer_offsets"}, False)
-    assert close == []
-    assert "topic creation is off" in caplog.records[0].getMessage()
-    assert "did you mean" not in caplog.records[0].getMessage()
+    existing = {"documents", "orders"}
+    with caplog.at_level(logging.WARNING, logger="neardup_stream.worker.topics"):
+        close = topics.report_missing_input("documnets", existing, create=True)
+    assert close == ["documents"]
+    (record,) = caplog.records
+    assert "input topic 'documnets' does not exist (creating it)" in record.getMessage()
+
+
+def test_no_suggestion_when_nothing_is_close_and_internal_topics_are_never_offered() -> None:
+    with pytest.raises(TopicsUnusable) as refused:
+        topics.report_missing_input("__consumer_offset", {"__consumer_offsets"}, False)
+    assert "did you mean" not in str(refused.value)
+
+
+def test_the_input_is_created_only_when_asked() -> None:
+    assert Settings().topics.create_input is False
+    assert Settings.model_validate({"topics": {"create_input": True}}).topics.create_input
 
 
 class SlowBroker:
@@ -88,7 +97,7 @@ def test_a_changelog_that_is_not_compacted_is_said(
     configs: dict[str, str], age: int | None, said: str | None, caplog: pytest.LogCaptureFixture
 ) -> None:
     settings = Settings.model_validate({"dedup": {"max_age_seconds": age}})
-    with caplog.at_level(logging.WARNING, logger="worker.topics"):
+    with caplog.at_level(logging.WARNING, logger="neardup_stream.worker.topics"):
         topics.report_uncompacted(configs, "g.changelog", settings)
     assert [r.levelname for r in caplog.records] == ([said] if said else [])
     if said:

@@ -7,9 +7,9 @@ from typing import Any
 
 from kafka import OffsetAndMetadata, TopicPartition
 
-from worker.cluster import checkpoint
-from worker.cluster.payloads import PayloadCheckpoint
-from worker.partitions import COMMITTED_TIMEOUT_MS
+from neardup_stream.worker.cluster import checkpoint
+from neardup_stream.worker.cluster.payloads import PayloadCheckpoint
+from neardup_stream.worker.partitions import COMMITTED_TIMEOUT_MS
 
 
 def test_a_gather_checkpoint_carries_where_it_resumes_reading_payloads() -> None:

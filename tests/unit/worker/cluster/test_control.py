@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from worker.cluster import control
-from worker.cluster.control import Difference, SettingsRecord, Undecodable
-from worker.settings import Settings
+from neardup_stream.worker.cluster import control
+from neardup_stream.worker.cluster.control import Difference, SettingsRecord, Undecodable
+from neardup_stream.worker.settings import Settings
 
 
 def record(**dedup: object) -> SettingsRecord:

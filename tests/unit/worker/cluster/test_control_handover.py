@@ -8,18 +8,18 @@ import pytest
 from neardup_stream import Document
 from neardup_stream.config import DedupConfig
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
-from worker.cluster import agreement, control
-from worker.cluster import handover as handover_
-from worker.cluster.envelope import Envelope, sources_of
-from worker.cluster.handover import (
+from neardup_stream.worker.cluster import agreement, control
+from neardup_stream.worker.cluster import handover as handover_
+from neardup_stream.worker.cluster.envelope import Envelope, sources_of
+from neardup_stream.worker.cluster.handover import (
     Handover,
     HandoverRefused,
     PartitionHandover,
     pending_sources,
     runs,
 )
-from worker.decide import Source
-from worker.settings import Settings
+from neardup_stream.worker.decide import Source
+from neardup_stream.worker.settings import Settings
 
 H = Handover(
     "old", {0: PartitionHandover(100, frozenset({97, 98})), 1: PartitionHandover(5, frozenset())}

@@ -1,9 +1,14 @@
-"""Internal topics checked against the settings (`worker.cluster.layout`)."""
+"""Internal topics checked against the settings (`neardup_stream.worker.cluster.layout`)."""
 
 from __future__ import annotations
 
-from worker.cluster.layout import TopicState, internal_specs, mismatches, short_retention
-from worker.settings import Settings
+from neardup_stream.worker.cluster.layout import (
+    TopicState,
+    internal_specs,
+    mismatches,
+    short_retention,
+)
+from neardup_stream.worker.settings import Settings
 
 
 def settings(home_shards: int = 6) -> Settings:

@@ -1,12 +1,12 @@
-"""Cluster settings derived and refused at construction (`worker.settings`)."""
+"""Cluster settings derived and refused at construction (`neardup_stream.worker.settings`)."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
 
-from worker.main import build_parser, settings_from_args
-from worker.settings import CLUSTER_HOME_SHARDS, Settings
+from neardup_stream.worker.main import build_parser, settings_from_args
+from neardup_stream.worker.settings import CLUSTER_HOME_SHARDS, Settings
 
 
 def from_flags(*argv: str, base: Settings | None = None) -> Settings:
@@ -97,7 +97,7 @@ def test_handover_from_is_a_flag() -> None:
 
 
 def test_domains_that_are_never_forgotten_are_warned_about_at_start() -> None:
-    from worker.cluster.replica import unbounded_domains
+    from neardup_stream.worker.cluster.replica import unbounded_domains
 
     warning = unbounded_domains(from_flags("--cluster", "--domain-field", "site"))
     assert warning is not None and "NEARDUP_DEDUP__MAX_AGE_SECONDS" in warning

@@ -11,8 +11,8 @@ from neardup_stream import Document
 from neardup_stream.config import DedupConfig
 from neardup_stream.sharded import votes
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
-from worker.cluster import ingest
-from worker.cluster.envelope import (
+from neardup_stream.worker.cluster import ingest
+from neardup_stream.worker.cluster.envelope import (
     POSITION_BITS,
     Envelope,
     JoinKey,
@@ -20,7 +20,7 @@ from worker.cluster.envelope import (
     is_decided,
     sources_of,
 )
-from worker.records import Source
+from neardup_stream.worker.records import Source
 
 CONFIG = DedupConfig()
 

@@ -1,4 +1,4 @@
-"""One log partition the gather holds (`worker.cluster.gather_state`): its decide step, the
+"""One log partition the gather holds (`neardup_stream.worker.cluster.gather_state`): its decide step, the
 payloads it waits for, and where it resumes reading payloads."""
 
 from __future__ import annotations
@@ -12,10 +12,15 @@ from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.gather import Gatherer
 from neardup_stream.sharded.join import Joined, Pending, VoteJoin
 from neardup_stream.sharded.votes import Votes
-from worker.cluster.envelope import Envelope
-from worker.cluster.gather_state import SWEEP_USED, LogPartition, PayloadMismatch
-from worker.cluster.payloads import Passage, PayloadCheckpoint, PayloadJoin, PayloadRecord
-from worker.records import Source
+from neardup_stream.worker.cluster.envelope import Envelope
+from neardup_stream.worker.cluster.gather_state import SWEEP_USED, LogPartition, PayloadMismatch
+from neardup_stream.worker.cluster.payloads import (
+    Passage,
+    PayloadCheckpoint,
+    PayloadJoin,
+    PayloadRecord,
+)
+from neardup_stream.worker.records import Source
 
 CONFIG = DedupConfig()
 

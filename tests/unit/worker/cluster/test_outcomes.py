@@ -9,12 +9,12 @@ from prometheus_client import CollectorRegistry
 
 from neardup_stream.models import Decision
 from neardup_stream.sharded.changes import FirstDecisions
-from worker.cluster.outcomes import Outcomes
-from worker.cluster.payloads import Passage
-from worker.decide import Source
-from worker.metrics import build_metrics
-from worker.rejections import Rejections
-from worker.settings import Settings
+from neardup_stream.worker.cluster.outcomes import Outcomes
+from neardup_stream.worker.cluster.payloads import Passage
+from neardup_stream.worker.decide import Source
+from neardup_stream.worker.metrics import build_metrics
+from neardup_stream.worker.rejections import Rejections
+from neardup_stream.worker.settings import Settings
 
 
 def passage(i: int) -> Passage:

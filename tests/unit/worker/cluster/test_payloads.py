@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from worker.cluster.envelope import JoinKey
-from worker.cluster.payloads import Passage, PayloadCheckpoint, PayloadJoin, PayloadRecord
-from worker.records import Source
+from neardup_stream.worker.cluster.envelope import JoinKey
+from neardup_stream.worker.cluster.payloads import (
+    Passage,
+    PayloadCheckpoint,
+    PayloadJoin,
+    PayloadRecord,
+)
+from neardup_stream.worker.records import Source
 
 
 def src(partition: int, offset: int) -> Source:

@@ -1,4 +1,4 @@
-"""The shard role's state (`worker.cluster.shard_state`): whatever shards come, go, are cleared
+"""The shard role's state (`neardup_stream.worker.cluster.shard_state`): whatever shards come, go, are cleared
 and vote, every vote and change equals that of the shard's own `ShardVoter`."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from neardup_stream.config import DedupConfig
 from neardup_stream.sharded.changes import ShardChange
 from neardup_stream.sharded.fingerprints import FingerprintBatch
 from neardup_stream.sharded.voter import ShardVoter
+from neardup_stream.worker.cluster.shard_state import RestoredShard, ShardState
 from tests.unit.sharded.test_replica import batches
 from tests.unit.sharded.test_sharded import corpus
-from worker.cluster.shard_state import RestoredShard, ShardState
 
 SHARDS = 4
 CONFIGS = [

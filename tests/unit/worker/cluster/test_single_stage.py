@@ -8,13 +8,13 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry
 
+from neardup_stream.worker.cluster import single_stage as module
+from neardup_stream.worker.cluster.ingest import Ingested, LogAppend
+from neardup_stream.worker.cluster.single_stage import LogMoved, SingleStage
+from neardup_stream.worker.codec import OutMessage
+from neardup_stream.worker.metrics import build_metrics
+from neardup_stream.worker.settings import Settings
 from tests.unit.clock import Clock, frozen
-from worker.cluster import single_stage as module
-from worker.cluster.ingest import Ingested, LogAppend
-from worker.cluster.single_stage import LogMoved, SingleStage
-from worker.codec import OutMessage
-from worker.metrics import build_metrics
-from worker.settings import Settings
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""An in-memory changelog behind the reader interface `worker.runtime.replay` uses: real
+"""An in-memory changelog behind the reader interface `neardup_stream.worker.runtime.replay` uses: real
 `ConsumerRecord`s, a last stable offset per partition, and records appended after it. No
 broker and no process: the replay's own loop runs against it unchanged."""
 

@@ -9,8 +9,8 @@ from typing import Any
 
 from kafka import errors as kafka_errors
 
-from worker.codec import OutMessage
-from worker.runtime.policy import blamed
+from neardup_stream.worker.codec import OutMessage
+from neardup_stream.worker.runtime.policy import blamed
 
 
 class Future:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from neardup_stream.worker.runtime import broker_gone
+from neardup_stream.worker.runtime.broker_gone import Streak
 from tests.unit.clock import Clock, frozen
-from worker.runtime import broker_gone
-from worker.runtime.broker_gone import Streak
 
 
 @pytest.fixture

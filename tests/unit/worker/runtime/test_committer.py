@@ -1,11 +1,11 @@
-"""`worker.runtime.committer`: commits run in order on one thread per committer, a commit
+"""`neardup_stream.worker.runtime.committer`: commits run in order on one thread per committer, a commit
 that never returns holds up only its own committer, and no thread exists before the first."""
 
 from __future__ import annotations
 
 import threading
 
-from worker.runtime.committer import Committer
+from neardup_stream.worker.runtime.committer import Committer
 
 
 def _names() -> set[str]:

@@ -6,9 +6,9 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from worker.metrics import build_metrics
-from worker.runtime.coverage import Coverage, GroupView, unread, view_of
-from worker.settings import Settings
+from neardup_stream.worker.metrics import build_metrics
+from neardup_stream.worker.runtime.coverage import Coverage, GroupView, unread, view_of
+from neardup_stream.worker.settings import Settings
 
 
 def member(topic: str, partitions: list[int]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Following an assignment (`worker.runtime.follower`), with the real rebalance listener and
+"""Following an assignment (`neardup_stream.worker.runtime.follower`), with the real rebalance listener and
 background restores, and a holder that records what it was told: nothing moves between a
 revocation and its assignment, a restore of a partition gone is never installed, a failed
 restore (or one whose set-up met a broker error) is started again later without holding up
@@ -14,13 +14,13 @@ from kafka import TopicPartition
 from kafka.errors import IllegalStateError, KafkaTimeoutError
 from prometheus_client import CollectorRegistry
 
+from neardup_stream.worker.metrics import build_metrics
+from neardup_stream.worker.partitions import Assignment
+from neardup_stream.worker.runtime import follower as follower_module
+from neardup_stream.worker.runtime.follower import Followed, Follower
+from neardup_stream.worker.runtime.replay import Refusal, Unreadable
+from neardup_stream.worker.runtime.restore import Restored, RestoreFn, Restores
 from tests.unit.clock import frozen
-from worker.metrics import build_metrics
-from worker.partitions import Assignment
-from worker.runtime import follower as follower_module
-from worker.runtime.follower import Followed, Follower
-from worker.runtime.replay import Refusal, Unreadable
-from worker.runtime.restore import Restored, RestoreFn, Restores
 
 Stop = Callable[[], bool]
 TOPIC = "t"

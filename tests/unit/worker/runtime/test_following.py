@@ -1,11 +1,11 @@
-"""Following an assignment (`worker.runtime.following`): one rule for the shard and the gather."""
+"""Following an assignment (`neardup_stream.worker.runtime.following`): one rule for the shard and the gather."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from worker.runtime.following import leaving, to_restore
+from neardup_stream.worker.runtime.following import leaving, to_restore
 
 parts = st.frozensets(st.integers(0, 11), max_size=12)
 

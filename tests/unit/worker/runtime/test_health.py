@@ -7,8 +7,8 @@ import logging
 import pytest
 from prometheus_client import CollectorRegistry
 
-from worker.metrics import build_metrics
-from worker.runtime.health import RoleHealth, Stop, lost_offsets
+from neardup_stream.worker.metrics import build_metrics
+from neardup_stream.worker.runtime.health import RoleHealth, Stop, lost_offsets
 
 
 def sample(registry: CollectorRegistry, name: str, role: str) -> float | None:

@@ -14,9 +14,8 @@ from kafka.errors import (
 )
 from prometheus_client import CollectorRegistry
 
-from tests.unit.clock import Clock
-from worker.metrics import build_metrics
-from worker.runtime.membership import (
+from neardup_stream.worker.metrics import build_metrics
+from neardup_stream.worker.runtime.membership import (
     CONFLICT_FENCES,
     CONFLICT_WINDOW_S,
     InstanceConflict,
@@ -24,6 +23,7 @@ from worker.runtime.membership import (
     is_fencing,
     rebalanced,
 )
+from tests.unit.clock import Clock
 
 
 class Coordinator:

@@ -1,4 +1,4 @@
-"""`worker.runtime.overlap`: a cluster role's commit in flight is settled before a revoke or
+"""`neardup_stream.worker.runtime.overlap`: a cluster role's commit in flight is settled before a revoke or
 a park, a failure found there waits for the runner, and what committed is counted on the
 role's thread, never on the commit thread."""
 
@@ -9,11 +9,11 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry
 
-from worker.metrics import build_metrics
-from worker.runtime.health import MAX_FAILURES, RoleHealth
-from worker.runtime.overlap import Overlapped, PendingCommit
-from worker.runtime.publisher import PublishFailure
-from worker.runtime.role import Verdict
+from neardup_stream.worker.metrics import build_metrics
+from neardup_stream.worker.runtime.health import MAX_FAILURES, RoleHealth
+from neardup_stream.worker.runtime.overlap import Overlapped, PendingCommit
+from neardup_stream.worker.runtime.publisher import PublishFailure
+from neardup_stream.worker.runtime.role import Verdict
 
 
 class FakeRole:

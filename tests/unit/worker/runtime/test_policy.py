@@ -9,8 +9,8 @@ from kafka.producer.future import FutureRecordMetadata
 from kafka.producer.producer_batch import ProducerBatch
 from kafka.record.memory_records import MemoryRecordsBuilder
 
-from worker.codec import OutMessage
-from worker.runtime.policy import MAX_HALVINGS, FailurePolicy, aborted, blame
+from neardup_stream.worker.codec import OutMessage
+from neardup_stream.worker.runtime.policy import MAX_HALVINGS, FailurePolicy, aborted, blame
 
 
 def test_each_consecutive_failure_halves_the_batch_down_to_its_floor() -> None:

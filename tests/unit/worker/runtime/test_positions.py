@@ -9,8 +9,8 @@ import uuid
 from kafka import OffsetAndMetadata, TopicPartition
 from kafka.errors import NoError
 
-from worker.runtime import positions
-from worker.runtime.positions import Position
+from neardup_stream.worker.runtime import positions
+from neardup_stream.worker.runtime.positions import Position
 
 IN0, IN1, SH0 = TopicPartition("in", 0), TopicPartition("in", 1), TopicPartition("shards", 0)
 OLD, NEW = str(uuid.UUID(int=1)), str(uuid.UUID(int=2))

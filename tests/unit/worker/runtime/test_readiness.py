@@ -12,12 +12,12 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from worker.loop import Worker
-from worker.metrics import MetricsServer, build_metrics
-from worker.runtime import runner as runner_module
-from worker.runtime.health import RoleHealth, Stop
-from worker.runtime.runner import RoleRunner
-from worker.settings import Settings
+from neardup_stream.worker.loop import Worker
+from neardup_stream.worker.metrics import MetricsServer, build_metrics
+from neardup_stream.worker.runtime import runner as runner_module
+from neardup_stream.worker.runtime.health import RoleHealth, Stop
+from neardup_stream.worker.runtime.runner import RoleRunner
+from neardup_stream.worker.settings import Settings
 
 
 class WarmingRole:

@@ -1,4 +1,4 @@
-"""The one changelog reader (`worker.runtime.replay`): in order up to the last stable offset,
+"""The one changelog reader (`neardup_stream.worker.runtime.replay`): in order up to the last stable offset,
 and one policy for records it cannot apply (skip, stop the partition, refuse the restore)."""
 
 from __future__ import annotations
@@ -7,9 +7,8 @@ import pytest
 from kafka import TopicPartition
 from prometheus_client import CollectorRegistry
 
-from tests.unit.worker.runtime.memory_log import MemoryLog
-from worker.metrics import build_metrics
-from worker.runtime.replay import (
+from neardup_stream.worker.metrics import build_metrics
+from neardup_stream.worker.runtime.replay import (
     ROLE_POLICY,
     WORKER_POLICY,
     Applied,
@@ -23,6 +22,7 @@ from worker.runtime.replay import (
     replay,
     replay_changes,
 )
+from tests.unit.worker.runtime.memory_log import MemoryLog
 
 A, B = TopicPartition("c", 0), TopicPartition("c", 1)
 

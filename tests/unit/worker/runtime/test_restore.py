@@ -1,4 +1,4 @@
-"""Background restores (`worker.runtime.restore`): results taken once, paused until complete,
+"""Background restores (`neardup_stream.worker.runtime.restore`): results taken once, paused until complete,
 and a cancelled restore's result never used (property test over start/cancel/take)."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
-from worker.metrics import build_metrics
-from worker.runtime.replay import Refusal, Unreadable
-from worker.runtime.restore import Finished, Restored, Restores
+from neardup_stream.worker.metrics import build_metrics
+from neardup_stream.worker.runtime.replay import Refusal, Unreadable
+from neardup_stream.worker.runtime.restore import Finished, Restored, Restores
 
 Stop = Callable[[], bool]
 

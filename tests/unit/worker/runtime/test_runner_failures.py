@@ -1,4 +1,4 @@
-"""`worker.runtime.runner`: what a failed transaction costs before the replay. A record the
+"""`neardup_stream.worker.runtime.runner`: what a failed transaction costs before the replay. A record the
 broker refused for good that answers for the whole batch (no input of its own: a changelog
 record too large for its topic) halves the replay at once, with no backoff, until the batch
 is one input; anything else backs off."""
@@ -12,13 +12,13 @@ import pytest
 from kafka.errors import KafkaTimeoutError, MessageSizeTooLargeError
 from prometheus_client import CollectorRegistry
 
-from worker.metrics import build_metrics
-from worker.runtime import runner as runner_module
-from worker.runtime.health import RoleHealth
-from worker.runtime.policy import Blame
-from worker.runtime.publisher import PublishFailure
-from worker.runtime.runner import RoleRunner
-from worker.settings import Settings
+from neardup_stream.worker.metrics import build_metrics
+from neardup_stream.worker.runtime import runner as runner_module
+from neardup_stream.worker.runtime.health import RoleHealth
+from neardup_stream.worker.runtime.policy import Blame
+from neardup_stream.worker.runtime.publisher import PublishFailure
+from neardup_stream.worker.runtime.runner import RoleRunner
+from neardup_stream.worker.settings import Settings
 
 
 class FakeRole:

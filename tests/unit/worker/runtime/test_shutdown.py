@@ -9,7 +9,14 @@ import time
 
 import pytest
 
-from worker.runtime.shutdown import Deadline, Stop, join, pause, wait_for_stop, within
+from neardup_stream.worker.runtime.shutdown import (
+    Deadline,
+    Stop,
+    join,
+    pause,
+    wait_for_stop,
+    within,
+)
 
 
 def test_a_step_that_ends_is_waited_for_and_its_failure_is_logged(
@@ -22,7 +29,7 @@ def test_a_step_that_ends_is_waited_for_and_its_failure_is_logged(
     def fails() -> None:
         raise RuntimeError("broker gone")
 
-    with caplog.at_level(logging.ERROR, logger="worker.runtime.shutdown"):
+    with caplog.at_level(logging.ERROR, logger="neardup_stream.worker.runtime.shutdown"):
         assert within("closing b", fails, Deadline(30)) is True
     assert "stopping: closing b failed" in caplog.text
 
@@ -32,7 +39,7 @@ def test_a_step_that_never_returns_is_left_running_on_a_daemon_thread(
 ) -> None:
     release = threading.Event()
     try:
-        with caplog.at_level(logging.WARNING, logger="worker.runtime.shutdown"):
+        with caplog.at_level(logging.WARNING, logger="neardup_stream.worker.runtime.shutdown"):
             assert within("closing stuck", release.wait, Deadline(0)) is False
         stuck = [t for t in threading.enumerate() if t.name == "stop-closing stuck"]
         assert stuck and all(t.daemon and t.is_alive() for t in stuck)
@@ -51,7 +58,7 @@ def test_join_names_the_threads_still_running_at_the_deadline(
     idle.start()
     idle.join()
     try:
-        with caplog.at_level(logging.WARNING, logger="worker.runtime.shutdown"):
+        with caplog.at_level(logging.WARNING, logger="neardup_stream.worker.runtime.shutdown"):
             assert join({"ShardRole": busy, "EdgeRole": idle}, Deadline(0)) == ["ShardRole"]
         assert "ShardRole still busy" in caplog.text
     finally:
@@ -75,7 +82,7 @@ def test_a_signal_delivered_to_another_thread_still_stops_the_waiting_main_threa
 
     def on_signal(_signum: int, _frame: object) -> None:
         handled.append(time.monotonic())
-        stop.request()  # as `worker.main`'s handler does
+        stop.request()  # as `neardup_stream.worker.main`'s handler does
 
     def deliver_to_myself() -> None:
         time.sleep(0.3)  # the main thread is waiting by then

@@ -7,8 +7,8 @@ import logging
 import pytest
 from prometheus_client import CollectorRegistry
 
-from worker.metrics import build_metrics
-from worker.runtime.stall import Stall
+from neardup_stream.worker.metrics import build_metrics
+from neardup_stream.worker.runtime.stall import Stall
 
 
 def stall(after_s: float = 60) -> tuple[Stall, CollectorRegistry]:

@@ -9,10 +9,10 @@ import pytest
 from kafka import OffsetAndMetadata, TopicPartition
 from kafka.errors import OutOfOrderSequenceNumberError
 
-from worker.codec import OutMessage
-from worker.runtime import publisher as publisher_module
-from worker.runtime.publisher import Publisher, Transaction, UndeliveredCommit
-from worker.settings import Settings
+from neardup_stream.worker.codec import OutMessage
+from neardup_stream.worker.runtime import publisher as publisher_module
+from neardup_stream.worker.runtime.publisher import Publisher, Transaction, UndeliveredCommit
+from neardup_stream.worker.settings import Settings
 
 
 class Future:

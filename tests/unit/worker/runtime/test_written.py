@@ -7,7 +7,7 @@ from typing import Any, NamedTuple
 
 import pytest
 
-from worker.runtime.publisher import Written
+from neardup_stream.worker.runtime.publisher import Written
 
 
 class Metadata(NamedTuple):

@@ -14,10 +14,10 @@ from neardup_stream.models import Document
 from neardup_stream.parsing import parse_document
 from neardup_stream.records import FingerprintRecord
 from neardup_stream.sharded.deduplicator import ShardedDeduplicator
-from worker import changelog
-from worker.decide import Source
-from worker.settings import Settings
-from worker.testing import DEFAULT_START_MS, Driver, InputMessage
+from neardup_stream.worker import changelog
+from neardup_stream.worker.decide import Source
+from neardup_stream.worker.settings import Settings
+from neardup_stream.worker.testing import DEFAULT_START_MS, Driver, InputMessage
 
 SAMPLE = Path(__file__).resolve().parents[4] / "deploy" / "local" / "demo" / "sample.jsonl"
 TEXT = "the quick brown fox jumps over the lazy dog near the river bank " * 4
@@ -184,7 +184,7 @@ def test_mismatched_settings_are_refused_by_name(
 
 
 def test_the_rules_are_the_worker_s_for_topics_it_creates() -> None:
-    from worker.topics import TopicLayout
+    from neardup_stream.worker.topics import TopicLayout
 
     s = settings()
     limit = s.worker.output_max_message_bytes
@@ -197,14 +197,16 @@ def test_the_rules_are_the_worker_s_for_topics_it_creates() -> None:
 def test_the_kit_imports_no_kafka_client_until_a_broker_fixture_is_used() -> None:
     """pytest loads the plugin in every session: that costs no engine and no Kafka import;
     the driver needs the engine, never Kafka."""
+    probe = (
+        "print(sorted({m.split('.')[0] for m in sys.modules} & {'kafka', 'numba'}), "
+        "'neardup_stream.deduplicator' in sys.modules)\n"
+    )
     code = (
-        "import sys, worker.testing.plugin\n"
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'kafka', 'neardup_stream'}))\n"
-        "from worker.testing import Driver\n"
-        "print(sorted({m.split('.')[0] for m in sys.modules} & {'kafka', 'neardup_stream'}))\n"
+        f"import sys, neardup_stream.worker.testing.plugin\n{probe}"
+        f"from neardup_stream.worker.testing import Driver\n{probe}"
     )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert run.stdout.split("\n")[:2] == ["[]", "['neardup_stream']"]
+    assert run.stdout.split("\n")[:2] == ["[] False", "[] True"]
 
 
 def test_the_driver_example_of_the_docs_runs() -> None:
