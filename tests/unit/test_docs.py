@@ -1,14 +1,14 @@
-"""The documentation a new user reads: the README's Python runs as written, every relative
+"""The documentation a new user reads (its code blocks: `test_doc_blocks.py`): every relative
 link resolves, `docs/settings.md` is current, and the README keeps CI's test command."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import re
 from pathlib import Path
 
 import pytest
+
+from tests.unit import doc_blocks
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -18,7 +18,7 @@ LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
 
 def python_blocks(page: Path) -> list[str]:
-    return [body for lang, body in FENCE.findall(page.read_text()) if lang == "python"]
+    return [b.body for b in doc_blocks.blocks(page) if b.lang == "python"]
 
 
 def slug(heading: str) -> str:
@@ -31,16 +31,6 @@ def slug(heading: str) -> str:
 def anchors(page: Path) -> set[str]:
     text = FENCE.sub("", page.read_text())
     return {slug(h) for h in re.findall(r"^#+ (.+)$", text, re.M)}
-
-
-@pytest.mark.parametrize("block", python_blocks(README), ids=lambda b: b.splitlines()[0][:40])
-def test_readme_python_runs_as_written_and_prints_what_it_says(block: str) -> None:
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(block, "README.md", "exec"), {"__name__": "readme"})
-    shown = [line[2:] for line in block.splitlines() if line.startswith("# ")]
-    if shown:  # the output the README shows after the code
-        assert out.getvalue().splitlines() == shown
 
 
 def test_the_readme_has_python_to_run() -> None:
@@ -77,9 +67,9 @@ def test_settings_reference_is_current() -> None:
 
 def test_settings_reference_names_every_setting_and_flag() -> None:
     from neardup_stream.settings_fields import known_variables
+    from neardup_stream.worker.main import build_parser
+    from neardup_stream.worker.settings import Settings
     from tools.settings_reference import render
-    from worker.main import build_parser
-    from worker.settings import Settings
 
     text = render()
     for name, path in known_variables(Settings).items():
@@ -94,7 +84,7 @@ def test_settings_reference_names_every_setting_and_flag() -> None:
 def test_metrics_page_lists_exactly_the_exported_metrics() -> None:
     from prometheus_client import CollectorRegistry
 
-    from worker.metrics import build_metrics
+    from neardup_stream.worker.metrics import build_metrics
 
     registry = CollectorRegistry()
     build_metrics(registry)
