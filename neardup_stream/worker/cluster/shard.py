@@ -38,7 +38,7 @@ from neardup_stream.worker.cluster.shard_state import RestoredShard, ShardState,
 from neardup_stream.worker.cluster.single_stage import SingleStage, moved, read_to_end, settled
 from neardup_stream.worker.codec import OutMessage
 from neardup_stream.worker.metrics import Metrics
-from neardup_stream.worker.partitions import Assignment, generation_of
+from neardup_stream.worker.partitions import Assignment, behind, generation_of
 from neardup_stream.worker.rejections import Rejections
 from neardup_stream.worker.runtime.broker_gone import group_poll
 from neardup_stream.worker.runtime.follower import Follower
@@ -72,6 +72,7 @@ class ShardRole:
         self.parkable = False  # every shard held, none restoring or stopped (`holds_all`)
         self.settled = False  # assigned, nothing restoring (`single_stage.settled`)
         self._warmed = False  # settled once since start (`runtime.role.Warming`)
+        self._lags: dict[int, int] = {}  # log partition -> records behind its end, this round
         self.by_age = settings.dedup.max_age_seconds is not None  # watermarks matter
         self.votes_limit = settings.worker.output_max_message_bytes // 2
         c = settings.cluster
@@ -105,6 +106,7 @@ class ShardRole:
         # sending another. (0 ms polls throughout, without that switch, were seen never to
         # complete a rejoin.)
         wait = self.settings.worker.poll_timeout_ms
+        self._lags = {}  # a round that reads no log waits for nothing (`waiting_for`)
         if self.stage is not None and self._single_stage(wait):
             return {}  # parked: the edge votes for the shards
         short = self.owned and not self.assignment.rebalancing
@@ -295,6 +297,12 @@ class ShardRole:
             for part in ch.pack_parts(limit)
         ]
 
+    def waiting_for(self) -> str | None:
+        """`runtime.stall.Waits`: fingerprint-log records behind the end of a partition its
+        reader read this round (None while parked in single stage, rebalancing or owning no
+        shard: then it reads no log)."""
+        return behind(self.settings.cluster.fingerprints, self._lags)
+
     def _export_lag(self) -> None:
         """Per owned shard: fingerprint-log records it has not voted on, over all partitions.
 
@@ -302,6 +310,7 @@ class ShardRole:
         on a stopped log partition it ran ahead, so the shard's own position counts there.
         """
         behind = dict.fromkeys(self.owned, 0)
+        self._lags = {}
         for tp in self.log_partitions:
             end = self.reader.highwater(tp)
             if end is None:
@@ -311,6 +320,8 @@ class ShardRole:
             except Exception:  # not positioned yet after a seek
                 continue
             stopped = self.health.is_stopped(tp.topic, tp.partition)
+            if not stopped:  # (a stopped partition is said by its stop)
+                self._lags[tp.partition] = max(0, end - at)
             for s in self.owned:
                 mine = self.owned.next(s).get(tp.partition, 0)
                 behind[s] += max(0, end - (mine if stopped or mine < at else at))

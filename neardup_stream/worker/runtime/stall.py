@@ -2,7 +2,8 @@
 commit: a role that cannot make progress says so instead of answering ready.
 
 A role that can tell what it has to do (`Waits`: the edge and the single worker, input
-behind the end of a partition; the gather, a record undecided) says each round what it waits
+behind the end of a partition; the shard, fingerprint-log records it has not voted on; the
+gather, a record undecided) says each round what it waits
 for, or None when nothing waits. `Stall` times the wait from the later of its start and the
 role's last commit; past the timeout the role is stalled: one WARNING names the role and what
 it waits for, `neardup_role_stalled{role}` is 1 and `/healthz` answers 503, until a commit

@@ -48,6 +48,21 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+# kafka-python 3.0.12 loads its protocol schemas with `importlib.resources.read_text`,
+# deprecated since Python 3.11: a user's run of the kit's broker fixtures would show one
+# warning per schema (~200), none of them the user's to act on.
+KAFKA_CLIENT_WARNINGS = (
+    "ignore:read_text is deprecated:DeprecationWarning:kafka",
+    # read_text's own call of open_text, which warns from inside importlib
+    "ignore:open_text is deprecated:DeprecationWarning:importlib.resources._legacy",
+)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for line in KAFKA_CLIENT_WARNINGS:
+        config.addinivalue_line("filterwarnings", line)
+
+
 @pytest.fixture
 def neardup_settings() -> Settings:
     """The settings the kit's fixtures start from; override to configure the engine."""
