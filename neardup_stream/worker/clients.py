@@ -112,9 +112,9 @@ def resumable(consumer: KafkaConsumer) -> KafkaConsumer:
     while its buffer was full, waited for payloads parked on its resumed payloads partition
     (decisions stopped for good under a backlog). Here a drained slot is emptied before each
     poll takes records, as the library means it to be."""
-    fetcher = getattr(consumer, "_fetcher", None)
+    fetcher: Any = getattr(consumer, "_fetcher", None)
     take = getattr(fetcher, "fetched_records", None)
-    if take is None or not hasattr(fetcher, "_paused_partition_records"):
+    if fetcher is None or take is None or not hasattr(fetcher, "_paused_partition_records"):
         return consumer  # another kafka-python: nothing to correct
 
     def fetched_records(*args: Any, **kwargs: Any) -> Any:

@@ -4,7 +4,6 @@ no log (parked in single stage, rebalancing, owning no shard)."""
 
 from __future__ import annotations
 
-
 from neardup_stream.worker.cluster.shard import ShardRole
 from neardup_stream.worker.runtime.stall import Waits
 from neardup_stream.worker.settings import Settings
