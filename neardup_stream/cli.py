@@ -232,17 +232,16 @@ def engine_settings(args: argparse.Namespace) -> EngineSettings:
     """`NEARDUP_*` with the flags in `args` on top; invalid settings raise a `UsageError`
     naming each setting, its source and what it accepts, as do `NEARDUP_*` variables that set
     nothing (the worker's sections are left to the worker)."""
-    unknown = unknown_variables(EngineSettings, os.environ, other_sections=True)
+    found = unknown_variables(EngineSettings, os.environ, other_sections=True)
     try:
         settings = EngineSettings().with_overrides(engine_overrides(args))
     except ValidationError as exc:
         flags = given_flags(engine_flag_parser(), engine_overrides, args)
-        found = problems(exc, EngineSettings, flags, os.environ)
-        raise UsageError(format_problems(unknown + found)) from None
+        found += problems(exc, EngineSettings, flags, os.environ)
     except SettingsError as exc:  # e.g. a section given as invalid JSON
-        raise UsageError(format_problems([unparsable(exc, os.environ)])) from None
-    if unknown:
-        raise UsageError(format_problems(unknown))
+        found = [unparsable(exc, os.environ)]
+    if found:
+        raise UsageError(format_problems(found))
     return settings
 
 

@@ -114,7 +114,7 @@ def resumable(consumer: KafkaConsumer) -> KafkaConsumer:
     poll takes records, as the library means it to be."""
     fetcher: Any = getattr(consumer, "_fetcher", None)
     take = getattr(fetcher, "fetched_records", None)
-    if fetcher is None or take is None or not hasattr(fetcher, "_paused_partition_records"):
+    if take is None or not hasattr(fetcher, "_paused_partition_records"):
         return consumer  # another kafka-python: nothing to correct
 
     def fetched_records(*args: Any, **kwargs: Any) -> Any:

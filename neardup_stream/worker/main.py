@@ -160,21 +160,15 @@ def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    unknown = unknown_variables(Settings, os.environ)  # refused like a misspelt field
+    found = unknown_variables(Settings, os.environ)  # refused like a misspelt field
     try:
         settings = settings_from_args(args)
     except ValidationError as exc:
-        flags = given_flags(parser, flag_overrides, args)
-        found = format_problems(unknown + problems(exc, Settings, flags, os.environ))
-        sys.stderr.write(f"{parser.prog}: error: {found}\n")
-        return 2
+        found += problems(exc, Settings, given_flags(parser, flag_overrides, args), os.environ)
     except SettingsError as exc:  # e.g. a section given as invalid JSON
-        sys.stderr.write(
-            f"{parser.prog}: error: {format_problems([unparsable(exc, os.environ)])}\n"
-        )
-        return 2
-    if unknown:
-        sys.stderr.write(f"{parser.prog}: error: {format_problems(unknown)}\n")
+        found = [unparsable(exc, os.environ)]
+    if found:
+        sys.stderr.write(f"{parser.prog}: error: {format_problems(found)}\n")
         return 2
     logging.basicConfig(
         level=settings.log_level,
@@ -194,9 +188,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     metrics = build_metrics(registry)
     worker: Worker | Replica
     if settings.cluster.enabled:
-        from neardup_stream.worker.cluster.replica import (
-            Replica,
-        )  # imports numba: only a replica needs it
+        # imports numba: only a replica needs it
+        from neardup_stream.worker.cluster.replica import Replica
 
         worker = Replica(settings, metrics)
         unready = worker.unready

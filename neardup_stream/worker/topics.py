@@ -77,19 +77,19 @@ def ensure_topics(settings: Settings) -> TopicLayout:
     admin = _admin(settings)
     try:
         existing = set(admin.list_topics())
-        if topics.input not in existing:
-            report_missing_input(topics.input, existing, topics.create_input)
         limit = str(settings.worker.output_max_message_bytes)
         spec: dict[str, Any] = {
             "num_partitions": topics.partitions,
             "replication_factor": topics.replication_factor,
+            "configs": {MAX_MESSAGE_BYTES: limit},
         }
         wanted: dict[str, dict[str, Any]] = {}
+        if topics.input not in existing:  # refused here unless it is to be created
+            report_missing_input(topics.input, existing, topics.create_input)
+            wanted[topics.input] = spec
         for name in (topics.unique, topics.duplicate, topics.dlq):
             if name not in existing and topics.create:
-                wanted[name] = {**spec, "configs": {MAX_MESSAGE_BYTES: limit}}
-        if topics.input not in existing:  # (refused above unless it is to be created)
-            wanted[topics.input] = {**spec, "configs": {MAX_MESSAGE_BYTES: limit}}
+                wanted[name] = spec
         if wanted:
             create(admin, wanted)
         partitions = _partition_count(admin, topics.input, topics.create_input)

@@ -310,7 +310,6 @@ class ShardRole:
         on a stopped log partition it ran ahead, so the shard's own position counts there.
         """
         behind = dict.fromkeys(self.owned, 0)
-        self._lags = {}
         for tp in self.log_partitions:
             end = self.reader.highwater(tp)
             if end is None:
