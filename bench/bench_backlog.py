@@ -110,7 +110,7 @@ def main() -> None:
             f"{tag}-g",
             a.logs / f"{tag}-r{i}.log",
             2000,
-            extra_args=["--cluster"],
+            extra_args=["--scope", "topic"],
             instance=f"r{i}",
         ).start()
         for i in range(a.replicas)

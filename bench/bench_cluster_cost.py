@@ -187,8 +187,10 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
     group = topics.name(f"g-{own}")
     wt = WorkerTopics.fresh(topics, own, inputs[parts])
     extra = ["--partitions", str(parts)]
-    if name != "plain":
-        extra += ["--cluster", "--home-shards", str(args.home_shards)]
+    if name == "plain":
+        extra += ["--scope", "partition"]
+    else:
+        extra += ["--scope", "topic", "--home-shards", str(args.home_shards)]
 
     exe = py_spy() if args.profile else None
     if args.profile and exe is None:

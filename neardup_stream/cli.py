@@ -32,7 +32,7 @@ from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
 from neardup_stream import __version__
-from neardup_stream.config import DedupConfig
+from neardup_stream.config import DedupConfig, with_stream_home_shards
 from neardup_stream.mapping import DEFAULT_MAPPING, InputMapping
 from neardup_stream.models import Decision, Document, json_schemas
 from neardup_stream.options import (
@@ -277,7 +277,10 @@ def _cmd_dedup(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot write --output {args.output!r}: {exc.strerror or exc}") from None
     total = Path(args.input).stat().st_size if args.input != "-" else None
     try:
-        run_dedup(settings.dedup, source, sink, sys.stderr, args.max_bytes, total, settings.input)
+        # the stream's home shards unless set: each keeps its share of a bucket key, so
+        # `dedup` at its defaults decides exactly as the default worker does
+        config = with_stream_home_shards(settings.dedup)
+        run_dedup(config, source, sink, sys.stderr, args.max_bytes, total, settings.input)
     finally:
         if sink is not sys.stdout:
             sink.close()

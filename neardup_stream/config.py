@@ -192,3 +192,19 @@ class DedupConfig(BaseModel):
         """A 32-bit id of `fingerprint_fields`, stamped on snapshots and records."""
         text = repr(sorted(self.fingerprint_fields().items()))
         return mmh3.hash(text.encode(), 0, signed=False)
+
+
+# `home_shards` of the stream (the worker in topic scope, and offline `dedup` that decides as
+# it does) when it is not set: divisible by 1, 2, 3, 4, 6, 8, 12 and 24 replicas, so the index
+# spreads evenly over any of them. Each home shard keeps `shard_bucket_cap` per bucket key, so
+# the decisions depend on it: the worker and `dedup` must agree on it.
+STREAM_HOME_SHARDS = 24
+
+
+def with_stream_home_shards(config: DedupConfig) -> DedupConfig:
+    """`config` with `home_shards` = `STREAM_HOME_SHARDS` when it was not set, and neither
+    precise mode nor `longest_sentences` (which need one home shard) is on; else `config`."""
+    if "home_shards" in config.model_fields_set or config.precise or config.longest_sentences:
+        return config
+    values = {**config.model_dump(exclude_unset=True), "home_shards": STREAM_HOME_SHARDS}
+    return DedupConfig.model_validate(values)

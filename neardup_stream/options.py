@@ -35,7 +35,8 @@ def add_engine_flags(p: argparse.ArgumentParser, retention: bool = True) -> None
     g.add_argument(
         "--home-shards",
         type=int,
-        help="document-partitioned shards (scale-out; default 1); decisions depend on it",
+        help="document-partitioned shards (default 24 in the worker and dedup, 1 with "
+        "--precise or dedup.longest_sentences); decisions depend on it",
     )
     g.add_argument(
         "--precise",

@@ -58,7 +58,7 @@ def denied(exc: BaseException | None, settings: Settings) -> AuthorizationFailur
     who = f"the Kafka broker at {settings.kafka.bootstrap_servers} denies this worker"
     w, t = settings.worker, settings.topics
     # a replica's roles: group `<group>-<role>`, transactional id `<group>-<role>-<instance>`
-    cluster = settings.cluster.enabled
+    cluster = settings.topic_scope
     if isinstance(found, TransactionalIdAuthorizationFailedError):
         ids = (
             f"'{w.group_id}-<edge|shards|gather>-{w.instance_id}'"

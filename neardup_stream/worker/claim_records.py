@@ -23,7 +23,12 @@ from neardup_stream.worker.settings import Settings
 log = logging.getLogger(__name__)
 CLAIM_FORMAT = 1
 GROUP_ID = "consumer-group"  # the "topic id" of a group's claim (a group has no incarnations)
-MODES = {"single": "single workers (no --cluster)", "cluster": "--cluster replicas"}
+# The stored names of 0.2 ("single": its worker without --cluster), and what they are now.
+MODES = {
+    "single": "partition scope (--scope partition; 0.2's worker without --cluster)",
+    "cluster": "topic scope (the default; 0.2's --cluster)",
+}
+UPGRADE_DOC = "docs/operations/upgrading.md"
 
 
 class Claim(NamedTuple):
@@ -194,7 +199,7 @@ def group_claim(group_id: str) -> Owned:
 
 
 def mode_of(settings: Settings) -> str:
-    return "cluster" if settings.cluster.enabled else "single"
+    return "cluster" if settings.topic_scope else "single"
 
 
 def group_conflicts(first: dict[Owned, Claim], mine: Pipeline, mode: str) -> list[str]:
@@ -212,11 +217,17 @@ def group_conflicts(first: dict[Owned, Claim], mine: Pipeline, mode: str) -> lis
         ]
     if owner.mode is not None and owner.mode != mode:
         return [
-            f"the pipeline {mine.describe()} is run by {MODES[owner.mode]} (first claimed by "
-            f"instance {owner.instance!r}); this worker is one of {MODES[mode]}. Both would "
-            f"decide every input (each input twice): run it as one of {MODES[owner.mode]}, "
-            f"or run {MODES[mode]} with a group id of their own (a new pipeline: it decides "
-            "the retained input again)"
+            f"the pipeline {mine.describe()} is run in {MODES[owner.mode]} (first claimed by "
+            f"instance {owner.instance!r}); this worker runs in {MODES[mode]}. Both would "
+            f"decide every input (each input twice): run it in {MODES[owner.mode]}, or run "
+            f"{MODES[mode]} under a group id of its own (a new pipeline: it decides the "
+            "retained input again)"
+            + (
+                f"; a 0.2 deployment keeps its index with --scope partition, or moves to "
+                f"topic scope with --handover-from as {UPGRADE_DOC} says"
+                if owner.mode == "single"
+                else ""
+            )
         ]
     return []
 

@@ -57,7 +57,7 @@ class EmbeddedWorker:
         self.metrics: Metrics = build_metrics(self.registry)
         self.worker: Worker | Replica = (
             Replica(settings, self.metrics)
-            if settings.cluster.enabled
+            if settings.topic_scope
             else Worker(settings, self.metrics)
         )
         self._identity = (settings.worker.group_id, settings.worker.instance_id)

@@ -76,7 +76,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--instance-id", help="stable id of this replica (default hostname)")
     batch = field_info(Settings, ("worker", "max_batch")).default
     p.add_argument("--max-batch", type=int, help=f"inputs per poll/transaction (default {batch})")
-    p.add_argument("--snapshot-dir", help="keep a local index snapshot here (faster restores)")
+    p.add_argument(
+        "--snapshot-dir",
+        help="--scope partition: keep a local index snapshot here (faster restores)",
+    )
     p.add_argument("--max-message-bytes", type=int, help="larger inputs go to the DLQ")
     p.add_argument(
         "--dlq-payload-bytes", type=int, help="bytes of a bad input kept in its dead letter"
@@ -88,12 +91,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="no transactions: idempotent replays instead of exactly-once",
     )
     p.add_argument(
-        "--cluster",
-        action="store_true",
-        default=None,
-        help="scale-out: replicas share one index sharded over --home-shards (see README)",
+        "--scope",
+        choices=["topic", "partition"],
+        help="what one index covers: the whole input topic, shared by the replicas of the "
+        "group (default), or each input partition on its own",
     )
-    p.add_argument("--log-partitions", type=int, help="fingerprint-log partitions (scale-out)")
+    # 0.2's scale-out switch: topic scope is the default now (a deprecation is logged)
+    p.add_argument("--cluster", action="store_true", default=None, help=argparse.SUPPRESS)
+    p.add_argument("--log-partitions", type=int, help="fingerprint-log partitions (topic scope)")
     p.add_argument(
         "--handover-from",
         help="group id of the stopped previous generation (scale-out settings change, "
@@ -127,6 +132,7 @@ def flag_overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         },
         "worker": {
             "group_id": args.group_id,
+            "scope": args.scope,
             "instance_id": args.instance_id,
             "max_batch": args.max_batch,
             "max_message_bytes": args.max_message_bytes,
@@ -183,11 +189,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("kafka.net.selector").setLevel(logging.ERROR)
     throttle_kafka_connection_logs()
     log.info("effective settings: %s", json.dumps(settings.redacted(), sort_keys=True))
+    for note in settings.deprecated:
+        log.warning("%s", note)
     keep_freed_memory()
     registry = CollectorRegistry()
     metrics = build_metrics(registry)
     worker: Worker | Replica
-    if settings.cluster.enabled:
+    if settings.topic_scope:
         # imports numba: only a replica needs it
         from neardup_stream.worker.cluster.replica import Replica
 

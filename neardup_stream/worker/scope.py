@@ -1,11 +1,11 @@
-"""What a plain worker compares documents with, said where an operator looks: the log.
+"""What a worker of partition scope compares documents with, said where an operator looks.
 
-A plain worker (no `--cluster`) keeps one index per input partition, so it compares a
+A worker of `worker.scope=partition` keeps one index per input partition, so it compares a
 document only with documents of the same partition: a near-duplicate that arrives on
-another partition is not caught (README, Limitations). `WithinPartitionWarning` watches the
+another partition is not caught (docs/worker.md, "Scope"). `WithinPartitionWarning` watches the
 worker's assignment and logs one WARNING when it first holds more than one partition, and
 again each time an assignment grows past one partition after having held at most one, naming
-the partitions and how to compare across them (`--cluster`).
+the partitions and how to compare across them (topic scope, the default).
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ log = logging.getLogger(__name__)
 
 
 def within_partition_message(topic: str, partitions: set[int]) -> str:
-    """The warning for a plain worker that owns `partitions` of `topic` (more than one)."""
+    """The warning for a worker of partition scope that owns `partitions` of `topic` (more than one)."""
     return (
         f"this worker consumes {len(partitions)} partitions of {topic!r} "
         f"({sorted(partitions)}) and compares documents within each partition only: a "
         "near-duplicate that arrives on another partition is not caught. To compare across "
-        "partitions, run the scale-out replicas (--cluster, NEARDUP_CLUSTER__ENABLED=true), "
-        "or key the input so that near-duplicates share a partition"
+        "partitions, drop --scope partition / NEARDUP_WORKER__SCOPE=partition (topic scope, "
+        "the default), or key the input so that near-duplicates share a partition"
     )
 
 

@@ -19,10 +19,12 @@ from pydantic import (
     ModelWrapValidatorHandler,
     PrivateAttr,
     SecretStr,
+    TypeAdapter,
+    ValidationError,
     model_validator,
 )
 
-from neardup_stream.config import DedupConfig
+from neardup_stream.config import with_stream_home_shards
 from neardup_stream.settings import EngineSettings
 
 # Key (an id of up to 512 characters), decision headers and record-batch overhead.
@@ -131,6 +133,12 @@ class WorkerSettings(_Section):
         min_length=1,
         description="stable per worker replica; names its transactional id",
     )
+    scope: Literal["topic", "partition"] = Field(
+        "topic",
+        description="what one index covers: topic, every partition of the input (one "
+        "replica decides in single stage, more replicas of the same group shard the index); "
+        "partition, each input partition deduplicated on its own, by one consumer of the group",
+    )
     exactly_once: bool = True
     static_membership: bool = Field(
         True, description="rejoin under instance_id after a restart without a rebalance"
@@ -173,11 +181,13 @@ class WorkerSettings(_Section):
         20.0,
         gt=0,
         le=3600,
-        description="--cluster: how long a stopping replica waits for its roles' current "
+        description="topic scope: how long a stopping replica waits for its roles' current "
         "steps, then closes each client with at least 1 s more; what is cut short is "
         "replayed on the next start",
     )
-    snapshot_dir: str | None = Field(None, description="optional local snapshot directory")
+    snapshot_dir: str | None = Field(
+        None, description="partition scope: local index snapshot directory (faster restores)"
+    )
     snapshot_every_s: float = Field(300.0, gt=0)
 
     @property
@@ -192,14 +202,13 @@ class WorkerSettings(_Section):
 
 
 class ClusterSettings(_Section):
-    """Scale-out: replicas share one sharded index through internal topics (`neardup_stream.worker.cluster`).
+    """Topic scope: replicas share one sharded index through internal topics (`neardup_stream.worker.cluster`).
 
     The internal topics' names default to `<group>.<suffix>` (`DERIVED_TOPICS`), so two
     pipelines with different group ids never share them; with the default group `neardup`
     they are `neardup.fingerprints`, ... Names given explicitly win.
     """
 
-    enabled: bool = Field(False, description="run the edge, shard and gather roles")
     fingerprints: str = "neardup.fingerprints"
     payloads: str = "neardup.payloads"
     votes: str = "neardup.votes"
@@ -282,9 +291,6 @@ DERIVED_TOPICS = {
 }
 # The `ClusterSettings` fields naming the scale-out roles' internal topics.
 CLUSTER_TOPICS = tuple(k.split(".", 1)[1] for k in DERIVED_TOPICS if k.startswith("cluster."))
-# `dedup.home_shards` in cluster mode when it is not set: divisible by 1, 2, 3, 4, 6, 8, 12, 24
-# replicas, so the index spreads evenly over any of them.
-CLUSTER_HOME_SHARDS = 24
 # What the internal topics keep beyond the age window and the future-skew clamp.
 RETENTION_MARGIN_MS = 3_600_000
 
@@ -301,9 +307,13 @@ class Settings(EngineSettings):
     """Everything the worker can be configured with.
 
     Derived at construction, and derived again after `with_overrides` (so a flag such as
-    `--group-id` or `--cluster` moves them along): the changelog and internal topic names
-    nobody set (`<group>.<suffix>`, `DERIVED_TOPICS`), and `dedup.home_shards` = `CLUSTER_HOME_SHARDS` in cluster mode
-    when it is not set (and precise mode, which needs 1, is off).
+    `--group-id` or `--scope` moves them along): the changelog and internal topic names
+    nobody set (`<group>.<suffix>`, `DERIVED_TOPICS`), and in topic scope `dedup.home_shards`
+    = `STREAM_HOME_SHARDS` when it is not set (`config.with_stream_home_shards`).
+
+    `cluster.enabled` (`--cluster`, `NEARDUP_CLUSTER__ENABLED`) of 0.2 is read once more:
+    true is the default now and is noted in `deprecated`; false, the per-partition worker of
+    0.2, is refused naming `worker.scope=partition`.
     """
 
     kafka: KafkaSettings = KafkaSettings()
@@ -312,13 +322,16 @@ class Settings(EngineSettings):
     cluster: ClusterSettings = ClusterSettings()
     metrics: MetricsSettings = MetricsSettings()
     _derived: frozenset[str] = PrivateAttr(default=frozenset())
+    _deprecated: tuple[str, ...] = PrivateAttr(default=())
 
     @model_validator(mode="wrap")
     @classmethod
     def _derive(cls, data: Any, handler: ModelWrapValidatorHandler[Settings]) -> Settings:
         derived: set[str] = set()
+        deprecated: tuple[str, ...] = ()
         if isinstance(data, dict):
             data = dict(data)
+            deprecated = _legacy_cluster_switch(data)
             group = _given(data.get("worker"), "group_id") or WorkerSettings().group_id
             sections = {name: _given_fields(data.get(name)) for name in ("topics", "cluster")}
             for path, suffix in DERIVED_TOPICS.items():
@@ -328,41 +341,58 @@ class Settings(EngineSettings):
                     derived.add(path)
             data.update(sections)
         settings = handler(data)
-        dedup = settings.dedup
-        if (
-            settings.cluster.enabled
-            and "home_shards" not in dedup.model_fields_set
-            and not dedup.precise  # both refused below, naming them
-            and not dedup.longest_sentences
-        ):
-            values = {**dedup.model_dump(exclude_unset=True), "home_shards": CLUSTER_HOME_SHARDS}
-            object.__setattr__(settings, "dedup", DedupConfig.model_validate(values))
-            derived.add("dedup.home_shards")
-        settings._derived = frozenset(derived)
-        settings._check_cluster()
+        if settings.topic_scope:
+            sharded = with_stream_home_shards(settings.dedup)
+            if sharded is not settings.dedup:
+                object.__setattr__(settings, "dedup", sharded)
+                derived.add("dedup.home_shards")
+        # BaseSettings validates again inside `handler` (its __init__): keep what that
+        # inner pass derived (home shards set there look given out here)
+        settings._derived = frozenset(derived) | settings._derived
+        settings._deprecated = tuple(dict.fromkeys(deprecated + settings._deprecated))
+        settings._check_scope()
         return settings
 
-    def _check_cluster(self) -> None:
-        if not self.cluster.enabled:
+    @property
+    def topic_scope(self) -> bool:
+        """Whether one index covers the whole input topic (the edge, shard and gather roles
+        of `neardup_stream.worker.cluster`), rather than one index per input partition."""
+        return self.worker.scope == "topic"
+
+    @property
+    def deprecated(self) -> tuple[str, ...]:
+        """What the settings gave that is read for now and will go (the worker logs each)."""
+        return self._deprecated
+
+    def _check_scope(self) -> None:
+        if not self.topic_scope:
             self._check_no_domains()
             return
-        if not self.worker.exactly_once:
-            raise ValueError(
-                "cluster.enabled (--cluster) needs worker.exactly_once: the scale-out roles "
-                "exchange votes and decisions in transactions; drop --at-least-once or "
-                "NEARDUP_WORKER__EXACTLY_ONCE=false"
-            )
-        if self.dedup.precise:
-            raise ValueError(
-                "dedup.precise (--precise) works in the single worker only: the scale-out "
-                "roles keep no shingle sets; drop --cluster or --precise"
-            )
-        if self.dedup.longest_sentences:
-            raise ValueError(
-                "dedup.longest_sentences works in the single worker only: the scale-out "
-                "roles do not shard sentence signatures; drop --cluster or set "
-                "NEARDUP_DEDUP__LONGEST_SENTENCES=0"
-            )
+        partition_only = {
+            "worker.exactly_once = false (--at-least-once)": (
+                not self.worker.exactly_once,
+                "the roles exchange votes and decisions in transactions",
+            ),
+            "dedup.precise (--precise)": (
+                self.dedup.precise,
+                "the shards keep no shingle sets",
+            ),
+            "dedup.longest_sentences": (
+                bool(self.dedup.longest_sentences),
+                "the shards keep no sentence signatures",
+            ),
+            "worker.snapshot_dir (--snapshot-dir)": (
+                self.worker.snapshot_dir is not None,
+                "the shards restore from their changelog, with no local snapshot",
+            ),
+        }
+        for what, (on, why) in partition_only.items():
+            if on:
+                raise ValueError(
+                    f"{what} works with worker.scope=partition only ({why} in topic scope, "
+                    "the default): add --scope partition (NEARDUP_WORKER__SCOPE=partition), "
+                    "or drop the setting"
+                )
         floor = self.min_retention_ms
         given = self.cluster.retention_ms
         if floor is not None and given is not None and given < floor:
@@ -374,15 +404,15 @@ class Settings(EngineSettings):
             )
 
     def _check_no_domains(self) -> None:
-        """The single worker keeps one index per input partition and compares every document
+        """Partition scope keeps one index per input partition and compares every document
         of it: a dedup domain setting would be silently ignored, so it is refused."""
         for name in ("domain_field", "domain_header", "domain_key_separator"):
             if getattr(self.input, name) is not None:
                 flag = "--" + name.replace("_", "-")
                 raise ValueError(
-                    f"input.{name} ({flag}) needs cluster.enabled (--cluster): only the "
-                    "scale-out roles compare documents within their domain; the single "
-                    "worker would ignore it. Add --cluster, or drop the setting"
+                    f"input.{name} ({flag}) needs worker.scope=topic (the default): only "
+                    "topic scope compares documents within their domain; worker.scope="
+                    "partition would ignore it. Drop --scope partition, or drop the setting"
                 )
 
     @property
@@ -437,13 +467,43 @@ class Settings(EngineSettings):
                 continue
             data[section].update(given)
         self._keep_secrets(data)
-        return type(self).model_validate(data)
+        settings = type(self).model_validate(data)
+        settings._deprecated = tuple(dict.fromkeys(self._deprecated + settings._deprecated))
+        return settings
 
     def _keep_secrets(self, data: dict[str, Any]) -> None:
         for key in ("sasl_password", "ssl_password"):
             value = getattr(self.kafka, key)
             if value is not None and data["kafka"][key] == value:
                 data["kafka"][key] = value.get_secret_value()
+
+
+def _legacy_cluster_switch(data: dict[str, Any]) -> tuple[str, ...]:
+    """Takes 0.2's `cluster.enabled` out of `data`: true is topic scope, the default now
+    (a deprecation to log); false, or true beside worker.scope=partition, is refused."""
+    cluster = data.get("cluster")
+    if not isinstance(cluster, dict) or "enabled" not in cluster:
+        return ()
+    cluster = dict(cluster)
+    value = cluster.pop("enabled")
+    data["cluster"] = cluster
+    try:
+        enabled = TypeAdapter(bool).validate_python(value)
+    except ValidationError:
+        enabled = False
+    scope = _given(data.get("worker"), "scope")
+    if not enabled or scope == "partition":
+        raise ValueError(
+            f"cluster.enabled = {value!r} was removed in 0.3: a worker deduplicates every "
+            "partition of its input (worker.scope=topic, the default); to deduplicate each "
+            "partition on its own, as 0.2's worker without --cluster did, set "
+            "worker.scope=partition (--scope partition, NEARDUP_WORKER__SCOPE=partition) and "
+            "drop cluster.enabled; see docs/operations/upgrading.md"
+        )
+    return (
+        "cluster.enabled (--cluster, NEARDUP_CLUSTER__ENABLED) is the default since 0.3 "
+        "(worker.scope=topic) and will be removed; drop it",
+    )
 
 
 def _given(section: object, name: str) -> Any:

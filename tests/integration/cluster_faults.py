@@ -49,7 +49,7 @@ class Cluster:
             "g-" + self.topics.input,
             self.log_dir / f"r{i}.log",
             f"r{i}",
-            ["--cluster", "--max-batch", "50", *self.flags],
+            ["--scope", "topic", "--max-batch", "50", *self.flags],
             {**cluster_env(self.topics), **self.env, **(env or {}), **armed},
         ).start()
         self.workers[i] = worker

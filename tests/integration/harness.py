@@ -80,6 +80,9 @@ class WorkerProcess:
     instance: str = "w1"
     extra: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)  # e.g. NEARDUP_FAILPOINTS, on top
+    # --scope, unless `extra` gives it: partition for the per-partition worker's tests, None
+    # for the product default (topic scope)
+    scope: str | None = "partition"
     create_input: bool = True  # --create-input-topic: most tests produce after the start
     metrics_port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
@@ -99,6 +102,7 @@ class WorkerProcess:
             "--metrics-port",
             str(self.metrics_port),
             *(["--create-input-topic"] if self.create_input else []),
+            *(["--scope", self.scope] if self.scope and "--scope" not in self.extra else []),
             *self.extra,
         ]
         log = open(self.log_path, "ab")  # noqa: SIM115 (kept open for the child)

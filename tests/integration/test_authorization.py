@@ -96,7 +96,7 @@ def test_a_cluster_replica_denied_a_role_transactional_id_exits_with_one_clear_e
     deny(kafka_admin, ResourceType.TRANSACTIONAL_ID, txn_id)
     try:
         worker = WorkerProcess(
-            kafka_bootstrap, topics, group, tmp_path / "w.log", extra=["--cluster"]
+            kafka_bootstrap, topics, group, tmp_path / "w.log", extra=["--scope", "topic"]
         ).start()
         assert worker.wait_exit(180) == EXIT_CONFIG, worker.log()
         assert_one_clear_line(worker, f"'{group}-<edge|shards|gather>-w1'", "TransactionalId")

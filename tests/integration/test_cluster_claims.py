@@ -61,7 +61,7 @@ def test_pipelines_given_the_same_explicit_internal_topics_are_refused_naming_bo
         "NEARDUP_WORKER__TRANSACTION_TIMEOUT_MS": "10000",
         "NEARDUP_DEDUP__MAX_AGE_SECONDS": str(10 * YEAR_S),  # decides like no window here
     }
-    flags = ["--cluster", "--max-batch", "50"]
+    flags = ["--scope", "topic", "--max-batch", "50"]
     ga, gb = "g-" + a.input, "g-" + b.input
 
     def replica(topics: Topics, group: str, name: str, extra: dict[str, str]) -> WorkerProcess:

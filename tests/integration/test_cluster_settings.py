@@ -12,9 +12,8 @@ from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType, NewTopic
 
 from neardup_stream import Document
-from neardup_stream.config import DedupConfig
+from neardup_stream.config import STREAM_HOME_SHARDS, DedupConfig
 from neardup_stream.sharded.deduplicator import ShardedDeduplicator
-from neardup_stream.worker.settings import CLUSTER_HOME_SHARDS
 from tests.integration.harness import Topics, WorkerProcess, decisions, produce, read_all
 from tests.integration.test_scale_out import SHARDS, offline, produce_to, replicas, wait_assigned
 from tests.integration.test_worker import stream
@@ -133,7 +132,7 @@ def test_cluster_defaults_on_three_replicas_spread_the_index(
 ) -> None:
     docs = stream(300, seed=91)
     group = "g-" + topics.input
-    flags = ["--cluster", "--partitions", "3", "--max-batch", "50"]
+    flags = ["--scope", "topic", "--partitions", "3", "--max-batch", "50"]
     env = {"NEARDUP_WORKER__TRANSACTION_TIMEOUT_MS": "10000"}
     workers = [
         WorkerProcess(kafka_bootstrap, topics, group, tmp_path / f"r{i}.log", f"r{i}", flags, env)
@@ -144,7 +143,7 @@ def test_cluster_defaults_on_three_replicas_spread_the_index(
             w.start()
         for w in workers:
             w.wait_ready()
-        wait_assigned(workers, {"edge": 3, "shard": CLUSTER_HOME_SHARDS})
+        wait_assigned(workers, {"edge": 3, "shard": STREAM_HOME_SHARDS})
         produce_to(kafka_bootstrap, topics.input, [(i % 3, d) for i, d in enumerate(docs)])
         got = decisions(kafka_bootstrap, topics, len(docs), timeout=240)
         assert sum(len(v) for v in got.values()) == len(docs)
@@ -177,7 +176,7 @@ def test_two_pipelines_on_one_broker_with_default_internal_topics_do_not_cross_t
     docs_a, docs_b = stream(200, seed=101), stream(200, seed=102)
     # The same ids in both pipelines: any cross-talk shows up as a replay or a duplicate.
     docs_b = [{**d, "id": f"doc-101-{i}"} for i, d in enumerate(docs_b)]
-    flags = ["--cluster", "--max-batch", "50"]
+    flags = ["--scope", "topic", "--max-batch", "50"]
     env = {"NEARDUP_WORKER__TRANSACTION_TIMEOUT_MS": "10000"}
     one = WorkerProcess(kafka_bootstrap, a, "g-" + a.input, tmp_path / "a.log", "a0", flags, env)
     two = WorkerProcess(kafka_bootstrap, b, "g-" + b.input, tmp_path / "b.log", "b0", flags, env)
@@ -222,7 +221,7 @@ def test_a_new_generation_with_other_settings_reindexes_the_window_and_publishes
         "NEARDUP_DEDUP__HOME_SHARDS": str(SHARDS),
         "NEARDUP_WORKER__TRANSACTION_TIMEOUT_MS": "10000",
     }
-    flags = ["--cluster", "--max-batch", "50"]
+    flags = ["--scope", "topic", "--max-batch", "50"]
     g1, g2 = "g1-" + topics.input, "g2-" + topics.input
     old = WorkerProcess(kafka_bootstrap, topics, g1, tmp_path / "g1.log", "a0", flags, env)
     new = WorkerProcess(
@@ -265,7 +264,7 @@ def test_replicas_starting_together_with_different_settings_agree_on_one_winner(
     kafka_bootstrap: str, topics: Topics, tmp_path: Path
 ) -> None:
     group = "g-" + topics.input
-    flags = ["--cluster", "--home-shards", str(SHARDS)]
+    flags = ["--scope", "topic", "--home-shards", str(SHARDS)]
     workers = [
         WorkerProcess(
             kafka_bootstrap,

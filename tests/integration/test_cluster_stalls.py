@@ -54,7 +54,7 @@ def test_a_stalled_shard_owner_shows_in_the_oldest_undecided_age_and_fires_the_a
         "NEARDUP_WORKER__SESSION_TIMEOUT_MS": "90000",
         "NEARDUP_WORKER__STALL_TIMEOUT_S": "5",
     }
-    flags = ["--cluster", "--partitions", "2", "--max-batch", "50"]
+    flags = ["--scope", "topic", "--partitions", "2", "--max-batch", "50"]
     flags += ["--log-partitions", "2", "--domain-field", "site"]
     workers = [
         WorkerProcess(

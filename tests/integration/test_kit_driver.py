@@ -124,7 +124,7 @@ def test_driver_matches_a_real_worker_byte_for_byte(
         topics,
         "g-" + topics.input,
         tmp_path / "w.log",
-        extra=["--cluster"] if cluster else [],
+        extra=["--scope", "topic"] if cluster else [],
         env={"NEARDUP_DEDUP__MAX_DOCS": str(MAX_DOCS), **(cluster_env(topics) if cluster else {})},
     )
     worker.start()

@@ -332,14 +332,14 @@ def test_a_pipeline_runs_in_one_mode_and_its_group_is_its_own(
             group,
             tmp_path / "replica.log",
             "r0",
-            ["--cluster"],
+            ["--scope", "topic"],
             topics.internal_env(),
         ).start()
         other = dataclasses.replace(Topics.fresh(unique_topic), changelog=topics.changelog + "2")
         stranger = WorkerProcess(kafka_bootstrap, other, group, tmp_path / "other.log", "o1")
         stranger.start()
         try:
-            wait_for_log(replica, "is run by single workers (no --cluster)")
+            wait_for_log(replica, "is run in partition scope (--scope partition")
             wait_for_log(stranger, f"consumer group {group!r} belongs to another pipeline")
             for refused in (replica, stranger):
                 assert refused.http("/healthz")[0] == 503

@@ -17,7 +17,7 @@ REFUSED = {"transaction_timeout_ms": 900_001, "session_timeout_ms": 1_800_001}
 
 
 @pytest.mark.parametrize("setting", sorted(REFUSED))
-@pytest.mark.parametrize("mode", [[], ["--cluster"]], ids=["plain", "cluster"])
+@pytest.mark.parametrize("mode", [[], ["--scope", "topic"]], ids=["plain", "cluster"])
 def test_a_timeout_above_the_brokers_limit_ends_start_up_with_one_clear_error(
     kafka_bootstrap: str, topics: Topics, tmp_path: Path, mode: list[str], setting: str
 ) -> None:

@@ -41,7 +41,15 @@ def replicas(
         # A killed replica's open transactions hold back readers until the broker aborts them.
         "NEARDUP_WORKER__TRANSACTION_TIMEOUT_MS": "10000",
     }
-    flags = ["--cluster", "--partitions", str(partitions), "--max-batch", "50", *(extra or [])]
+    flags = [
+        "--scope",
+        "topic",
+        "--partitions",
+        str(partitions),
+        "--max-batch",
+        "50",
+        *(extra or []),
+    ]
     armed = failpoints or {}
     return [
         WorkerProcess(

@@ -44,7 +44,7 @@ def test_a_plain_worker_on_two_partitions_warns_at_start_and_when_it_grows_again
         wait_for("a's warning", lambda: len(warnings(a)) == 1, 60)
         line = warnings(a)[0]
         assert f"{topics.input!r} ([0, 1])" in line
-        assert "within each partition only" in line and "--cluster" in line
+        assert "within each partition only" in line and "drop --scope partition" in line
 
         b.start()
         wait_for("the partitions split between a and b", lambda: owns_one(a) and owns_one(b), 120)

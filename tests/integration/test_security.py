@@ -83,7 +83,7 @@ def secure_decisions(
 def secure_worker(
     env: dict[str, str], topics: Topics, log: Path, cluster: bool, **overrides: str
 ) -> WorkerProcess:
-    extra = ["--cluster", "--partitions", "1"] if cluster else []
+    extra = ["--scope", "topic", "--partitions", "1"] if cluster else []
     return WorkerProcess(
         env["NEARDUP_KAFKA__BOOTSTRAP_SERVERS"],
         topics,

@@ -27,7 +27,7 @@ def pipeline(
     own = dataclasses.replace(topics, changelog=f"{prefix}.changelog")
     flags, env = [], {}
     if mode == "cluster":
-        flags = ["--cluster", "--max-batch", "50"]
+        flags = ["--scope", "topic", "--max-batch", "50"]
         names = ("fingerprints", "payloads", "votes", "shards", "shard-changelog")
         env = {f"NEARDUP_CLUSTER__{n.upper().replace('-', '_')}": f"{prefix}.{n}" for n in names}
         env["NEARDUP_CLUSTER__GATHER_CHANGELOG"] = f"{prefix}.gather-changelog"

@@ -59,7 +59,7 @@ def test_a_broker_never_reached_ends_start_up_after_the_give_up_deadline(
         Topics.fresh(unique_topic),
         unique_topic("g"),
         tmp_path / "worker.log",
-        extra=["--give-up-after", "3", *(["--cluster"] if mode == "cluster" else [])],
+        extra=["--give-up-after", "3", *(["--scope", "topic"] if mode == "cluster" else [])],
         env={"NEARDUP_KAFKA__REQUEST_TIMEOUT_MS": "1000"},
     ).start()
     code = worker.wait_exit(120)

@@ -950,7 +950,7 @@ def test_the_scale_out_overlay_makes_valid_settings_and_scales_on_the_edge_group
         assert base["metadata"]["name"] == entry["target"]["name"]
         patched[kind] = _json_patch(base, yaml.safe_load(entry["patch"]))
     settings = settings_from_env(monkeypatch, pod_env(patched["ConfigMap"]["data"]))
-    assert settings.cluster.enabled
+    assert settings.topic_scope
     assert settings.dedup.home_shards >= int(k8s_object("ScaledObject")["spec"]["maxReplicaCount"])
     group = patched["ScaledObject"]["spec"]["triggers"][0]["metadata"]["consumerGroup"]
     assert group == f"{settings.worker.group_id}-edge"

@@ -168,4 +168,7 @@ def test_the_shell_check_catches_what_it_should() -> None:
     assert _check_command(["NEARDUP_DEDUPE__THRESHOLD=0.9", "neardup-stream", "dedup"])
     assert _check_command(["deploy/local/kafka.sh", "explode"])
     assert _check_command(["make", "demo"]) is None
-    assert _check_command(["neardup-stream", "worker", "--cluster", "--instance-id", "r0"]) is None
+    assert (
+        _check_command(["neardup-stream", "worker", "--scope", "partition", "--instance-id", "r0"])
+        is None
+    )

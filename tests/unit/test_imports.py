@@ -102,8 +102,8 @@ def test_a_dedup_with_home_shards_loads_the_sharded_engine(tmp_path: Path) -> No
 
 
 def test_the_worker_entry_point_does_not_load_the_scale_out_runtime(tmp_path: Path) -> None:
-    """A plain worker imports no replica: the scale-out roles (and with them the merged
-    tables and numba) are imported only when `--cluster` asks for one."""
+    """The entry point imports no replica: the scale-out roles (and with them the merged
+    tables and numba) are imported only when topic scope (the default) asks for one."""
     modules = _modules_after(
         "import neardup_stream.worker.main\nimport neardup_stream.worker.loop", tmp_path
     )

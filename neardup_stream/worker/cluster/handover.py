@@ -10,6 +10,11 @@ Per input partition: every input below the old edge group's committed offset (`f
 was taken in; those still in the old fingerprint log past the old gather checkpoint
 (`pending`) were not decided. `compute` reads this from a stopped old generation; the
 first replica of the new generation stores it in its settings record, so all agree.
+
+The old generation may also be of partition scope (0.2's worker without `--cluster`): it
+has no control record, and commits its input offsets in group `<old>` in the transaction
+that publishes their outcomes, so its frontier is that group's committed offset and nothing
+is pending (docs/operations/upgrading.md).
 """
 
 from __future__ import annotations
@@ -130,6 +135,8 @@ def compute(settings: Settings) -> Handover:
     if old is None:
         return Handover("", {})
     record = _old_record(settings, old)
+    if record is None or _of_partition_scope(settings, old):
+        return _from_partition_scope(settings, old)
     if record.identity.get("topics.input") != settings.topics.input:
         raise HandoverRefused(
             f"cluster.handover_from = {old!r} read input topic "
@@ -138,7 +145,7 @@ def compute(settings: Settings) -> Handover:
         )
     admin = KafkaAdminClient(**clients.common_config(settings.kafka))
     try:
-        _wait_stopped(admin, old)
+        _wait_stopped(admin, old, [f"{old}-{role}" for role in ROLES])
         edge = _offsets(admin, f"{old}-edge")
         gather = _offsets(admin, f"{old}-gather")
     finally:
@@ -158,22 +165,63 @@ def compute(settings: Settings) -> Handover:
     return handover
 
 
-def _old_record(settings: Settings, old: str) -> control.SettingsRecord:
+def _old_record(settings: Settings, old: str) -> control.SettingsRecord | None:
+    """The old generation's settings record; None when `<old>.control` holds none."""
     from neardup_stream.worker.cluster import agreement  # agreement imports this module
 
     cluster = settings.cluster.model_copy(update={"control": f"{old}.control"})
     values = agreement.read_values(settings.model_copy(update={"cluster": cluster}))
-    record = control.winner(values)
-    if record is None:
-        raise HandoverRefused(
-            f"cluster.handover_from = {old!r}: control topic {old}.control holds no settings "
-            "(no generation of that group id ran on this broker)"
-        )
-    return record
+    return control.winner(values)
 
 
-def _wait_stopped(admin: KafkaAdminClient, old: str) -> None:
-    groups = [f"{old}-{role}" for role in ROLES]
+def _from_partition_scope(settings: Settings, old: str) -> Handover:
+    """The handover from a stopped generation of partition scope: the committed input
+    offsets of group `old` are its frontiers, with nothing pending (it commits them with
+    the outcomes they publish). Refused when group `old` read none of this input."""
+    admin = KafkaAdminClient(**clients.common_config(settings.kafka))
+    try:
+        if not _input_offsets(admin, old, settings.topics.input):
+            raise HandoverRefused(
+                f"cluster.handover_from = {old!r}: control topic {old}.control holds no "
+                f"settings and group {old!r} committed no offsets on input "
+                f"{settings.topics.input!r} (no generation of that group id read this "
+                "input on this broker)"
+            )
+        _wait_stopped(admin, old, [old])
+        frontiers = _input_offsets(admin, old, settings.topics.input)  # final once stopped
+    finally:
+        admin.close()
+    handover = Handover(old, {p: PartitionHandover(f, frozenset()) for p, f in frontiers.items()})
+    log.info(
+        "handover from generation %s of partition scope (its committed input offsets): %s",
+        old,
+        handover.summary(),
+    )
+    return handover
+
+
+def _of_partition_scope(settings: Settings, old: str) -> bool:
+    """Whether generation `old` decided in partition scope although `<old>.control` holds a
+    record: a topic-scope replica started under that group was refused by its claims (the
+    group is run in partition scope) after writing it. Its edge then committed nothing on the
+    input, and group `old` did."""
+    admin = KafkaAdminClient(**clients.common_config(settings.kafka))
+    try:
+        edge = _input_offsets(admin, f"{old}-edge", settings.topics.input)
+        return not edge and bool(_input_offsets(admin, old, settings.topics.input))
+    finally:
+        admin.close()
+
+
+def _input_offsets(admin: KafkaAdminClient, group: str, topic: str) -> dict[int, int]:
+    return {
+        tp.partition: o.offset
+        for tp, o in _offsets(admin, group).items()
+        if tp.topic == topic and o.offset >= 0
+    }
+
+
+def _wait_stopped(admin: KafkaAdminClient, old: str, groups: list[str]) -> None:
     deadline = time.monotonic() + STOPPED_WAIT_S
     while True:
         states = {g: d.get("group_state") for g, d in admin.describe_groups(groups).items()}

@@ -161,7 +161,7 @@ class Publisher(Generic[T]):
         self.in_flight, self.on_committed = in_flight, on_committed
         self.producer: KafkaProducer = clients.make_producer(settings)
         # A replica's roles keep a copy of each offset they commit (`runtime.positions`).
-        self.positions = settings.cluster.positions if settings.cluster.enabled else None
+        self.positions = settings.cluster.positions if settings.topic_scope else None
         self._sent: _Sent[T] | None = None
         self._lock = threading.Lock()
         self._committer = Committer(f"{name}-commit")

@@ -180,7 +180,7 @@ def delete_everything(settings: Settings) -> None:
     t, group = settings.topics, settings.worker.group_id
     names = {t.input, t.unique, t.duplicate, t.dlq, changelog.topic_of(settings)}
     groups = [group]
-    if settings.cluster.enabled:
+    if settings.topic_scope:
         names |= {getattr(settings.cluster, name) for name in CLUSTER_TOPICS}
         groups += [f"{group}-{role}" for role in CLUSTER_ROLES]
     admin = KafkaAdminClient(**common_config(settings.kafka))

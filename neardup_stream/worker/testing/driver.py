@@ -95,7 +95,7 @@ class Driver:
         self.settings = settings
         self.rules = DecideRules.of(settings, topic_limits or {})
         self.cluster: ClusterPipeline | None = None
-        if settings.cluster.enabled:
+        if settings.topic_scope:
             from neardup_stream.worker.testing.cluster import ClusterPipeline
 
             self.cluster = ClusterPipeline(settings, self.rules)

@@ -20,7 +20,10 @@ from neardup_stream.worker.authorization import denial_among, denial_in, denied
 from neardup_stream.worker.settings import Settings
 
 SETTINGS = Settings().with_overrides(
-    {"worker": {"group_id": "crawl", "instance_id": "w7"}, "topics": {"input": "pages"}}
+    {
+        "worker": {"group_id": "crawl", "instance_id": "w7", "scope": "partition"},
+        "topics": {"input": "pages"},
+    }
 )
 
 
@@ -86,7 +89,7 @@ def test_retrying_stops_at_a_denial_and_goes_on_at_anything_else() -> None:
 
 
 def test_a_cluster_replica_is_told_its_role_ids_and_groups() -> None:
-    cluster = SETTINGS.with_overrides({"cluster": {"enabled": True}})
+    cluster = SETTINGS.with_overrides({"worker": {"scope": "topic"}})
     txn = denied(TransactionalIdAuthorizationFailedError(), cluster)
     assert txn is not None and "'crawl-<edge|shards|gather>-w7'" in str(txn)
     group = denied(GroupAuthorizationFailedError(), cluster)

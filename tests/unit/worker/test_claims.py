@@ -118,8 +118,12 @@ def test_a_group_is_claimed_by_its_pipeline_in_one_mode() -> None:
     assert first[Owned("group g", GROUP_ID)].mode == "single"
     assert group_conflicts(first, g, "single") == []  # its own, in its mode
     (mixed,) = group_conflicts(first, g, "cluster")
-    assert "is run by single workers (no --cluster)" in mixed
-    assert "this worker is one of --cluster replicas" in mixed and "'w1'" in mixed
+    assert "is run in partition scope (--scope partition" in mixed
+    assert "this worker runs in topic scope (the default" in mixed and "'w1'" in mixed
+    assert "--handover-from as docs/operations/upgrading.md says" in mixed
+    topic = owners([encode(g, "w1", {"group g": GROUP_ID}, None, "cluster")])
+    (back,) = group_conflicts(topic, g, "single")
+    assert "is run in topic scope" in back and "upgrading.md" not in back
     (other,) = group_conflicts(first, Pipeline("docs-b", "g"), "single")
     assert "consumer group 'g' belongs to another pipeline" in other
     assert "input topic 'docs-a'" in other and "input topic 'docs-b'" in other

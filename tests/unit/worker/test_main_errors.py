@@ -29,12 +29,22 @@ def test_a_bad_variable_is_refused_naming_it(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("NEARDUP_WORKER__MAX_BACTH", "10")
-    monkeypatch.setenv("NEARDUP_CLUSTER_ENABLED", "true")
+    monkeypatch.setenv("NEARDUP_WORKER_SCOPE", "partition")
     assert main([]) == 2
     err = capsys.readouterr().err
     assert "did you mean NEARDUP_WORKER__MAX_BATCH?" in err
-    assert "NEARDUP_CLUSTER_ENABLED: matches no setting" in err
-    assert "did you mean NEARDUP_CLUSTER__ENABLED?" in err
+    assert "NEARDUP_WORKER_SCOPE: matches no setting" in err
+    assert "did you mean NEARDUP_WORKER__SCOPE?" in err
+
+
+def test_the_0_2_per_partition_switch_is_refused_naming_the_scope(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("NEARDUP_CLUSTER__ENABLED", "false")
+    assert main([]) == 2
+    err = capsys.readouterr().err
+    assert "cluster.enabled = 'false' was removed in 0.3" in err
+    assert "--scope partition" in err and "docs/operations/upgrading.md" in err
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
@@ -87,7 +97,7 @@ def test_unusable_topics_end_start_up_in_one_line(
         raise TopicsUnusable("topic 'docs' does not exist and topic creation is off")
 
     monkeypatch.setattr(Worker, "run", unusable)
-    assert main(["--metrics-port", "0"]) == EXIT_CONFIG
+    assert main(["--scope", "partition", "--metrics-port", "0"]) == EXIT_CONFIG
     errors = [r for r in caplog.records if r.levelname == "ERROR"]
     assert [r.getMessage() for r in errors] == [
         "topic 'docs' does not exist and topic creation is off"

@@ -33,4 +33,4 @@ def test_the_message_names_the_partitions_and_how_to_compare_across_them() -> No
     message = within_partition_message("docs", {3, 1})
     assert "2 partitions of 'docs' ([1, 3])" in message
     assert "within each partition only" in message
-    assert "--cluster" in message and "NEARDUP_CLUSTER__ENABLED" in message
+    assert "drop --scope partition" in message and "NEARDUP_WORKER__SCOPE" in message

@@ -13,9 +13,7 @@ from neardup_stream.worker.settings import Settings
 
 def record(**dedup: object) -> SettingsRecord:
     return control.settings_record(
-        Settings.model_validate(
-            {"dedup": dedup, "cluster": {"enabled": True}, "worker": {"instance_id": "r0"}}
-        )
+        Settings.model_validate({"dedup": dedup, "worker": {"instance_id": "r0"}})
     )
 
 

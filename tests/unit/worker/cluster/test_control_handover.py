@@ -85,9 +85,7 @@ def _agree(
     monkeypatch.setattr(agreement, "read_values", lambda s: written)
     monkeypatch.setattr(agreement, "append", lambda s, r: written.append(control.encode(r)[1]))
     monkeypatch.setattr(handover_, "compute", lambda s: scattered)
-    settings = Settings.model_validate(
-        {"cluster": {"enabled": True, "handover_from": handover_from}}
-    )
+    settings = Settings.model_validate({"cluster": {"handover_from": handover_from}})
     return agreement.agree(settings)
 
 
@@ -96,7 +94,7 @@ def test_a_replica_whose_handover_is_not_the_clusters_is_refused(
 ) -> None:
     # the cluster's first replica started without --handover-from: a later one that names
     # a generation must not be ignored (the first publishes again what g1 decided)
-    first = control.settings_record(Settings.model_validate({"cluster": {"enabled": True}}))
+    first = control.settings_record(Settings.model_validate({}))
     found = _agree(monkeypatch, "g1", first)
     assert not found.verdict.ok
     assert found.verdict.differences == [control.Difference("cluster.handover_from", None, "g1")]

@@ -15,7 +15,7 @@ def settings(home_shards: int = 6) -> Settings:
     return Settings.model_validate(
         {
             "dedup": {"home_shards": home_shards, "max_age_seconds": 3600},
-            "cluster": {"enabled": True, "log_partitions": 3},
+            "cluster": {"log_partitions": 3},
         }
     )
 

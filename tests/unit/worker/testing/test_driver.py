@@ -25,8 +25,11 @@ OTHER = "an entirely different sentence about harbours, ships and container term
 AT = re.compile(rb'"at":"[^"]*"')
 
 
-def settings(**sections: dict[str, object]) -> Settings:
-    return Settings().with_overrides(dict(sections))  # type: ignore[arg-type]
+def settings(scope: str = "partition", **sections: dict[str, object]) -> Settings:
+    """Settings of one scope: partition unless told (most tests here read the per-partition
+    loop's state); `scope="topic"` is the product default."""
+    worker = {"scope": scope, **sections.pop("worker", {})}
+    return Settings().with_overrides({"worker": worker, **sections})  # type: ignore[arg-type]
 
 
 def doc(i: str, text: str = TEXT) -> bytes:
@@ -148,10 +151,10 @@ def test_an_unrecordable_input_is_dead_lettered_and_left_out_of_the_index() -> N
 
 
 def test_cluster_settings_decide_like_offline_sharded_dedup() -> None:
-    """`cluster.enabled`: the edge, shard and gather steps, i.e. `dedup --home-shards`. The
-    index bound applies per shard there, so on the demo sample the modes decide differently."""
+    """Topic scope: the edge, shard and gather steps, i.e. `dedup --home-shards`. The index
+    bound applies per shard there, so on the demo sample the scopes decide differently."""
     engine = {"home_shards": 6, "max_docs": 30}
-    s = settings(cluster={"enabled": True}, dedup=engine)
+    s = settings("topic", dedup=engine)
     lines = [line for line in SAMPLE.read_bytes().splitlines() if line.strip()]
     messages = [InputMessage(line, f"k{i}".encode()) for i, line in enumerate(lines)]
     out = Driver(s).send_many(messages)
