@@ -3,9 +3,10 @@
 The demo sample (460 news documents with near-duplicates, and the 2 malformed messages the
 demo produces: invalid JSON and a missing text) goes once through `neardup_stream.worker.testing.Driver` and
 once through `python -m neardup_stream.worker` on the real broker, with the same keys and record timestamps;
-once as the single worker, once as a scale-out replica (`--cluster`, 6 home shards). Both
-bound the index to 30 documents, which the sharded index applies per shard: the two modes
-then decide differently (checked), so each comparison shows the driver took its mode's path.
+once in partition scope (`--scope partition`: each partition its own index), once in topic
+scope (the default, here with 6 home shards). Both bound the index to 30 documents, which the
+sharded index applies per shard: the two scopes then decide differently (checked), so each
+comparison shows the driver took its scope's path.
 Every output topic is compared in order: key, value and headers. The one field that cannot be
 equal is a dead letter's `at` (the wall clock when the worker built it); it is checked to be
 an ISO time and blanked on both sides, everything else must be identical bytes.
@@ -72,10 +73,11 @@ def settings_for(topics: Topics, cluster: bool) -> Settings:
             "changelog": topics.changelog,
         },
         "dedup": {"max_docs": MAX_DOCS},
+        "worker": {"scope": "topic" if cluster else "partition"},
     }
     if cluster:  # the driver needs no internal topics; the same settings as the worker's
         env = cluster_env(topics)
-        overrides["cluster"] = {"enabled": True}
+        overrides["cluster"] = {}
         for name in (
             "fingerprints",
             "payloads",
@@ -124,7 +126,7 @@ def test_driver_matches_a_real_worker_byte_for_byte(
         topics,
         "g-" + topics.input,
         tmp_path / "w.log",
-        extra=["--scope", "topic"] if cluster else [],
+        scope="topic" if cluster else "partition",
         env={"NEARDUP_DEDUP__MAX_DOCS": str(MAX_DOCS), **(cluster_env(topics) if cluster else {})},
     )
     worker.start()
