@@ -96,10 +96,10 @@ class Overlapped(Generic[Polled, Carried]):
         return Verdict.RETRY  # a role's step raising fails the batch, as its commit would
 
     def aborted(self) -> None:
-        self._count()  # commits before the failure first: they must not reset its streak
+        """Commits before the failure are counted first: they must not end the failure
+        streak the runner then counts in the role's health (`RoleRunner._failed`)."""
+        self._count()
         self.metrics.role_failures.labels(self.role.name).inc()
-        if self.role.health is not None:
-            self.role.health.failed()
 
     def recover(self, carried: Carried | None, polled: Polled | None) -> None:
         self._count()  # what committed before a failed read (counted without `aborted`)

@@ -170,8 +170,7 @@ class RoleRunner(Generic[Polled, Carried]):
                 continue
             failure = self.publisher.publish(output.transaction, output.carried)
             if failure is not None:
-                self.publisher.reset()  # a new producer fences and settles the old one
-                self._failed(failure)
+                self._failed(failure, published=True)
                 continue
             policy.succeeded()
             self._unread.ended()
@@ -185,7 +184,7 @@ class RoleRunner(Generic[Polled, Carried]):
         the previous one, publish this one (its commit goes on while the next is polled)."""
         revoked = hooks.revoke_failure()
         if revoked is not None:  # the commit settled before a revoke failed
-            self._recover(hooks, revoked, None)
+            self._failed(revoked, published=True)
             return
         try:
             output = self.role.step(polled, limits)
@@ -197,22 +196,23 @@ class RoleRunner(Generic[Polled, Carried]):
             failure: PublishFailure[Carried] | PublishFailure[None] | None = settled
             if failure is None:
                 failure = PublishFailure(exc, None)
-            self._recover(hooks, failure, polled, backoff=verdict is Verdict.RETRY)
+            backoff = verdict is Verdict.RETRY
+            self._failed(failure, polled, backoff=backoff, published=settled is not None)
         else:
             previous = self.publisher.settle()  # the previous batch's commit
             if previous is not None:
-                self._recover(hooks, previous, polled)
+                self._failed(previous, polled, published=True)
             elif output is not None:
                 failed = self.publisher.publish(output.transaction, output.carried)
                 if failed is not None:
-                    self._recover(hooks, failed, None)
+                    self._failed(failed, published=True)
         hooks.between(lambda: self._settled(hooks))
 
     def _settled(self, hooks: InFlight[Polled, Carried]) -> bool:
         """Settle the commit in flight; recover if it failed. True: nothing is in flight."""
         failure = self.publisher.settle()
         if failure is not None:
-            self._recover(hooks, failure, None)
+            self._failed(failure, published=True)
             return False
         return True
 
@@ -224,34 +224,62 @@ class RoleRunner(Generic[Polled, Carried]):
         self._unread.ended()
         self.stall.progressed()
 
-    def _recover(
+    def _failed(
         self,
-        hooks: InFlight[Polled, Carried],
         failure: PublishFailure[Carried] | PublishFailure[None],
-        polled: Polled | None,
+        polled: Polled | None = None,
         backoff: bool = True,
+        published: bool = False,
+        dropped: bool = True,
     ) -> None:
-        """Drop what was not committed: count it, dead-letter what the broker refused,
-        halve a batch too large for a record of its own (`_bisected`) or back off, replace
-        the producer, and let the role rebuild what the failed batches
-        (and `polled`) touched and rewind."""
-        hooks.aborted()
-        if (
-            failure.denied is not None
-        ):  # an ACL: no replay can succeed (`neardup_stream.worker.authorization`)
+        """The one failure path of every role, synchronous or in flight: what was not
+        committed is dropped and replayed.
+
+        A denial (an ACL) fails the role at once: no replay can succeed
+        (`neardup_stream.worker.authorization`). Every failure is counted once: a dropped
+        batch of a role in flight by the role (`InFlight.aborted`, which counts the commits
+        settled before it first, so they do not end its streak), anything else in
+        `neardup_role_failures_total`. Then a fenced static membership rejoins, and then: an input the
+        broker refused for good is dead-lettered on the replay (no backoff, health
+        unchanged); a record refused for good that answers for the whole batch halves it
+        (`_bisected`, no backoff); anything else fails the role's health and backs off,
+        unless the role judged its failed step (bisected or dead-lettered: `backoff`
+        False). A producer whose transaction failed (`published`) is replaced, and the role
+        rebuilds what ran ahead of the commit and rewinds (in flight: what the failed
+        batches and `polled` touched). `dropped` False: nothing of the role's was aborted
+        (a read failed), so its own abort count stays."""
+        role, hooks = self.role, self.in_flight
+        if hooks is not None and dropped:
+            hooks.aborted()  # in its own metric (the partition-scope worker's aborts)
+        else:
+            self.metrics.role_failures.labels(role.name).inc()
+        if failure.denied is not None:
             raise failure.denied
         self.membership.fenced(failure.error)
-        rejected = failure.rejected
-        if rejected is not None and self.role.rejections is not None:
-            self.role.rejections.unpublishable(rejected.source, rejected.why)
-        if backoff and rejected is None and not self._bisected(failure):
-            delay = self.policy.failed()
-            _log_failure(f"{self.role.name}: a batch failed", "retrying", delay, failure.error)
+        rejected, delay = failure.rejected, 0.0
+        if rejected is not None and role.rejections is not None:
+            # the replay dead-letters it (smaller each time): no backoff
+            role.rejections.unpublishable(rejected.source, rejected.why)
+        else:
+            if role.health is not None:
+                role.health.failed()
+            if backoff and not self._bisected(failure):
+                delay = self.policy.failed()
+                what = "" if failure.blamed is None else f" (refused: {failure.blamed.why})"
+                _log_failure(
+                    f"{role.name}: a batch failed{what}",
+                    "rebuilding and replaying from the committed offsets",
+                    delay,
+                    failure.error,
+                )
+        if delay:
             shutdown.pause(self._stop, delay)
-        retry.until_done(
-            self._stop, self.role.role.worker.retry_backoff_max_s, self.publisher.reset
-        )
-        self._rebuild(lambda: hooks.recover(failure.carried, polled))
+        if published:  # a new producer fences and settles the old one
+            retry.until_done(self._stop, role.role.worker.retry_backoff_max_s, self.publisher.reset)
+        if hooks is None:
+            self._rebuild(role.rebuild)
+        else:
+            self._rebuild(lambda: hooks.recover(failure.carried, polled))
 
     def _bisected(self, failure: PublishFailure[Carried] | PublishFailure[None]) -> bool:
         """A refusal for good of a message that answers for no single input (a changelog or
@@ -292,54 +320,19 @@ class RoleRunner(Generic[Polled, Carried]):
 
     def _read_failed(self, error: KafkaError) -> None:
         """A retriable Kafka error after the group poll: records it read may be gone with
-        it, and the consumers' positions are past them. Settle the commit in flight, then
-        rebuild and rewind to the committed offsets, as after a failed transaction (a settle
-        that fails, or failed before a revoke, recovers the same way). After `GIVE_UP_S` of
-        such failures with no commit between them the role fails."""
+        it, and the consumers' positions are past them. A commit in flight is settled first
+        (one that fails, or failed before a revoke, is the failure to recover); either way
+        the role rebuilds and rewinds to the committed offsets, as after a failed
+        transaction. After `GIVE_UP_S` of such failures with no commit between them the
+        role fails."""
         self._unread.failed(error, GIVE_UP_S)
-        if self.in_flight is None:
-            self._failed(PublishFailure(error, None))
-            return
-        settled = self.in_flight.revoke_failure() or self.publisher.settle()
+        hooks, settled = self.in_flight, None
+        if hooks is not None:
+            settled = hooks.revoke_failure() or self.publisher.settle()
         if settled is not None:  # the batch in flight failed: its recovery rewinds too
-            self._recover(self.in_flight, settled, None)
-            return
-        self.metrics.role_failures.labels(self.role.name).inc()
-        delay = self.policy.failed()
-        log.error("%s: reading failed; rewinding in %.1f s", self.role.name, delay, exc_info=error)
-        shutdown.pause(self._stop, delay)
-        in_flight = self.in_flight
-        self._rebuild(lambda: in_flight.recover(None, None))
-
-    def _failed(
-        self, failure: PublishFailure[Carried] | PublishFailure[None], backoff: bool = True
-    ) -> None:
-        """Blame, halve (`_bisected`), or count a failure and back off (unless the role
-        judged its failed step: bisected or dead-lettered, `Judging`); then the role rebuilds
-        and rewinds."""
-        role = self.role
-        self.metrics.role_failures.labels(role.name).inc()
-        self.membership.fenced(failure.error)
-        rejected = failure.rejected
-        delay = 0.0
-        if rejected is not None and role.rejections is not None:
-            # the replay dead-letters it (smaller each time): no backoff
-            role.rejections.unpublishable(rejected.source, rejected.why)
+            self._failed(settled, published=True)
         else:
-            if role.health is not None:
-                role.health.failed()
-            if backoff and not self._bisected(failure):
-                delay = self.policy.failed()
-                what = "" if failure.blamed is None else f" (refused: {failure.blamed.why})"
-                _log_failure(
-                    f"{role.name} transaction failed{what}",
-                    "rebuilding and replaying from the committed offsets",
-                    delay,
-                    failure.error,
-                )
-        self._rebuild(role.rebuild)
-        if delay:
-            shutdown.pause(self._stop, delay)
+            self._failed(PublishFailure(error, None), dropped=False)
 
     def _rebuild(self, rebuild: Callable[[], None]) -> None:
         """Run a role's rebuild (drop state, rewind, restore what it holds) until it ends: a

@@ -100,15 +100,6 @@ def test_a_failed_batch_counts_what_committed_before_it_then_rebuilds() -> None:
     assert [c for c, _, _ in role.counted] == [3] and role.rebuilds == 1
 
 
-def test_a_commit_counted_late_does_not_reset_the_failures_after_it() -> None:
-    overlapped, role, _ = _overlapped()
-    overlapped.counted(3, 1.0)  # committed, then every later batch failed
-    for _ in range(MAX_FAILURES):
-        overlapped.aborted()
-        overlapped.recover(None, None)
-    assert not role.health.healthy()
-
-
 def test_a_step_that_raises_is_retried_like_a_failed_commit() -> None:
     overlapped, _, _ = _overlapped()
     assert overlapped.step_failed([], ValueError("unreadable")) is Verdict.RETRY
