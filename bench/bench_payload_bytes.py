@@ -32,8 +32,8 @@ from neardup_stream.mapping import InputMapping
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.voter import ShardVoter
 from neardup_stream.sharded.votes import pack_record
-from neardup_stream.worker.cluster.envelope import Envelope
 from neardup_stream.worker.cluster.ingest import LogTopics, ingest
+from neardup_stream.worker.cluster.log_record import Envelope
 from neardup_stream.worker.cluster.payloads import PayloadRecord
 from neardup_stream.worker.decide import DecideRules, InputRecord, Source
 

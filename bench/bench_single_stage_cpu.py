@@ -37,7 +37,7 @@ from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.gather import Gatherer
 from neardup_stream.sharded.replica import ReplicaVoter
 from neardup_stream.worker import codec
-from neardup_stream.worker.cluster.envelope import Envelope
+from neardup_stream.worker.cluster.log_record import Envelope
 
 LIMIT = 4 << 20  # changelog record limit (the default 8 MB message limit halved)
 Step = Callable[[Sequence[Parsed], int], None]

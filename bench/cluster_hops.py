@@ -7,7 +7,7 @@ their path can be read back from the topics (read_committed: only what committed
 
 * ``output``: input record -> its output record (unique or duplicate topic), for any run;
 * for a cluster, any number of edges and log partitions (each fingerprint-log record
-  names the inputs it holds, `envelope.sources_of`, and votes record keys name the log
+  names the inputs it holds, `log_record.sources_of`, and votes record keys name the log
   offset they vote on, in the votes partition of the same number):
   ``edge``: input -> the log record holding it (poll, fingerprint, and a commit in flight);
   ``shard``: log record -> the last shard's votes on it (the edge's commit, the marker
@@ -26,7 +26,7 @@ from collections.abc import Iterable
 
 from bench.kafka_broker import read_committed
 from bench.kafka_latency import percentile
-from neardup_stream.worker.cluster.envelope import is_decided, sources_of
+from neardup_stream.worker.cluster.log_record import is_decided, sources_of
 
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99, "max": 1.0}
 

@@ -40,7 +40,7 @@ from neardup_stream.engine.outcomes import DecisionColumns, Outcome
 from neardup_stream.engine.vote import Vote, vote
 from neardup_stream.event_time import event_times
 from neardup_stream.fingerprint.fingerprinter import Fingerprinter
-from neardup_stream.index.columns import Limits, Rules
+from neardup_stream.index.columns import Bounds, Rules
 from neardup_stream.index.doc_store import DocStore
 from neardup_stream.index.registry import IdRegistry
 from neardup_stream.index.shards import ShardedIndex
@@ -63,7 +63,7 @@ class Deduplicator:
         self.registry = IdRegistry()
         self.features = FeatureSets(cfg)
         self.sentences = SentenceIndex()
-        self._limits = Limits(cfg.bucket_cap, cfg.max_docs or 0, float(cfg.max_age_seconds or 0))
+        self._limits = Bounds(cfg.bucket_cap, cfg.max_docs or 0, float(cfg.max_age_seconds or 0))
         fp = self.fingerprinter
         self._rules = Rules(
             threshold=cfg.threshold,

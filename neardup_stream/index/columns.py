@@ -100,7 +100,7 @@ class StoreColumns(NamedTuple):
     superseded: np.ndarray  # bool[cap]: a later version of its id is stored: never a match
 
 
-class Limits(NamedTuple):
+class Bounds(NamedTuple):
     """Bounds on buckets and the window; 0 means no limit for the last two."""
 
     bucket_cap: int

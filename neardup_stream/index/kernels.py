@@ -3,7 +3,7 @@
 Refs are 32-bit sequence numbers; a ref is live while (ref - base) mod 2**32 < count, so
 entries of evicted documents are recognised without flags (see `doc_store`). Arguments are
 the NamedTuples of `columns`: `TableArrays` (R rows of chained multimaps, key k in row
-k % R), `BatchColumns`, `StoreColumns`, `Decisions`, `Limits`, `Rules`, and the store's
+k % R), `BatchColumns`, `StoreColumns`, `Decisions`, `Bounds`, `Rules`, and the store's
 `window` (a one-record array of `columns.WINDOW`, read and updated in place as
 `window[0].count` and so on). A batch kernel returns early (with the index of the next
 document) when a table row needs to grow, which the Python side does before calling again.

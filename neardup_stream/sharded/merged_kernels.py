@@ -21,7 +21,7 @@ from numba.typed import List
 
 from neardup_stream.fingerprint.kernels import popcount64
 from neardup_stream.index import kernels as _k
-from neardup_stream.index.columns import EXACT, MINHASH, SIMHASH, UNIQUE, Limits, Rules
+from neardup_stream.index.columns import EXACT, MINHASH, SIMHASH, UNIQUE, Bounds, Rules
 from neardup_stream.index.similarity import no_sketches, similarity, sketches_for
 from neardup_stream.native import njit
 from neardup_stream.native.kernel import jit_all
@@ -35,7 +35,7 @@ class RunArgs(NamedTuple):
     voting: np.ndarray  # bool[k]: the local slots that vote on this batch
     shards: np.ndarray  # int64[k]: the shard held in each slot
     bits: int  # refs keep their low `bits` bits; the shard is above them
-    limits: Limits
+    limits: Bounds
     rules: Rules
 
 

@@ -29,7 +29,7 @@ from neardup_stream.records import FingerprintRecord
 from neardup_stream.worker import changelog, snapshots, topic_ids
 from neardup_stream.worker.changelog import Pipeline
 from neardup_stream.worker.metrics import Metrics
-from neardup_stream.worker.runtime.replay import WORKER_POLICY, Applied, Refusal, Refused, replay
+from neardup_stream.worker.runtime.replay import WORKER_POLICY, Applied, Refused, Skipped, replay
 from neardup_stream.worker.runtime.restore import Restored
 
 log = logging.getLogger(__name__)
@@ -65,17 +65,17 @@ class IndexReplay:
         elif packed.pipeline != self.pipeline:
             self.foreign = packed.pipeline
             detail = f"a record of {packed.pipeline.describe()}"
-            return Applied(0, (Refusal("other_pipeline", detail, len(packed.records)),))
-        refused: list[Refusal] = []
+            return Applied(0, (Skipped("other_pipeline", detail, len(packed.records)),))
+        refused: list[Skipped] = []
         records: list[FingerprintRecord] = []
         for raw in packed.records:
             try:
                 record = FingerprintRecord.decode(raw)
             except Exception as exc:  # any malformed bytes: struct, unicode, numpy
-                refused.append(Refusal("corrupt", f"{type(exc).__name__}: {exc}"))
+                refused.append(Skipped("corrupt", f"{type(exc).__name__}: {exc}"))
                 continue
             if record.config_id != self.config.fingerprint_id:
-                refused.append(Refusal("other_config", "other fingerprint settings"))
+                refused.append(Skipped("other_config", "other fingerprint settings"))
                 continue
             records.append(record)
         try:
@@ -88,7 +88,7 @@ class IndexReplay:
                     self.dedup.apply_records([record])
                     applied += 1
                 except Exception as exc:
-                    refused.append(Refusal("corrupt", f"{type(exc).__name__}: {exc}"))
+                    refused.append(Skipped("corrupt", f"{type(exc).__name__}: {exc}"))
             return Applied(applied, tuple(refused))
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 
-from neardup_stream.worker.cluster.layout import RETENTION_MS, describe
+from neardup_stream.worker.cluster.internal_topics import RETENTION_MS, describe
 from tests.integration.harness import Topics, WorkerProcess, decisions
 from tests.integration.test_cluster_settings import assert_refused
 from tests.integration.test_scale_out import SHARDS, offline, produce_to

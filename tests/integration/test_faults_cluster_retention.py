@@ -20,7 +20,7 @@ from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType
 
 from neardup_stream.config import DedupConfig
-from neardup_stream.worker.cluster.envelope import Envelope, is_decided
+from neardup_stream.worker.cluster.log_record import Envelope, is_decided
 from tests.integration.cluster_faults import Cluster
 from tests.integration.faults import (
     assert_exactly_once,

@@ -12,7 +12,7 @@ import pytest
 from kafka import KafkaAdminClient
 from kafka.admin import NewTopic
 
-from neardup_stream.worker.cluster.envelope import is_decided, sources_of
+from neardup_stream.worker.cluster.log_record import is_decided, sources_of
 from tests.integration.harness import Topics, WorkerProcess, decisions, read_all
 from tests.integration.test_scale_out import offline, produce_to, replicas, wait_assigned
 from tests.integration.test_worker import stream

@@ -75,10 +75,13 @@ def test_commands_that_decide_nothing_do_not_load_numba(code: str, tmp_path: Pat
 
 
 def test_an_unsharded_dedup_loads_one_engine_not_the_sharded_one(tmp_path: Path) -> None:
+    """One home shard (`--home-shards 1`; the default is the stream's 24, to decide as the
+    worker does)."""
     docs = tmp_path / "docs.jsonl"
     docs.write_text('{"id": "a", "text": "one text"}\n{"id": "b", "text": "one text!"}\n')
     out = tmp_path / "out.jsonl"
-    modules = _modules_after(_cli("dedup", "--input", str(docs), "--output", str(out)), tmp_path)
+    args = ("dedup", "--home-shards", "1", "--input", str(docs), "--output", str(out))
+    modules = _modules_after(_cli(*args), tmp_path)
     assert [json.loads(line)["decision"] for line in out.read_text().splitlines()] == [
         "unique",
         "duplicate",

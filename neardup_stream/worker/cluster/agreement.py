@@ -20,7 +20,7 @@ from kafka.errors import KafkaTimeoutError
 from neardup_stream.worker import clients, topics
 from neardup_stream.worker.cluster import control
 from neardup_stream.worker.cluster import handover as handover_
-from neardup_stream.worker.cluster.control import SettingsRecord, Verdict
+from neardup_stream.worker.cluster.control import Comparison, SettingsRecord
 from neardup_stream.worker.cluster.handover import Handover
 from neardup_stream.worker.settings import Settings
 
@@ -33,7 +33,7 @@ class Agreement(NamedTuple):
 
     cluster: SettingsRecord
     mine: SettingsRecord
-    verdict: Verdict
+    comparison: Comparison
 
     @property
     def handover(self) -> Handover:
@@ -43,7 +43,7 @@ class Agreement(NamedTuple):
         return Handover.from_json(self.cluster.handover)
 
     def explain(self, control_topic: str) -> str:
-        return control.explain(self.verdict, self.cluster, self.mine, control_topic)
+        return control.explain(self.comparison, self.cluster, self.mine, control_topic)
 
 
 def ensure_control_topic(settings: Settings) -> None:
@@ -119,7 +119,7 @@ def agree(settings: Settings) -> Agreement:
             raise RuntimeError(f"control topic {settings.cluster.control!r} lost our record")
         if cluster.instance == mine.instance:
             log.info("wrote the cluster's settings to %s", settings.cluster.control)
-    found = control.verdict(cluster, mine)
+    found = control.compare(cluster, mine)
     wanted = settings.cluster.handover_from
     if wanted is not None:  # a replica's own handover must be the cluster's, not ignored
         taken = None if not cluster.handover else cluster.handover.get("old_group")

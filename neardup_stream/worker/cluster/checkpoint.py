@@ -15,7 +15,7 @@ from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 from kafka.errors import KafkaError
 
-from neardup_stream.worker.cluster.envelope import is_decided
+from neardup_stream.worker.cluster.log_record import is_decided
 from neardup_stream.worker.cluster.payloads import PayloadCheckpoint
 from neardup_stream.worker.partitions import COMMITTED_TIMEOUT_MS
 

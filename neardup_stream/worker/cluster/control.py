@@ -1,10 +1,10 @@
-"""The cluster's settings record: what replicas must agree on, its format, and the verdict.
+"""The cluster's settings record: what replicas must agree on, its format, and the comparison.
 
 Every replica of one scale-out cluster must decide with the same settings, or the shard and
 gather roles skip each other's records and documents go undecided. The cluster's settings
 live in a compacted control topic (`cluster.control`, by default `<group>.control`); the
 first settings record in log order is the cluster's (`winner`). A replica compares its own
-`SettingsRecord` with it (`verdict`) and starts its roles only when they are equal.
+`SettingsRecord` with it (`compare`) and starts its roles only when they are equal.
 
 This module is pure (no Kafka): what goes into a record (`settings_record`), its versioned
 JSON encoding and its compaction key, the winner choice, and the diff with its messages.
@@ -53,7 +53,7 @@ class Difference(NamedTuple):
     replica: Any
 
 
-class Verdict(NamedTuple):
+class Comparison(NamedTuple):
     """The outcome of comparing this replica with its cluster's record; `ok` when equal."""
 
     other_pipeline: bool
@@ -130,10 +130,10 @@ def winner(values: Iterable[bytes | None]) -> SettingsRecord | None:
     return None
 
 
-def verdict(cluster: SettingsRecord, mine: SettingsRecord) -> Verdict:
+def compare(cluster: SettingsRecord, mine: SettingsRecord) -> Comparison:
     """How `mine` differs from the cluster's record."""
     other = cluster.identity != mine.identity
-    return Verdict(other, differences(cluster.settings, mine.settings), cluster.instance)
+    return Comparison(other, differences(cluster.settings, mine.settings), cluster.instance)
 
 
 def differences(first: dict[str, Any], mine: dict[str, Any]) -> list[Difference]:
@@ -147,7 +147,7 @@ def differences(first: dict[str, Any], mine: dict[str, Any]) -> list[Difference]
     ]
 
 
-def explain(v: Verdict, cluster: SettingsRecord, mine: SettingsRecord, control: str) -> str:
+def explain(v: Comparison, cluster: SettingsRecord, mine: SettingsRecord, control: str) -> str:
     """The one error a refused replica logs: every differing setting, and what to do."""
     if v.other_pipeline:
         return (

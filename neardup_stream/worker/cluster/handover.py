@@ -27,7 +27,7 @@ from kafka import KafkaAdminClient, TopicPartition
 
 from neardup_stream.worker import clients
 from neardup_stream.worker.cluster import checkpoint, control
-from neardup_stream.worker.cluster.envelope import sources_of
+from neardup_stream.worker.cluster.log_record import sources_of
 from neardup_stream.worker.records import Source
 from neardup_stream.worker.settings import Settings
 

@@ -24,7 +24,7 @@ from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.fingerprints import FingerprintBatch
 from neardup_stream.sharded.home import domain_partition
 from neardup_stream.worker.admission import MAX_DLQ_KEY_BYTES, DecideRules, admit, record_times
-from neardup_stream.worker.cluster.envelope import POSITION_BITS, decided_record, packed
+from neardup_stream.worker.cluster.log_record import POSITION_BITS, decided_record, packed
 from neardup_stream.worker.cluster.payloads import Passage, PayloadRecord
 from neardup_stream.worker.codec import OutMessage
 from neardup_stream.worker.records import BatchOutput, InputRecord, Rejection, Source
@@ -77,7 +77,7 @@ def ingest(
 ) -> Ingested:
     """Parse, dead-letter or fingerprint every record (see the module docstring). For a
     `single_stage` transaction, which votes and decides them itself, no payload records and
-    decided log records (`envelope.decided_record`): no role would read more. Those hold all
+    decided log records (`log_record.decided_record`): no role would read more. Those hold all
     of a log partition's documents of the batch (up to `MAX_DOCUMENTS`): no record carries
     their values, and the shard changelog splits what it would not fit
     (`ShardChange.pack_parts`), so the per-record work is done once a batch."""

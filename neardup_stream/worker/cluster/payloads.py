@@ -22,7 +22,7 @@ import struct
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from neardup_stream.worker.cluster.envelope import JoinKey
+from neardup_stream.worker.cluster.log_record import JoinKey
 from neardup_stream.worker.records import Source
 
 MAGIC = b"NP"

@@ -23,9 +23,9 @@ from neardup_stream.warmup import warm_replica
 from neardup_stream.worker import claims, clients, retry, security_errors, topics
 from neardup_stream.worker.cluster import agreement as agreement_
 from neardup_stream.worker.cluster import control
-from neardup_stream.worker.cluster import layout as layout_
+from neardup_stream.worker.cluster import internal_topics as layout_
 from neardup_stream.worker.cluster.edge import EdgeRole
-from neardup_stream.worker.cluster.gather import GatherRole
+from neardup_stream.worker.cluster.gather.role import GatherRole
 from neardup_stream.worker.cluster.handover import Handover, HandoverRefused
 from neardup_stream.worker.cluster.shard import ShardRole
 from neardup_stream.worker.cluster.single_stage import SingleStage
@@ -42,7 +42,7 @@ from neardup_stream.worker.settings import Settings
 log = logging.getLogger(__name__)
 
 
-class Refusal(NamedTuple):
+class StartRefused(NamedTuple):
     """Why this replica does not start its roles: one line per problem."""
 
     problems: list[str]
@@ -55,7 +55,7 @@ class Prepared(NamedTuple):
     handover: Handover
 
 
-def _prepare(settings: Settings) -> Prepared | Refusal:
+def _prepare(settings: Settings) -> Prepared | StartRefused:
     """The pipeline's topics, the cluster's settings, then the internal topics: created,
     claimed for this pipeline (`claims`) and checked against the settings.
 
@@ -66,17 +66,17 @@ def _prepare(settings: Settings) -> Prepared | Refusal:
     try:
         agreement = agreement_.agree(settings)
     except HandoverRefused as exc:
-        return Refusal([str(exc)])
+        return StartRefused([str(exc)])
     except control.Undecodable as exc:
-        return Refusal(
+        return StartRefused(
             [
                 f"control topic {settings.cluster.control!r}: its first record is not a "
                 f"settings record this version reads ({exc}); run the version that wrote it, "
                 f"or start a new generation ({control.SETTINGS_CHANGE_DOC})"
             ]
         )
-    if not agreement.verdict.ok:
-        return Refusal([agreement.explain(settings.cluster.control)])
+    if not agreement.comparison.ok:
+        return StartRefused([agreement.explain(settings.cluster.control)])
     names = claims.internal_names(settings)
     taken = claims.taken(settings, names)  # another pipeline's: refused before creating any
     if not taken:
@@ -84,7 +84,7 @@ def _prepare(settings: Settings) -> Prepared | Refusal:
         successor = bool(agreement.handover.old_group)  # a new generation: the old one's outputs
         taken = claims.claim(settings, names, successor=successor)  # one starting at once may win
     if taken:
-        return Refusal(claims.hinted(taken, claims.CLUSTER_HINT))
+        return StartRefused(claims.hinted(taken, claims.CLUSTER_HINT))
     problems = layout_.check_internal_topics(settings)  # ours: a retention may be raised
     if problems:
         hint = (
@@ -92,7 +92,7 @@ def _prepare(settings: Settings) -> Prepared | Refusal:
             "with the settings the topics were made for, or start a new generation "
             f"({control.SETTINGS_CHANGE_DOC})"
         )
-        return Refusal([*problems, hint])
+        return StartRefused([*problems, hint])
     restore_positions(settings)  # before any role joins: offsets that expired come back
     return Prepared(layout, agreement.handover)
 
@@ -156,7 +156,7 @@ class Replica:
         prepared = retry.until_stopped(self._stop, delay, prepare, s.kafka.give_up_after_s)
         if prepared is None:
             return
-        if isinstance(prepared, Refusal):
+        if isinstance(prepared, StartRefused):
             self._refuse(prepared)
             return
         warning = unbounded_domains(s)
@@ -203,7 +203,7 @@ class Replica:
         if self._failed:
             raise RuntimeError(f"scale-out role(s) failed: {', '.join(self._failed)}")
 
-    def _refuse(self, refusal: Refusal) -> None:
+    def _refuse(self, refusal: StartRefused) -> None:
         """Log the refusal once, export it, stay unready until stopped (a rollout halts)."""
         log.error(
             "settings mismatch, this replica does not start its roles: %s",

@@ -33,7 +33,7 @@ from neardup_stream.sharded.voter import ShardVoter
 from neardup_stream.sharded.votes import pack_records
 from neardup_stream.worker import clients
 from neardup_stream.worker.cluster import checkpoint
-from neardup_stream.worker.cluster.envelope import Envelope
+from neardup_stream.worker.cluster.log_record import Envelope
 from neardup_stream.worker.cluster.shard_state import RestoredShard, ShardState, ShardVotes
 from neardup_stream.worker.cluster.single_stage import SingleStage, moved, read_to_end, settled
 from neardup_stream.worker.codec import OutMessage

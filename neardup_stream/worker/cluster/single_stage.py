@@ -9,7 +9,7 @@ role's `Gatherer`s, and commits outputs, dead letters,
 shard and gather changelog records and the offsets of all three groups (input offsets; each
 shard's checkpoint; each log partition's votes commit with its next log offset) in one
 transaction. No payload and no votes records, and the log records are decided ones (their
-documents' input coordinates, no fingerprints: `envelope.decided_record`): nothing would read
+documents' input coordinates, no fingerprints: `log_record.decided_record`): nothing would read
 more, since every checkpoint moves past them in the same transaction. The fingerprints are
 voted on from memory (`LogAppend.fingerprints`). Outcomes and state are what the three roles
 would have committed, so restores and a later hand-over to the roles' ordinary path change
@@ -51,8 +51,8 @@ from typing import Any
 
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
 
-from neardup_stream.worker.cluster.envelope import Envelope
 from neardup_stream.worker.cluster.ingest import Ingested
+from neardup_stream.worker.cluster.log_record import Envelope
 from neardup_stream.worker.cluster.outcomes import Outcomes
 from neardup_stream.worker.codec import OutMessage
 from neardup_stream.worker.metrics import Metrics

@@ -6,7 +6,7 @@ it stops at the last stable offset seen at the start (the records the previous o
 committed: read_committed waits until no open transaction holds them). A stop request raises
 `Interrupted`: a partial state is never returned, so it is never decided against.
 
-A record the caller's `apply` cannot use is a `Refusal` (`apply` returns it, or raises
+A record the caller's `apply` cannot use is a `Skipped` (`apply` returns it, or raises
 `ValueError`, read as `corrupt`). What happens then is one `ReplayPolicy`, per reason:
 `SKIP` counts it (`neardup_restore_skipped_records_total{reason}`, the first few logged) and
 goes on; `STOP` ends that partition's replay there (`Replayed.stopped`: its state would have a
@@ -34,7 +34,7 @@ PROGRESS_EVERY_S = 5.0
 LOGGED_SKIPS = 10
 
 
-class Refusal(NamedTuple):
+class Skipped(NamedTuple):
     """Records of one changelog message that `apply` did not apply, and why."""
 
     reason: str  # the metric label: corrupt, other_config, other_pipeline
@@ -46,7 +46,7 @@ class Applied(NamedTuple):
     """What `apply` did with one changelog message."""
 
     applied: int
-    refused: tuple[Refusal, ...] = ()
+    refused: tuple[Skipped, ...] = ()
 
 
 class Unreadable(NamedTuple):
@@ -55,7 +55,7 @@ class Unreadable(NamedTuple):
     topic: str
     partition: int
     offset: int
-    refusal: Refusal
+    refusal: Skipped
 
     @property
     def reason(self) -> str:
@@ -175,7 +175,7 @@ def replay(
                 try:
                     done = apply(tp.partition, msg.value)
                 except ValueError as exc:
-                    done = Applied(0, (Refusal("corrupt", f"{type(exc).__name__}: {exc}"),))
+                    done = Applied(0, (Skipped("corrupt", f"{type(exc).__name__}: {exc}"),))
                 applied += done.applied
                 for refusal in done.refused:
                     at = Unreadable(tp.topic, tp.partition, msg.offset, refusal)

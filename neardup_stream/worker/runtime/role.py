@@ -66,7 +66,7 @@ class Role(Protocol[Polled, Carried]):
     max_bytes: int
 
     @property
-    def health(self) -> RoleHealth | None: ...  # None: no health of its own (single worker)
+    def health(self) -> RoleHealth | None: ...  # None: none of its own (partition scope)
 
     @property
     def rejections(self) -> Rejections | None: ...  # refused inputs; None: it has no inputs

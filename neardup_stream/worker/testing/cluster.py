@@ -24,8 +24,8 @@ from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.gather import Gatherer
 from neardup_stream.sharded.voter import ShardVoter
 from neardup_stream.worker import codec
-from neardup_stream.worker.cluster.envelope import Envelope
 from neardup_stream.worker.cluster.ingest import LogTopics, ingest
+from neardup_stream.worker.cluster.log_record import Envelope
 from neardup_stream.worker.cluster.payloads import PayloadRecord
 from neardup_stream.worker.decide import DecideRules, InputRecord, Source
 from neardup_stream.worker.settings import Settings

@@ -11,8 +11,8 @@ from neardup_stream.fingerprint.compact_set import compact_limit
 from neardup_stream.mapping import InputMapping
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.home import domain_partition
-from neardup_stream.worker.cluster.envelope import Envelope, is_decided, packed, sources_of
 from neardup_stream.worker.cluster.ingest import LogTopics, ingest
+from neardup_stream.worker.cluster.log_record import Envelope, is_decided, packed, sources_of
 from neardup_stream.worker.cluster.payloads import PayloadRecord
 from neardup_stream.worker.decide import DecideRules, InputRecord, Source
 from neardup_stream.worker.records import Rejection

@@ -43,7 +43,7 @@ def test_encode_decode_round_trips_and_equal_settings_compare_equal() -> None:
     key, value = control.encode(mine)
     back = control.decode(value)
     assert back == mine
-    assert control.verdict(back, mine).ok
+    assert control.compare(back, mine).ok
     assert json.loads(value)["format"] == control.RECORD_FORMAT
     assert key.startswith(b"settings:v1:")
 
@@ -78,7 +78,7 @@ def test_an_unreadable_first_record_is_refused_not_skipped() -> None:
 
 def test_a_different_threshold_is_named_with_both_values() -> None:
     cluster, mine = record(threshold=0.8), record(threshold=0.7)
-    v = control.verdict(cluster, mine)
+    v = control.compare(cluster, mine)
     assert not v.ok and not v.other_pipeline
     assert Difference("dedup.threshold", 0.8, 0.7) in v.differences
     text = control.explain(v, cluster, mine, "neardup.control")
@@ -90,14 +90,14 @@ def test_a_setting_only_one_side_knows_is_a_difference() -> None:
     cluster, mine = record(), record()
     older = cluster._replace(settings={k: v for k, v in cluster.settings.items() if k != "x"})
     newer = mine._replace(settings={**mine.settings, "dedup.new_knob": 3})
-    v = control.verdict(older, newer)
+    v = control.compare(older, newer)
     assert v.differences == [Difference("dedup.new_knob", "(absent)", 3)]
 
 
 def test_another_pipeline_on_the_same_internal_topics_is_told_to_use_its_own() -> None:
     cluster = record()
     mine = cluster._replace(identity={**cluster.identity, "topics.input": "other-input"})
-    v = control.verdict(cluster, mine)
+    v = control.compare(cluster, mine)
     assert v.other_pipeline and not v.ok
     text = control.explain(v, cluster, mine, "neardup.control")
     assert "another pipeline" in text and "'other-input'" in text and "--group-id" in text
@@ -111,6 +111,6 @@ def test_a_replica_of_a_build_that_capped_each_shard_at_bucket_cap_is_refused() 
     older = mine._replace(
         settings={k: v for k, v in mine.settings.items() if k != "dedup.shard_bucket_cap"}
     )
-    v = control.verdict(older, mine)
+    v = control.compare(older, mine)
     assert not v.ok
     assert v.differences == [Difference("dedup.shard_bucket_cap", "(absent)", 3)]

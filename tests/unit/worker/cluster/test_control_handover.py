@@ -10,7 +10,6 @@ from neardup_stream.config import DedupConfig
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.worker.cluster import agreement, control
 from neardup_stream.worker.cluster import handover as handover_
-from neardup_stream.worker.cluster.envelope import Envelope, sources_of
 from neardup_stream.worker.cluster.handover import (
     Handover,
     HandoverRefused,
@@ -18,6 +17,7 @@ from neardup_stream.worker.cluster.handover import (
     pending_sources,
     runs,
 )
+from neardup_stream.worker.cluster.log_record import Envelope, sources_of
 from neardup_stream.worker.decide import Source
 from neardup_stream.worker.settings import Settings
 
@@ -96,13 +96,13 @@ def test_a_replica_whose_handover_is_not_the_clusters_is_refused(
     # a generation must not be ignored (the first publishes again what g1 decided)
     first = control.settings_record(Settings.model_validate({}))
     found = _agree(monkeypatch, "g1", first)
-    assert not found.verdict.ok
-    assert found.verdict.differences == [control.Difference("cluster.handover_from", None, "g1")]
+    assert not found.comparison.ok
+    assert found.comparison.differences == [control.Difference("cluster.handover_from", None, "g1")]
     assert 'cluster.handover_from: cluster null, this replica "g1"' in found.explain("c")
     handed = first._replace(handover=Handover("g1", {}).to_json())
-    assert _agree(monkeypatch, "g1", handed).verdict.ok  # the same generation: agreed
-    assert not _agree(monkeypatch, "g0", handed).verdict.ok  # another one: refused
-    assert _agree(monkeypatch, None, handed).verdict.ok  # later replicas need not name it
+    assert _agree(monkeypatch, "g1", handed).comparison.ok  # the same generation: agreed
+    assert not _agree(monkeypatch, "g0", handed).comparison.ok  # another one: refused
+    assert _agree(monkeypatch, None, handed).comparison.ok  # later replicas need not name it
 
 
 def test_a_handover_too_large_for_one_record_is_refused_in_one_line(

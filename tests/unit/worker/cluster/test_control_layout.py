@@ -1,8 +1,8 @@
-"""Internal topics checked against the settings (`neardup_stream.worker.cluster.layout`)."""
+"""Internal topics checked against the settings (`neardup_stream.worker.cluster.internal_topics`)."""
 
 from __future__ import annotations
 
-from neardup_stream.worker.cluster.layout import (
+from neardup_stream.worker.cluster.internal_topics import (
     TopicState,
     internal_specs,
     mismatches,

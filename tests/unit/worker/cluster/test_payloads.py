@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from neardup_stream.worker.cluster.envelope import JoinKey
+from neardup_stream.worker.cluster.log_record import JoinKey
 from neardup_stream.worker.cluster.payloads import (
     Passage,
     PayloadCheckpoint,

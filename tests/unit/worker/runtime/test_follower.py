@@ -18,7 +18,7 @@ from neardup_stream.worker.metrics import build_metrics
 from neardup_stream.worker.partitions import Assignment
 from neardup_stream.worker.runtime import follower as follower_module
 from neardup_stream.worker.runtime.follower import Followed, Follower
-from neardup_stream.worker.runtime.replay import Refusal, Unreadable
+from neardup_stream.worker.runtime.replay import Skipped, Unreadable
 from neardup_stream.worker.runtime.restore import Restored, RestoreFn, Restores
 from tests.unit.clock import frozen
 
@@ -65,7 +65,7 @@ class Holder:
             if outcome == "fail":
                 raise RuntimeError("broker went away")
             if outcome == "stop":
-                at = Unreadable("c", partition, 7, Refusal("corrupt", "bad bytes"))
+                at = Unreadable("c", partition, 7, Skipped("corrupt", "bad bytes"))
                 return Restored(None, at)
             return Restored(f"state-{partition}")
 

@@ -14,10 +14,10 @@ from neardup_stream.worker.runtime.replay import (
     Applied,
     Interrupted,
     OnRefusal,
-    Refusal,
     Refused,
     Replayed,
     ReplayPolicy,
+    Skipped,
     each,
     replay,
     replay_changes,
@@ -42,7 +42,7 @@ def run(
         if text == "boom":
             raise ValueError("cannot read it")
         if text.startswith("bad:"):
-            return Applied(0, (Refusal(text[4:], f"refused {text}"),))
+            return Applied(0, (Skipped(text[4:], f"refused {text}"),))
         seen.setdefault(partition, []).append(text)
         return Applied(1)
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from prometheus_client import CollectorRegistry
 
 from neardup_stream.worker.metrics import build_metrics
-from neardup_stream.worker.runtime.replay import Refusal, Unreadable
+from neardup_stream.worker.runtime.replay import Skipped, Unreadable
 from neardup_stream.worker.runtime.restore import Finished, Restored, Restores
 
 Stop = Callable[[], bool]
@@ -74,7 +74,7 @@ def test_a_finished_restore_is_taken_once_and_its_partition_resumed() -> None:
 def test_a_stopped_or_failed_restore_leaves_its_partition_paused() -> None:
     pauses = Pauses()
     r = restores(pauses=pauses)
-    at = Unreadable("c", 1, 7, Refusal("corrupt", "bad bytes"))
+    at = Unreadable("c", 1, 7, Skipped("corrupt", "bad bytes"))
     made = Reader.made
 
     def fails(reader: Reader, should_stop: Stop) -> Restored[str]:

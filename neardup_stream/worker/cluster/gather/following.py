@@ -23,9 +23,9 @@ from neardup_stream.sharded.gather import Gatherer
 from neardup_stream.sharded.join import VoteJoin
 from neardup_stream.worker import clients
 from neardup_stream.worker.cluster import checkpoint
-from neardup_stream.worker.cluster.envelope import Envelope
-from neardup_stream.worker.cluster.gather_inputs import GatherInputs, paused
-from neardup_stream.worker.cluster.gather_state import LogPartition, RestoredLog
+from neardup_stream.worker.cluster.gather.reading import GatherInputs, paused
+from neardup_stream.worker.cluster.gather.state import LogPartition, RestoredLog
+from neardup_stream.worker.cluster.log_record import Envelope
 from neardup_stream.worker.cluster.payloads import PayloadCheckpoint, PayloadJoin
 from neardup_stream.worker.metrics import Metrics
 from neardup_stream.worker.partitions import COMMITTED_TIMEOUT_MS, Assignment

@@ -2,15 +2,15 @@
 
 It reads the fingerprint log partition, its payloads partition (the only role that does:
 `PayloadJoin` matches each log record with its payload record) and the votes of all S
-shards for it (`gather_inputs`); a log record is decided, with `Gatherer`, once every shard
+shards for it (`gather.reading`); a log record is decided, with `Gatherer`, once every shard
 has voted on it and its payloads are read, in log order (`VoteJoin`; one `LogPartition` per
-owned log partition, `gather_state`). One transaction per batch (capped in records and
+owned log partition, `gather.state`). One transaction per batch (capped in records and
 bytes, halved after each consecutive failure) publishes the decisions and pass-throughs,
 the first decisions (gather changelog, partition p, split under the message limit) and the
 checkpoint: the next log offset to decide and where to resume reading payloads, in the
 metadata of the committed offset of votes partition p, which is the first votes record
 still needed. A log partition it gains is rebuilt from its gather changelog on a restore
-thread, while the other partitions go on, and resumes at the checkpoint (`gather_follow`);
+thread, while the other partitions go on, and resumes at the checkpoint (`gather.following`);
 a failed transaction rebuilds every owned partition that way. Lost partitions (membership
 expired) drop their state.
 
@@ -32,12 +32,12 @@ from typing import Any
 from kafka import OffsetAndMetadata, TopicPartition
 
 from neardup_stream.sharded.join import Joined
-from neardup_stream.worker.cluster import gathering
-from neardup_stream.worker.cluster.envelope import Envelope
-from neardup_stream.worker.cluster.gather_follow import GatherFollow
-from neardup_stream.worker.cluster.gather_inputs import GatherInputs
-from neardup_stream.worker.cluster.gather_state import PayloadMismatch
+from neardup_stream.worker.cluster.gather import deciding
+from neardup_stream.worker.cluster.gather.following import GatherFollow
+from neardup_stream.worker.cluster.gather.reading import GatherInputs
+from neardup_stream.worker.cluster.gather.state import PayloadMismatch
 from neardup_stream.worker.cluster.handover import Handover
+from neardup_stream.worker.cluster.log_record import Envelope
 from neardup_stream.worker.cluster.outcomes import Outcomes
 from neardup_stream.worker.cluster.single_stage import SingleStage, moved, read_to_end, settled
 from neardup_stream.worker.metrics import Metrics
@@ -209,7 +209,7 @@ class GatherRole:
         resume = {p: self.inputs.payload_checkpoint(p) for p in self.parts}
         return {
             TopicPartition(votes, p): OffsetAndMetadata(commit.offset, commit.metadata, -1)
-            for p, commit in gathering.commits(joins, positions, resume).items()
+            for p, commit in deciding.commits(joins, positions, resume).items()
         }
 
     def committed(self, carried: Outcomes, at: float) -> None:
@@ -246,7 +246,7 @@ class GatherRole:
             return True
 
         joins = {p: part.join for p, part in self.parts.items()}
-        gathering.assemble(joins, limits.records, limits.bytes, lambda: batch.size, decide)
+        deciding.assemble(joins, limits.records, limits.bytes, lambda: batch.size, decide)
         return batch
 
     def _lost_payloads(self, p: int, offset: int, documents: int) -> None:
@@ -280,7 +280,7 @@ class GatherRole:
             position = self.inputs.log_position(p)
             end = self.inputs.reader.highwater(TopicPartition(c.fingerprints, p))
             stopped = self.inputs.is_stopped(p)
-            found = gathering.progress(part.join, end, position, stopped, now_ms)
+            found = deciding.progress(part.join, end, position, stopped, now_ms)
             self.metrics.role_lag.labels("gather", str(p)).set(found.lag)
             self.metrics.oldest_undecided.labels(str(p)).set(found.oldest_age_s)
             if found.waiting_for is not None:

@@ -12,7 +12,7 @@ from neardup_stream.config import DedupConfig
 from neardup_stream.sharded import votes
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.worker.cluster import ingest
-from neardup_stream.worker.cluster.envelope import (
+from neardup_stream.worker.cluster.log_record import (
     POSITION_BITS,
     Envelope,
     JoinKey,

@@ -1,7 +1,7 @@
 """The gather's pure halves, free of any Kafka client: which joined records one batch decides
 (`assemble`), what each votes partition commits with it (`commits`: the first votes record
 still needed, and the checkpoint, the next log offset to decide) and how far each log
-partition is behind (`progress`). `neardup_stream.worker.cluster.gather` publishes, `gather_inputs` reads.
+partition is behind (`progress`). `neardup_stream.worker.cluster.gather.role` publishes, `gather.reading` reads.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The gather's reading: the votes (its group consumer), the fingerprint log and payloads.
 
 `GatherInputs` owns the gather's Kafka clients and fills the `LogPartition` of each owned
-log partition (`parts`, filled by `neardup_stream.worker.cluster.gather_follow`): votes go into its
+log partition (`parts`, filled by `neardup_stream.worker.cluster.gather.following`): votes go into its
 `VoteJoin`, fingerprint-log records too (`Pending`), payload records into its `PayloadJoin`.
 A partition whose undecided records (or payloads read ahead, unless the oldest record waits
 for its own) exceed `cluster.gather_buffer_bytes` is paused; votes dropped over their budget
@@ -20,8 +20,8 @@ from neardup_stream.sharded.join import Pending
 from neardup_stream.sharded.votes import unpack_record
 from neardup_stream.worker import clients, partitions
 from neardup_stream.worker.cluster import checkpoint
-from neardup_stream.worker.cluster.envelope import Envelope
-from neardup_stream.worker.cluster.gather_state import Blocked, LogPartition
+from neardup_stream.worker.cluster.gather.state import Blocked, LogPartition
+from neardup_stream.worker.cluster.log_record import Envelope
 from neardup_stream.worker.cluster.payloads import PayloadCheckpoint, PayloadRecord
 from neardup_stream.worker.runtime.health import RoleHealth, Stop
 from neardup_stream.worker.runtime.role import role_settings

@@ -1,4 +1,4 @@
-"""The gather's pure halves (`neardup_stream.worker.cluster.gathering`): batch assembly, commits, progress."""
+"""The gather's pure halves (`neardup_stream.worker.cluster.gather.deciding`): batch assembly, commits, progress."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from neardup_stream.sharded.join import Joined, Pending, VoteJoin
 from neardup_stream.sharded.votes import Votes
 from neardup_stream.worker.cluster import checkpoint
-from neardup_stream.worker.cluster.gathering import assemble, commits, progress
+from neardup_stream.worker.cluster.gather.deciding import assemble, commits, progress
 from neardup_stream.worker.cluster.payloads import PayloadCheckpoint
 
 SHARDS = 2

@@ -1,4 +1,4 @@
-"""One log partition the gather holds (`neardup_stream.worker.cluster.gather_state`): its decide step, the
+"""One log partition the gather holds (`neardup_stream.worker.cluster.gather.state`): its decide step, the
 payloads it waits for, and where it resumes reading payloads."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from neardup_stream.sharded.deduplicator import DocumentFingerprinter
 from neardup_stream.sharded.gather import Gatherer
 from neardup_stream.sharded.join import Joined, Pending, VoteJoin
 from neardup_stream.sharded.votes import Votes
-from neardup_stream.worker.cluster.envelope import Envelope
-from neardup_stream.worker.cluster.gather_state import SWEEP_USED, LogPartition, PayloadMismatch
+from neardup_stream.worker.cluster.gather.state import SWEEP_USED, LogPartition, PayloadMismatch
+from neardup_stream.worker.cluster.log_record import Envelope
 from neardup_stream.worker.cluster.payloads import (
     Passage,
     PayloadCheckpoint,

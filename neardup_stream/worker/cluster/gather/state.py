@@ -7,7 +7,7 @@ payloads that may have been deleted, where the payloads must have been read up t
 (`Blocked`). `decide` decides one joined record: its payloads are taken, checked against the
 record's inputs, and its documents decided. `payload_checkpoint` gives where the partition
 resumes reading payloads, sweeping stale payloads once it is known to be caught up.
-`neardup_stream.worker.cluster.gather_inputs` fills it from Kafka; `neardup_stream.worker.cluster.gather` publishes.
+`neardup_stream.worker.cluster.gather.reading` fills it from Kafka; `neardup_stream.worker.cluster.gather.role` publishes.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from neardup_stream.models import Decision
 from neardup_stream.sharded.changes import FirstDecisions
 from neardup_stream.sharded.gather import Gatherer
 from neardup_stream.sharded.join import Joined, VoteJoin
-from neardup_stream.worker.cluster.envelope import Envelope
+from neardup_stream.worker.cluster.log_record import Envelope
 from neardup_stream.worker.cluster.payloads import Passage, PayloadCheckpoint, PayloadJoin
 from neardup_stream.worker.records import Source
 
