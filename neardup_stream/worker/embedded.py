@@ -112,12 +112,14 @@ class EmbeddedWorker:
         return Health(running, ready, self.worker.consuming, self._error)
 
     def wait_ready(self, timeout: float = 60.0) -> None:
-        """Block until every owned partition has its index; raises `WorkerFailed` if the
-        worker ended first, `TimeoutError` after `timeout` seconds."""
+        """Block until it is ready as /healthz says it (every owned partition has its index;
+        a replica's roles have restored what they own); raises `WorkerFailed` if the worker
+        ended first, `TimeoutError` after `timeout` seconds."""
         if self._thread is None:
             raise RuntimeError("start() the embedded worker first")
         deadline = time.monotonic() + timeout
-        while not self.worker.ready.wait(0.02):
+        while not (self.worker.ready.wait(0.02) and self.worker.healthy()):
+            time.sleep(0.02 if self.worker.ready.is_set() else 0)
             if not self._thread.is_alive():
                 raise WorkerFailed(f"the worker stopped before it was ready: {self._error!r}")
             if time.monotonic() > deadline:

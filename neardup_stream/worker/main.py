@@ -155,9 +155,20 @@ def flag_overrides(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
 
 
 def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -> Settings:
-    """Environment settings with the given flags applied on top."""
-    base = base or Settings()
-    settings = base.with_overrides(flag_overrides(args))
+    """Environment settings with the given flags applied on top (or `base`'s).
+
+    Without `base`, the flags and the environment are validated together, once: a check
+    across settings (`--scope partition` beside `NEARDUP_WORKER__SNAPSHOT_DIR`) sees the
+    flag, not the environment alone first (which refused what the flag allows)."""
+    overrides = flag_overrides(args)
+    if base is None:
+        given = {
+            section: {k: v for k, v in values.items() if v is not None}
+            for section, values in overrides.items()
+        }
+        settings = Settings(**{section: values for section, values in given.items() if values})
+    else:
+        settings = base.with_overrides(overrides)
     if args.log_level:
         settings = settings.model_copy(update={"log_level": args.log_level})
     return settings

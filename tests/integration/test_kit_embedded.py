@@ -58,7 +58,7 @@ def test_two_embedded_workers_in_one_process(kafka_bootstrap: str) -> None:
         two = BrokerWorker.start(fresh_settings(Settings(), kafka_bootstrap, "embedded-two"))
         a, b = one.embedded, two.embedded
         assert a.registry is not b.registry
-        assert a.health().ready and b.health().ready
+        assert a.health().ready and b.health().ready  # `start` waited for /healthz's ready
         assert a.metrics_port is not None and b.metrics_port is not None
         assert a.metrics_port != b.metrics_port
         assert http(a.metrics_port, "/healthz") == (200, "ready\n")

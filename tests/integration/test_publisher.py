@@ -31,7 +31,12 @@ class Setup:
         self.settings = Settings().with_overrides(
             {
                 "kafka": {"bootstrap_servers": bootstrap},
-                "worker": {"group_id": group, "instance_id": "p1", "exactly_once": eos},
+                "worker": {
+                    "group_id": group,
+                    "instance_id": "p1",
+                    "exactly_once": eos,
+                    "scope": "partition",  # the partition-scope worker's publisher
+                },
             }
         )
         self.consumer = clients.make_consumer(self.settings)

@@ -103,3 +103,20 @@ def test_unusable_topics_end_start_up_in_one_line(
         "topic 'docs' does not exist and topic creation is off"
     ]
     assert errors[0].exc_info is None  # no traceback
+
+
+def test_a_flag_and_a_variable_are_checked_together(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: object
+) -> None:
+    """A snapshot directory from the environment works with `--scope partition` given as a
+    flag: the settings are validated once, flags on the environment (before, the
+    environment alone was validated first and refused what the flag allows)."""
+    from neardup_stream.worker.main import build_parser, settings_from_args
+
+    monkeypatch.setenv("NEARDUP_WORKER__SNAPSHOT_DIR", str(tmp_path))
+    settings = settings_from_args(build_parser().parse_args(["--scope", "partition"]))
+    assert settings.worker.scope == "partition" and str(settings.worker.snapshot_dir) == str(
+        tmp_path
+    )
+    assert main([]) == 2  # without the flag: topic scope, which keeps no local snapshot
+    assert "worker.snapshot_dir" in capsys.readouterr().err
