@@ -162,11 +162,12 @@ def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -
     flag, not the environment alone first (which refused what the flag allows)."""
     overrides = flag_overrides(args)
     if base is None:
-        given = {
-            section: {k: v for k, v in values.items() if v is not None}
-            for section, values in overrides.items()
-        }
-        settings = Settings(**{section: values for section, values in given.items() if values})
+        given: dict[str, Any] = {}
+        for section, values in overrides.items():
+            set_here = {k: v for k, v in values.items() if v is not None}
+            if set_here:
+                given[section] = set_here
+        settings = Settings(**given)
     else:
         settings = base.with_overrides(overrides)
     if args.log_level:
