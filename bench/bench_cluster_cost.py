@@ -230,7 +230,8 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
         d1, c1, t1 = wait_for(workers, backlog, 3600)
         roles = role_cpu(workers)
         role_us = {r: round((roles[r] - roles_ready.get(r, 0.0)) / d1 * 1e6, 1) for r in roles}
-        role_us_10 = {r: round((roles[r] - roles_10.get(r, 0.0)) / (d1 - d0) * 1e6, 1)
+        between = max(d1 - d0, 1)  # a small backlog can pass 10% and 100% in one scrape
+        role_us_10 = {r: round((roles[r] - roles_10.get(r, 0.0)) / between * 1e6, 1)
                       for r in roles}  # fmt: skip
         _, before = decided(workers)
         c_paced = cpu(workers)
@@ -261,9 +262,9 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
                 out = samples(i).with_suffix(".json")
                 out.write_text(json.dumps(summarize(samples(i)), indent=2) + "\n")
                 log(f"  profile of {name} r{i}: {out}")
-    cost = Cost(name, replicas, int(d1 - d0), round((c1 - c0) / (d1 - d0) * 1e6, 1),
+    cost = Cost(name, replicas, int(d1 - d0), round((c1 - c0) / between * 1e6, 1),
                 round((c1 - c_ready) / d1 * 1e6, 1),
-                round((d1 - d0) / (t1 - t0), 1), p50, p99, index, role_us, role_us_10,
+                round((d1 - d0) / max(t1 - t0, 1e-3), 1), p50, p99, index, role_us, role_us_10,
                 hops, paced_cpu, paced_txns)  # fmt: skip
     log(f"{name}: {cost}")
     return cost
