@@ -118,8 +118,8 @@ class EmbeddedWorker:
         if self._thread is None:
             raise RuntimeError("start() the embedded worker first")
         deadline = time.monotonic() + timeout
-        while not (self.worker.ready.wait(0.02) and self.worker.healthy()):
-            time.sleep(0.02 if self.worker.ready.is_set() else 0)
+        while not (self.worker.ready.is_set() and self.worker.healthy()):
+            time.sleep(0.02)
             if not self._thread.is_alive():
                 raise WorkerFailed(f"the worker stopped before it was ready: {self._error!r}")
             if time.monotonic() > deadline:

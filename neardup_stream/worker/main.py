@@ -41,7 +41,7 @@ from neardup_stream.worker.rejections import FatalError
 from neardup_stream.worker.retry import EXIT_UNAVAILABLE, BrokerUnavailable
 from neardup_stream.worker.runtime.membership import InstanceConflict
 from neardup_stream.worker.security_errors import EXIT_CONFIG, SecurityFailure
-from neardup_stream.worker.settings import Settings
+from neardup_stream.worker.settings import Settings, given_overrides
 from neardup_stream.worker.topics import TopicsUnusable
 
 if TYPE_CHECKING:
@@ -162,11 +162,7 @@ def settings_from_args(args: argparse.Namespace, base: Settings | None = None) -
     flag, not the environment alone first (which refused what the flag allows)."""
     overrides = flag_overrides(args)
     if base is None:
-        given: dict[str, Any] = {}
-        for section, values in overrides.items():
-            set_here = {k: v for k, v in values.items() if v is not None}
-            if set_here:
-                given[section] = set_here
+        given: dict[str, Any] = given_overrides(overrides)
         settings = Settings(**given)
     else:
         settings = base.with_overrides(overrides)

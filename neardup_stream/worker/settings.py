@@ -459,12 +459,9 @@ class Settings(EngineSettings):
             data[section].pop(name, None)
         if "home_shards" not in self.dedup.model_fields_set:
             data["dedup"].pop("home_shards", None)
-        for section, values in overrides.items():
-            given = {k: v for k, v in values.items() if v is not None}
+        for section, given in given_overrides(overrides).items():
             if not isinstance(data.get(section), dict):
-                if given:
-                    raise ValueError(f"unknown settings section {section!r}")
-                continue
+                raise ValueError(f"unknown settings section {section!r}")
             data[section].update(given)
         self._keep_secrets(data)
         settings = type(self).model_validate(data)
@@ -476,6 +473,17 @@ class Settings(EngineSettings):
             value = getattr(self.kafka, key)
             if value is not None and data["kafka"][key] == value:
                 data["kafka"][key] = value.get_secret_value()
+
+
+def given_overrides(overrides: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The values of `overrides` that were given (None: a flag not given), by section; a
+    section with none left out."""
+    given: dict[str, dict[str, Any]] = {}
+    for section, values in overrides.items():
+        set_here = {k: v for k, v in values.items() if v is not None}
+        if set_here:
+            given[section] = set_here
+    return given
 
 
 def _legacy_cluster_switch(data: dict[str, Any]) -> tuple[str, ...]:

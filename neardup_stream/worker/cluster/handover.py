@@ -135,16 +135,16 @@ def compute(settings: Settings) -> Handover:
     if old is None:
         return Handover("", {})
     record = _old_record(settings, old)
-    if record is None or _of_partition_scope(settings, old):
-        return _from_partition_scope(settings, old)
-    if record.identity.get("topics.input") != settings.topics.input:
-        raise HandoverRefused(
-            f"cluster.handover_from = {old!r} read input topic "
-            f"{record.identity.get('topics.input')!r}, this pipeline reads "
-            f"{settings.topics.input!r}: a handover is between generations of one pipeline"
-        )
     admin = KafkaAdminClient(**clients.common_config(settings.kafka))
     try:
+        if record is None or _of_partition_scope(admin, settings, old):
+            return _from_partition_scope(admin, settings, old)
+        if record.identity.get("topics.input") != settings.topics.input:
+            raise HandoverRefused(
+                f"cluster.handover_from = {old!r} read input topic "
+                f"{record.identity.get('topics.input')!r}, this pipeline reads "
+                f"{settings.topics.input!r}: a handover is between generations of one pipeline"
+            )
         _wait_stopped(admin, old, [f"{old}-{role}" for role in ROLES])
         edge = _offsets(admin, f"{old}-edge")
         gather = _offsets(admin, f"{old}-gather")
@@ -174,23 +174,19 @@ def _old_record(settings: Settings, old: str) -> control.SettingsRecord | None:
     return control.winner(values)
 
 
-def _from_partition_scope(settings: Settings, old: str) -> Handover:
+def _from_partition_scope(admin: KafkaAdminClient, settings: Settings, old: str) -> Handover:
     """The handover from a stopped generation of partition scope: the committed input
     offsets of group `old` are its frontiers, with nothing pending (it commits them with
     the outcomes they publish). Refused when group `old` read none of this input."""
-    admin = KafkaAdminClient(**clients.common_config(settings.kafka))
-    try:
-        if not _input_offsets(admin, old, settings.topics.input):
-            raise HandoverRefused(
-                f"cluster.handover_from = {old!r}: control topic {old}.control holds no "
-                f"settings and group {old!r} committed no offsets on input "
-                f"{settings.topics.input!r} (no generation of that group id read this "
-                "input on this broker)"
-            )
-        _wait_stopped(admin, old, [old])
-        frontiers = _input_offsets(admin, old, settings.topics.input)  # final once stopped
-    finally:
-        admin.close()
+    if not _input_offsets(admin, old, settings.topics.input):
+        raise HandoverRefused(
+            f"cluster.handover_from = {old!r}: control topic {old}.control holds no "
+            f"settings and group {old!r} committed no offsets on input "
+            f"{settings.topics.input!r} (no generation of that group id read this "
+            "input on this broker)"
+        )
+    _wait_stopped(admin, old, [old])
+    frontiers = _input_offsets(admin, old, settings.topics.input)  # final once stopped
     handover = Handover(old, {p: PartitionHandover(f, frozenset()) for p, f in frontiers.items()})
     log.info(
         "handover from generation %s of partition scope (its committed input offsets): %s",
@@ -200,17 +196,13 @@ def _from_partition_scope(settings: Settings, old: str) -> Handover:
     return handover
 
 
-def _of_partition_scope(settings: Settings, old: str) -> bool:
+def _of_partition_scope(admin: KafkaAdminClient, settings: Settings, old: str) -> bool:
     """Whether generation `old` decided in partition scope although `<old>.control` holds a
     record: a topic-scope replica started under that group was refused by its claims (the
     group is run in partition scope) after writing it. Its edge then committed nothing on the
     input, and group `old` did."""
-    admin = KafkaAdminClient(**clients.common_config(settings.kafka))
-    try:
-        edge = _input_offsets(admin, f"{old}-edge", settings.topics.input)
-        return not edge and bool(_input_offsets(admin, old, settings.topics.input))
-    finally:
-        admin.close()
+    edge = _input_offsets(admin, f"{old}-edge", settings.topics.input)
+    return not edge and bool(_input_offsets(admin, old, settings.topics.input))
 
 
 def _input_offsets(admin: KafkaAdminClient, group: str, topic: str) -> dict[int, int]:
