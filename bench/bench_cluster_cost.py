@@ -35,6 +35,10 @@ and paces documents of its own (new ids) after them. (Before, each run waited fo
 `--docs` decisions only, so the one after `plain` took its latency scrape in the middle of
 its backlog: the one-replica p99 of 29-60 s reported for issue 13 was that, not a stall.)
 
+Before the paced documents, `--idle` seconds with nothing to decide give the cores each role
+spends polling and heartbeating; the paced documents' CPU is split by role too (what a
+document costs when batches are small: mostly the transactions, `bench.bench_transaction`).
+
 `--worker-env NEARDUP_X=V` (repeatable) gives the cluster runs' workers a setting (every
 worker starts without the caller's `NEARDUP_*` environment otherwise), e.g.
 `NEARDUP_CLUSTER__SINGLE_STAGE=false` for the three stages at W = 1.
@@ -95,6 +99,8 @@ class Cost:
     hops_ms: dict[str, dict[str, float]]  # paced documents, per hop (`bench.cluster_hops`)
     paced_cpu_us_per_doc: float | None = None  # CPU while deciding the paced documents
     paced_transactions: dict[str, float] | None = None  # per role, while deciding them
+    paced_role_us_per_doc: dict[str, float] | None = None  # CPU by role, paced documents
+    idle_role_cpu: dict[str, float] | None = None  # cores by role with nothing to decide
 
 
 def produce(bootstrap: str, topic: str, source: DocSource, first: int, n: int, parts: int,
@@ -235,7 +241,13 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
                       for r in roles}  # fmt: skip
         _, before = decided(workers)
         c_paced = cpu(workers)
-        p50 = p99 = paced_cpu = paced_txns = None
+        p50 = p99 = paced_cpu = paced_txns = paced_roles = idle = None
+        if args.idle:  # what the roles cost with nothing to decide: polls, heartbeats
+            roles_idle = role_cpu(workers)
+            time.sleep(args.idle)
+            idle = {r: round((v - roles_idle.get(r, 0.0)) / args.idle, 3)
+                    for r, v in role_cpu(workers).items()}  # fmt: skip
+        roles_paced = role_cpu(workers)
         hops: dict[str, dict[str, float]] = {}
         if args.trickle:
             produce(args.bootstrap_servers, inputs[parts], source, backlog, args.trickle,
@@ -244,6 +256,8 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
             _, after = decided(workers)
             paced_cpu = round((cpu(workers) - c_paced) / args.trickle * 1e6, 1)
             paced_txns = _transactions(after, before)
+            paced_roles = {r: round((v - roles_paced.get(r, 0.0)) / args.trickle * 1e6, 1)
+                           for r, v in role_cpu(workers).items()}  # fmt: skip
             p50, p99 = quantiles(after, before)  # over the processes' summed buckets
             split = (f"{group}.fingerprints", f"{group}.votes")
             hops = cluster_hops.hops(args.bootstrap_servers, inputs[parts], args.trickle,
@@ -265,7 +279,7 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
     cost = Cost(name, replicas, int(d1 - d0), round((c1 - c0) / between * 1e6, 1),
                 round((c1 - c_ready) / d1 * 1e6, 1),
                 round((d1 - d0) / max(t1 - t0, 1e-3), 1), p50, p99, index, role_us, role_us_10,
-                hops, paced_cpu, paced_txns)  # fmt: skip
+                hops, paced_cpu, paced_txns, paced_roles, idle)  # fmt: skip
     log(f"{name}: {cost}")
     return cost
 
@@ -326,6 +340,12 @@ def main() -> None:
     ap.add_argument("--runs", default="plain,w1,w3")
     ap.add_argument("--trickle", type=int, default=2000, help="paced documents for latency")
     ap.add_argument("--rate", type=float, default=200.0, help="their documents per second")
+    ap.add_argument(
+        "--idle",
+        type=float,
+        default=5.0,
+        help="seconds with nothing to decide, before the paced ones (0: none)",
+    )
     ap.add_argument("--logs", type=Path, default=Path("/tmp/bench-cluster-cost"))
     ap.add_argument("--out", type=Path)
     ap.add_argument("--worker-env", action="append", default=[], metavar="NEARDUP_X=V",
@@ -373,9 +393,11 @@ def main() -> None:
         print(f"  CPU us/doc by role between 10% and 100%: {roles}")
         for hop, q in c.hops_ms.items():
             print(f"  latency of the paced documents, {hop}: {q} (ms, send times)")
+        if c.idle_role_cpu is not None:
+            print(f"  idle: cores by role {c.idle_role_cpu}")
         if c.paced_cpu_us_per_doc is not None:
             print(f"  paced documents: {c.paced_cpu_us_per_doc} CPU us/doc, transactions by "
-                  f"role {c.paced_transactions}")  # fmt: skip
+                  f"role {c.paced_transactions}, CPU us/doc by role {c.paced_role_us_per_doc}")  # fmt: skip
     for run in dict.fromkeys(runs):  # repeated runs: their means, against the plain runs' mean
         mean = mean_cost(costs, run)
         if runs.count(run) > 1 and mean:
