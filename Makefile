@@ -81,8 +81,10 @@ bench: install
 unit: install
 	$(PY) -m pytest tests/unit
 
+# ruff, mypy, and the import contract (the core imports no Kafka, no worker: tests/unit/test_layering.py)
 lint: install
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy
+	$(VENV)/bin/python -m pytest -q -p no:cacheprovider tests/unit/test_layering.py
 
 # The local broker on $KAFKA_PORT (default 9092), e.g. `make kafka-stop KAFKA_PORT=9192`.
 kafka-start:

@@ -17,9 +17,7 @@ import itertools
 import logging
 import threading
 import time
-from typing import Any
 
-from kafka import TopicPartition
 from kafka.errors import KafkaError
 
 from neardup_stream.sharded.deduplicator import DocumentFingerprinter
@@ -68,20 +66,17 @@ class EdgeRole:
         self._lags: dict[int, int] = {}  # input partition -> records behind its end
         self.rejections = Rejections(settings.topics.dlq)
         self.max_records = settings.worker.max_batch
-        self.stage: SingleStage | None = None  # `single_stage`: with these two roles
-        self.shard: Any = None
-        self.gather: Any = None
+        self.stage: SingleStage | None = None  # `single_stage`: with the parked roles
         self._starting = True  # until the shard and gather roles first settle
         self._start_deadline: float | None = None
 
     def start(self) -> None:
         self.consumer.subscribe([self.settings.topics.input])
 
-    def single_stage(self, stage: SingleStage, shard: Any, gather: Any) -> None:
-        """Run single-stage transactions with this replica's shard and gather roles while it
-        is the whole cluster (`cluster.single_stage`)."""
-        self.stage, self.shard, self.gather = stage, shard, gather
-        shard.stage = gather.stage = stage
+    def single_stage(self, stage: SingleStage) -> None:
+        """Run single-stage transactions with this replica's shard and gather roles (the
+        stage's) while it is the whole cluster (`cluster.single_stage`)."""
+        self.stage = stage
 
     def poll(self, limits: Limits) -> list[InputRecord]:
         """The next input records (the edge holds no state: no restores to follow); none
@@ -113,7 +108,7 @@ class EdgeRole:
         offsets = self.input.offsets(out.offsets)
         if single:
             assert self.stage is not None
-            txn, staged = self.stage.transaction(out, offsets, self.shard, self.gather)
+            txn, staged = self.stage.transaction(out, offsets)
             return Output(txn, staged)
         plain: Output[Ingested | Staged] = Output(
             Transaction(out.messages, out.sources, offsets), out
@@ -132,9 +127,7 @@ class EdgeRole:
     def committed(self, carried: Ingested | Staged, at: float) -> None:
         if isinstance(carried, Staged):  # a single-stage transaction: all three roles'
             assert self.stage is not None
-            self.stage.committed(carried)
-            carried.outcomes.account(self.metrics, at)
-            self.shard.committed(None, at)  # its gauges
+            self.stage.committed(carried, at)
             carried = carried.ingested
         for reason in carried.dead:
             self.metrics.dlq.labels(reason).inc()
@@ -146,28 +139,28 @@ class EdgeRole:
         assert stage is not None
         if stage.on:
             if stage.must_leave() or not self._owns_inputs():
-                self.shard.follow_single_stage()
-                self.gather.follow_single_stage()
+                stage.shard.follow_single_stage()
+                stage.gather.follow_single_stage()
                 stage.leave()
             return True
-        whole = self.shard.holds_all() and self.gather.holds_all()
+        whole = stage.shard.holds_all() and stage.gather.holds_all()
         if stage.asking:
             if not stage.answered():
                 if stage.asking and not (whole and self._owns_inputs()):
                     stage.leave(RETRY_S)  # a group moved while it waited
                 return not stage.asking  # False: still waiting
-            ends = self._log_ends()
+            ends = stage.log_ends()
             if ends is None or not self._owns_inputs():
                 stage.leave(RETRY_S)
                 return True
-            stage.enter({"shard": self.shard.parked_as, "gather": self.gather.parked_as}, ends)
+            stage.enter(ends)
             return True
         if stage.may_ask() and whole and self._owns_inputs():
             stage.ask()
             return False
-        return not self._waits_at_start()
+        return not self._waits_at_start(stage)
 
-    def _waits_at_start(self) -> bool:
+    def _waits_at_start(self, stage: SingleStage) -> bool:
         """At start, read no input until its own group assigned and the shard and gather
         roles settle (assigned, nothing restoring: `single_stage.settled`), at most
         `cluster.start_hold_s`: the edge then asks before its first append if this replica is the
@@ -179,7 +172,7 @@ class EdgeRole:
         if self._start_deadline is None:
             self._start_deadline = now + self.settings.cluster.start_hold_s
         joined = self.consumer.group_metadata().generation_id >= 0
-        settled = joined and self.shard.settled and self.gather.settled
+        settled = joined and stage.shard.settled and stage.gather.settled
         if settled or now > self._start_deadline:
             self._starting = False
             if not settled:
@@ -213,23 +206,6 @@ class EdgeRole:
         owned = {tp.partition for tp in self.consumer.assignment() if tp.topic == topic}
         return bool(partitions) and owned == set(partitions)
 
-    def _log_ends(self) -> dict[int, int] | None:
-        """Where each log partition ends: both parked roles read it up to there (None: they
-        disagree, or a reader is not positioned)."""
-        c = self.settings.cluster
-        ends: dict[int, int] = {}
-        for p in range(c.log_partitions):
-            tp = TopicPartition(c.fingerprints, p)
-            try:
-                shard_at = int(self.shard.reader.position(tp))
-                gather_at = int(self.gather.inputs.reader.position(tp))
-            except Exception:
-                return None
-            if shard_at != gather_at:
-                return None
-            ends[p] = shard_at
-        return ends
-
     def rebuild(self) -> None:
         """Stateless: replay from the committed input offsets. The rewind is retried until it
         succeeds (as the single worker's): reading on from the consumer's position would
@@ -242,8 +218,8 @@ class EdgeRole:
                     "single stage: a transaction failed; every shard and log "
                     "partition is restored again"
                 )
-                self.shard.rebuild()
-                self.gather.rebuild()
+                self.stage.shard.rebuild()
+                self.stage.gather.rebuild()
             self.stage.leave(RETRY_S)
 
         def rewind() -> None:

@@ -170,7 +170,7 @@ class Replica:
         shard_role = ShardRole(s, m, stop)
         gather_role = GatherRole(s, m, stop, prepared.handover)
         if s.cluster.single_stage:
-            edge_role.single_stage(SingleStage(s, m), shard_role, gather_role)
+            edge_role.single_stage(SingleStage(s, m, shard_role, gather_role))
         edge = RoleRunner(edge_role, m, stop)
 
         def overlapped(role: ShardRole | GatherRole) -> Overlapped[Any, Any] | None:

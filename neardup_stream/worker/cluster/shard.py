@@ -27,8 +27,10 @@ import threading
 from typing import Any
 
 from kafka import OffsetAndMetadata, TopicPartition
+from kafka.structs import ConsumerGroupMetadata
 
 from neardup_stream.sharded.changes import ShardChange
+from neardup_stream.sharded.fingerprints import FingerprintBatch
 from neardup_stream.sharded.voter import ShardVoter
 from neardup_stream.sharded.votes import pack_records
 from neardup_stream.worker import clients
@@ -68,7 +70,7 @@ class ShardRole:
         self.rejections: Rejections | None = None  # votes answer for no input
         self.owned = ShardState(settings.dedup)  # one merged probe table for all owned shards
         self.stage: SingleStage | None = None  # set by the replica: parks for single stage
-        self.parked_as: Any = None  # its group metadata when it parked
+        self.parked_as: ConsumerGroupMetadata | None = None  # its group metadata when parked
         self.parkable = False  # every shard held, none restoring or stopped (`holds_all`)
         self.settled = False  # assigned, nothing restoring (`single_stage.settled`)
         self._warmed = False  # settled once since start (`runtime.role.Warming`)
@@ -178,6 +180,16 @@ class ShardRole:
         """After single-stage transactions: read the log on past what they decided."""
         for tp in self.log_partitions:
             self.reader.seek(tp, max(self.reader.position(tp), self.owned.resume_at(tp.partition)))
+
+    def log_position(self, partition: int) -> int:
+        """Where its log reader stands on log `partition` (`parked.ParkedRole`)."""
+        return int(
+            self.reader.position(TopicPartition(self.settings.cluster.fingerprints, partition))
+        )
+
+    def vote_in_place(self, partition: int, offset: int, fb: FingerprintBatch) -> list[ShardVotes]:
+        """The single-stage vote on a log record not read from the log (`parked.ParkedShard`)."""
+        return self.owned.vote(partition, offset, fb)
 
     def checkpoints(self) -> dict[TopicPartition, OffsetAndMetadata]:
         """Each owned shard's offset on the shards topic, its checkpoint in the metadata."""

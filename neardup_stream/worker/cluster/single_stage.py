@@ -50,10 +50,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kafka import KafkaConsumer, OffsetAndMetadata, TopicPartition
+from kafka.structs import ConsumerGroupMetadata
 
 from neardup_stream.worker.cluster.ingest import Ingested
 from neardup_stream.worker.cluster.log_record import Envelope
 from neardup_stream.worker.cluster.outcomes import Outcomes
+from neardup_stream.worker.cluster.parked import ParkedGather, ParkedShard
 from neardup_stream.worker.codec import OutMessage
 from neardup_stream.worker.metrics import Metrics
 from neardup_stream.worker.partitions import Assignment
@@ -69,10 +71,12 @@ MAX_RETRY_S = 300.0  # giving up again and again waits longer each time, up to t
 ROLES = ("shard", "gather")
 
 
-def moved(consumer: KafkaConsumer, parked_as: Any) -> bool:
+def moved(consumer: KafkaConsumer, parked_as: ConsumerGroupMetadata | None) -> bool:
     """Whether a parked role's group moved since it parked: another generation, or another
     member id (a static member that rejoined keeps the generation)."""
     now = consumer.group_metadata()
+    if parked_as is None:
+        return True
     return (now.generation_id, now.member_id) != (parked_as.generation_id, parked_as.member_id)
 
 
@@ -109,8 +113,12 @@ class Staged:
 class SingleStage:
     """Shared by the edge, shard and gather roles of one replica (see the module docstring)."""
 
-    def __init__(self, settings: Settings, metrics: Metrics) -> None:
+    def __init__(
+        self, settings: Settings, metrics: Metrics, shard: ParkedShard, gather: ParkedGather
+    ) -> None:
         self.settings, self.metrics = settings, metrics
+        self.shard, self.gather = shard, gather  # parked while it is on (`parked`)
+        shard.stage = gather.stage = self
         self._lock = threading.Lock()
         self.on = False
         self.asking = False
@@ -119,7 +127,7 @@ class SingleStage:
         self._asked_at = 0.0
         self._next_try = 0.0
         self._backoff = RETRY_S  # after giving up: doubles up to MAX_RETRY_S, reset on entering
-        self.groups: dict[str, Any] = {}  # offsets topic -> group metadata taken when entering
+        self.groups: dict[str, ConsumerGroupMetadata] = {}  # role -> its metadata when entering
         self.ends: dict[int, int] = {}  # log partition -> offset its next record must have
 
     # the shard and gather threads
@@ -161,9 +169,28 @@ class SingleStage:
                 self._backoff = min(self._backoff * 2, MAX_RETRY_S)
             return False
 
-    def enter(self, groups: dict[str, Any], ends: dict[int, int]) -> None:
+    def log_ends(self) -> dict[int, int] | None:
+        """Where each log partition ends: both parked roles read it up to there (None: they
+        disagree, or a reader is not positioned)."""
+        ends: dict[int, int] = {}
+        for p in range(self.settings.cluster.log_partitions):
+            try:
+                shard_at = self.shard.log_position(p)
+                gather_at = self.gather.log_position(p)
+            except Exception:
+                return None
+            if shard_at != gather_at:
+                return None
+            ends[p] = shard_at
+        return ends
+
+    def enter(self, ends: dict[int, int]) -> None:
+        """On, with the parked roles' group metadata and the log's `ends`."""
+        shard_as, gather_as = self.shard.parked_as, self.gather.parked_as
+        if shard_as is None or gather_as is None:
+            raise RuntimeError("single stage: entered before both roles parked")
         with self._lock:
-            self.groups, self.ends = groups, ends
+            self.groups, self.ends = {"shard": shard_as, "gather": gather_as}, ends
             self.on, self.asking = True, False  # a move since `answered` shows in `must_leave`
             self._backoff = RETRY_S
         self.metrics.single_stage.set(1)
@@ -190,22 +217,20 @@ class SingleStage:
         self,
         ingested: Ingested,
         edge_offsets: dict[TopicPartition, OffsetAndMetadata],
-        shard: Any,
-        gather: Any,
     ) -> tuple[Transaction, Staged]:
         """The batch's transaction, its log records decided where the log ends (`ends`):
         `verify` fails it if one was written elsewhere (`LogMoved`), before the commit."""
-        c = self.settings.cluster
+        c, shard, gather = self.settings.cluster, self.shard, self.gather
         first = self._first(ingested)
         staged = Staged(ingested, Outcomes(self.settings, gather.rejections, gather.handover))
         placed = self.placements(ingested)
-        messages = self._decide(ingested, placed, shard, gather, staged)
+        messages = self._decide(ingested, placed, staged)
         edge = [ingested.messages[i] for i in first]
         sources: list[Source | None] = [ingested.sources[i] for i in first]
         return Transaction(
             [*edge, *messages, *staged.outcomes.messages],
             [*sources, *([None] * len(messages)), *staged.outcomes.sources],
-            {**edge_offsets, **shard.checkpoints(), **gather.checkpoints(gather.parked_at)},
+            {**edge_offsets, **shard.checkpoints(), **gather.parked_checkpoints()},
             {c.shards: self.groups["shard"], c.votes: self.groups["gather"]},
             self.check(ingested, placed),
         ), staged
@@ -246,9 +271,7 @@ class SingleStage:
             expect[p] += 1
         return placed
 
-    def _decide(
-        self, ingested: Ingested, offsets: list[int], shard: Any, gather: Any, staged: Staged
-    ) -> list[OutMessage]:
+    def _decide(self, ingested: Ingested, offsets: list[int], staged: Staged) -> list[OutMessage]:
         """Vote and decide each log record where it will be written; the shard changelog
         records."""
         s = self.settings
@@ -257,17 +280,19 @@ class SingleStage:
             p = ingested.messages[append.at].partition
             assert p is not None
             fb = Envelope.placed(append.fingerprints, offset, p)
-            voted = shard.owned.vote(p, offset, fb)
+            voted = self.shard.vote_in_place(p, offset, fb)
             if [v.shard for v in voted] != list(range(s.dedup.home_shards)):
                 raise RuntimeError(f"single stage: shards {[v.shard for v in voted]} voted")
-            changelog += shard.changelog(offset, voted)
-            part = gather.parts[p]
-            decisions, firsts = part.gatherer.decide_and_record(fb, [v.votes for v in voted])
-            part.join.decided(offset)
+            changelog += self.shard.changelog(offset, voted)
+            votes = [v.votes for v in voted]
+            decisions, firsts = self.gather.decide_in_place(p, offset, fb, votes)
             staged.outcomes.add_record(p, offset, decisions, append.passages, firsts)
             staged.ends[p] = offset + 2  # after its transaction's commit marker
         return changelog
 
-    def committed(self, staged: Staged) -> None:
-        """Where the log ends now, for the next transaction's check."""
+    def committed(self, staged: Staged, at: float) -> None:
+        """A single-stage transaction committed at `at`: count its outcomes and the shards'
+        gauges; where the log ends now, for the next transaction's check."""
         self.ends.update(staged.ends)
+        staged.outcomes.account(self.metrics, at)
+        self.shard.committed(None, at)

@@ -27,11 +27,15 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from typing import Any
 
 from kafka import OffsetAndMetadata, TopicPartition
+from kafka.structs import ConsumerGroupMetadata
 
+from neardup_stream.models import Decision
+from neardup_stream.sharded.changes import FirstDecisions
+from neardup_stream.sharded.fingerprints import FingerprintBatch
 from neardup_stream.sharded.join import Joined
+from neardup_stream.sharded.votes import Votes
 from neardup_stream.worker.cluster.gather import deciding
 from neardup_stream.worker.cluster.gather.following import GatherFollow
 from neardup_stream.worker.cluster.gather.reading import GatherInputs
@@ -88,7 +92,7 @@ class GatherRole:
         self.rejections = Rejections(settings.topics.dlq)
         self.max_records = settings.worker.max_batch
         self.stage: SingleStage | None = None  # set by the replica: parks for single stage
-        self.parked_as: Any = None  # its group metadata when it parked
+        self.parked_as: ConsumerGroupMetadata | None = None  # its group metadata when parked
         self.parkable = False  # every log partition held, none restoring or stopped
         self.settled = False  # assigned, nothing restoring (`single_stage.settled`)
         self._warmed = False  # settled once since start (`runtime.role.Warming`)
@@ -196,6 +200,25 @@ class GatherRole:
         for p, part in self.parts.items():
             tp = TopicPartition(fingerprints, p)
             reader.seek(tp, max(reader.position(tp), part.join.next))
+
+    def log_position(self, partition: int) -> int:
+        """Where its log reader stands on log `partition` (`parked.ParkedRole`)."""
+        tp = TopicPartition(self.settings.cluster.fingerprints, partition)
+        return int(self.inputs.reader.position(tp))
+
+    def decide_in_place(
+        self, partition: int, offset: int, fb: FingerprintBatch, votes: list[Votes]
+    ) -> tuple[list[Decision], list[FirstDecisions]]:
+        """The single-stage decision on a log record not read from the log
+        (`parked.ParkedGather`)."""
+        part = self.parts[partition]
+        decided = part.gatherer.decide_and_record(fb, votes)
+        part.join.decided(offset)
+        return decided
+
+    def parked_checkpoints(self) -> dict[TopicPartition, OffsetAndMetadata]:
+        """`checkpoints` at the votes positions it parked at (`parked.ParkedGather`)."""
+        return self.checkpoints(self.parked_at)
 
     def checkpoints(
         self, positions: dict[int, int] | None = None
