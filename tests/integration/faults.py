@@ -125,11 +125,11 @@ def committed(bootstrap: str, group: str, topic: str) -> int:
 
 
 def wait_committed(
-    bootstrap: str, group: str, topic: str, at_least: int, worker: WorkerProcess, timeout: float
+    bootstrap: str, topic: str, at_least: int, worker: WorkerProcess, timeout: float
 ) -> int:
-    """Wait until the group committed `at_least` input records (returns the offset seen); the
-    worker must stay up meanwhile."""
-    seen = 0
+    """Wait until the worker's group (in topic scope its edge's) committed `at_least` input
+    records (returns the offset seen); the worker must stay up meanwhile."""
+    seen, group = 0, worker.input_group
 
     def check() -> int:
         nonlocal seen

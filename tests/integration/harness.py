@@ -87,6 +87,13 @@ class WorkerProcess:
     metrics_port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
 
+    @property
+    def input_group(self) -> str:
+        """The group that commits the input offsets: the worker's own in partition scope,
+        its edge role's (`<group>-edge`) in topic scope."""
+        given = self.extra[self.extra.index("--scope") + 1] if "--scope" in self.extra else None
+        return self.group if (given or self.scope) == "partition" else f"{self.group}-edge"
+
     def start(self) -> WorkerProcess:
         cmd = [
             sys.executable,

@@ -1,6 +1,6 @@
 """Fault injection: the broker paused (SIGSTOP) for longer than the worker's session timeout,
-and then restarted, mid-stream, under the single worker and under three `--cluster` replicas.
-No decision is lost or repeated.
+and then restarted, mid-stream, under the default worker alone (one replica, single stage)
+and under three replicas. No decision is lost or repeated.
 
 This test runs a broker of its own (deploy/local/kafka.sh on the first free port pair from
 $KAFKA_FAULT_PORT, default 29092, with a data dir under the test's tmp dir), so the shared
@@ -69,25 +69,23 @@ def test_broker_paused_then_restarted_mid_stream(
     create_topic(broker.address, topics.input)
     group = "g-" + topics.input
     worker = WorkerProcess(
-        broker.address, topics, group, tmp_path / "w.log", extra=["--max-batch", "100"]
+        broker.address, topics, group, tmp_path / "w.log", extra=["--max-batch", "100"], scope=None
     ).start()
     feeder = Feeder(broker.address, topics.input, doc_records(docs), chunks=40, every=1.0)
     try:
         worker.wait_ready()
         feeder.start()
-        before = wait_committed(broker.address, group, topics.input, 800, worker, timeout=120)
+        before = wait_committed(broker.address, topics.input, 800, worker, timeout=120)
         broker.pause()
         try:
             _hold(PAUSE_S, worker)
         finally:
             broker.resume()
-        after = wait_committed(
-            broker.address, group, topics.input, before + 1000, worker, timeout=180
-        )
+        after = wait_committed(broker.address, topics.input, before + 1000, worker, timeout=180)
         assert after < len(docs), "the input was finished before the restart"
         broker.stop()
         broker.start()
-        done = wait_committed(broker.address, group, topics.input, len(docs), worker, timeout=300)
+        done = wait_committed(broker.address, topics.input, len(docs), worker, timeout=300)
         feeder.join(timeout=60)
         assert feeder.error is None, f"the test's producer failed: {feeder.error!r}"
         got = decisions(broker.address, topics, len(docs), timeout=60)

@@ -1,5 +1,6 @@
 """Fault injection: documents stamped far in the future (year 2100) or far in the past (1970)
-leave every other document's decision unchanged, with a 72 h retention window.
+leave every other document's decision unchanged, with a 72 h retention window, in the
+default worker (topic scope; the offline reference has the stream's home shards).
 
 The stream replays 100 hours of history: each document's timestamp and its Kafka record time
 are its event time, and 30% of the documents are near-copies of an earlier one, some
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from neardup_stream import DedupConfig, Deduplicator, Document
+from neardup_stream.config import with_stream_home_shards
 from tests.integration.faults import (
     assert_exactly_once,
     create_topic,
@@ -111,10 +113,11 @@ def _run(bootstrap: str, records: list[Record], tmp_path: Path, name: str) -> di
         group,
         tmp_path / f"{name}.log",
         extra=["--max-age", str(WINDOW_S), "--max-batch", "200"],
+        scope=None,  # the default worker: one index for the topic
     ).start()
     try:
         worker.wait_ready()
-        wait_committed(bootstrap, group, topics.input, len(records), worker, timeout=240)
+        wait_committed(bootstrap, topics.input, len(records), worker, timeout=240)
         got = decisions(bootstrap, topics, len(records), timeout=60)
         assert worker.alive(), worker.log()
     finally:
@@ -124,7 +127,7 @@ def _run(bootstrap: str, records: list[Record], tmp_path: Path, name: str) -> di
 
 
 def _offline(docs: list[dict[str, object]], max_age: float | None) -> dict:
-    dedup = Deduplicator(DedupConfig(max_age_seconds=max_age))
+    dedup = Deduplicator(with_stream_home_shards(DedupConfig(max_age_seconds=max_age)))
     out = dedup.check_batch([Document.model_validate(d) for d in docs])
     return {d.id: [(d.decision, d.duplicate_of)] for d in out}
 

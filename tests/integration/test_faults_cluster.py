@@ -12,7 +12,7 @@ repeated: SIGKILL at `edge_produced`, `shard_produced`, `shard_committed`, `gath
 and a replica killed mid-stream (test_scale_out.py); a stalled shard owner's metrics and
 alerts (test_cluster_stalls.py); corrupt records, unreadable changelogs and checkpoints behind
 the log start (test_cluster_stops.py); settings refused or changed (test_cluster_settings.py);
-the broker itself paused and restarted (test_faults_broker.py, single worker).
+the broker itself paused and restarted (test_faults_broker.py, one replica and three).
 """
 
 from __future__ import annotations

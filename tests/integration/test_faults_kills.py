@@ -84,7 +84,7 @@ def reference(kafka_bootstrap: str, tmp_path_factory: pytest.TempPathFactory) ->
     ).start()
     try:
         worker.wait_ready()
-        wait_committed(kafka_bootstrap, "g-" + topics.unique, input_topic, DOCS, worker, 300)
+        wait_committed(kafka_bootstrap, input_topic, DOCS, worker, 300)
         got = decisions(kafka_bootstrap, topics, DOCS, timeout=60)
     finally:
         assert worker.stop() == 0, worker.log()
@@ -158,7 +158,7 @@ def _finish(ref: Reference, topics: Topics, group: str, log: Path, extra: list[s
     worker = WorkerProcess(ref.bootstrap, topics, group, log, extra=extra, env=ENGINE).start()
     try:
         worker.wait_ready(timeout=180)
-        wait_committed(ref.bootstrap, group, ref.input, DOCS, worker, timeout=300)
+        wait_committed(ref.bootstrap, ref.input, DOCS, worker, timeout=300)
         got = decisions(ref.bootstrap, topics, DOCS, timeout=60)
         assert worker.alive(), worker.log()
     finally:

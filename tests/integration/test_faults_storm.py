@@ -1,5 +1,5 @@
-"""Fault injection: a storm of malformed input never stops the worker, and every message gets
-exactly one outcome (a decision, or one bounded dead letter with the right reason). Some
+"""Fault injection: a storm of malformed input never stops the default worker (topic scope,
+one replica), and every message gets exactly one outcome (a decision, or one bounded dead letter with the right reason). Some
 messages, valid and malformed, carry no record time (-1)."""
 
 from __future__ import annotations
@@ -150,14 +150,14 @@ def test_malformed_storm(
     topics = Topics.fresh(unique_topic)
     create_topic(kafka_bootstrap, topics.input, configs={"max.message.bytes": str(2 * OVERSIZED)})
     group = "g-" + topics.input
-    worker = WorkerProcess(kafka_bootstrap, topics, group, tmp_path / "w.log").start()
+    worker = WorkerProcess(kafka_bootstrap, topics, group, tmp_path / "w.log", scope=None).start()
     try:
         worker.wait_ready()
         records = [(_key(i, kind, raw), raw, _time(i)) for i, (kind, raw) in enumerate(storm)]
         offsets = send_records(
             kafka_bootstrap, topics.input, records, max_request_size=2 * OVERSIZED
         )
-        wait_committed(kafka_bootstrap, group, topics.input, offsets[-1] + 1, worker, timeout=180)
+        wait_committed(kafka_bootstrap, topics.input, offsets[-1] + 1, worker, timeout=180)
         dlq = read_all(kafka_bootstrap, topics.dlq, len(bad), timeout=60)
         got = decisions(kafka_bootstrap, topics, len(valid), timeout=60)
         assert worker.alive(), worker.log()

@@ -1,4 +1,5 @@
-"""Exactly-once under SIGKILL of the worker, and surviving a broker restart mid-stream."""
+"""Exactly-once under SIGKILL of the default worker (topic scope), and surviving a broker
+restart mid-stream."""
 
 from __future__ import annotations
 
@@ -58,7 +59,7 @@ def test_hard_kills_leave_exactly_one_decision_per_document(
     rng = random.Random(5)
     kills = 0
     worker = WorkerProcess(
-        kafka_bootstrap, topics, group, log, extra=["--max-batch", "100"]
+        kafka_bootstrap, topics, group, log, extra=["--max-batch", "100"], scope=None
     ).start()
     try:
         while kills < 4:
@@ -67,7 +68,7 @@ def test_hard_kills_leave_exactly_one_decision_per_document(
             worker.kill()
             kills += 1
             worker = WorkerProcess(
-                kafka_bootstrap, topics, group, log, extra=["--max-batch", "100"]
+                kafka_bootstrap, topics, group, log, extra=["--max-batch", "100"], scope=None
             ).start()
         feeder.join()
         got = decisions(kafka_bootstrap, topics, len(docs), timeout=300)
@@ -82,7 +83,9 @@ def test_hard_kills_leave_exactly_one_decision_per_document(
 
     # an uninterrupted worker run over the same input decides the same unique set
     clean = Topics(topics.input, *(f"{unique_topic('clean')}.{s}" for s in ("u", "d", "q", "c")))
-    reference = WorkerProcess(kafka_bootstrap, clean, group + "-clean", tmp_path / "clean.log")
+    reference = WorkerProcess(
+        kafka_bootstrap, clean, group + "-clean", tmp_path / "clean.log", scope=None
+    )
     reference.start()
     try:
         reference.wait_ready()
@@ -112,6 +115,7 @@ def test_worker_survives_a_broker_restart(
         "g-" + topics.input,
         tmp_path / "w.log",
         extra=["--max-batch", "100"],
+        scope=None,
     ).start()
     try:
         worker.wait_ready()
