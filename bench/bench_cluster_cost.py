@@ -247,9 +247,9 @@ def measure(args: argparse.Namespace, topics: Topics, source: DocSource, name: s
             time.sleep(args.idle)
             idle = {r: round((v - roles_idle.get(r, 0.0)) / args.idle, 3)
                     for r, v in role_cpu(workers).items()}  # fmt: skip
-        roles_paced = role_cpu(workers)
         hops: dict[str, dict[str, float]] = {}
         if args.trickle:
+            roles_paced = role_cpu(workers)
             produce(args.bootstrap_servers, inputs[parts], source, backlog, args.trickle,
                     parts, args.rate)  # fmt: skip
             wait_for(workers, backlog + args.trickle, 600)

@@ -74,9 +74,9 @@ ROLES = ("shard", "gather")
 def moved(consumer: KafkaConsumer, parked_as: ConsumerGroupMetadata | None) -> bool:
     """Whether a parked role's group moved since it parked: another generation, or another
     member id (a static member that rejoined keeps the generation)."""
-    now = consumer.group_metadata()
     if parked_as is None:
         return True
+    now = consumer.group_metadata()
     return (now.generation_id, now.member_id) != (parked_as.generation_id, parked_as.member_id)
 
 
@@ -127,7 +127,7 @@ class SingleStage:
         self._asked_at = 0.0
         self._next_try = 0.0
         self._backoff = RETRY_S  # after giving up: doubles up to MAX_RETRY_S, reset on entering
-        self.groups: dict[str, ConsumerGroupMetadata] = {}  # role -> its metadata when entering
+        self.groups: dict[str, ConsumerGroupMetadata] = {}  # offsets topic -> its group's, entering
         self.ends: dict[int, int] = {}  # log partition -> offset its next record must have
 
     # the shard and gather threads
@@ -189,8 +189,9 @@ class SingleStage:
         shard_as, gather_as = self.shard.parked_as, self.gather.parked_as
         if shard_as is None or gather_as is None:
             raise RuntimeError("single stage: entered before both roles parked")
+        c = self.settings.cluster
         with self._lock:
-            self.groups, self.ends = {"shard": shard_as, "gather": gather_as}, ends
+            self.groups, self.ends = {c.shards: shard_as, c.votes: gather_as}, ends
             self.on, self.asking = True, False  # a move since `answered` shows in `must_leave`
             self._backoff = RETRY_S
         self.metrics.single_stage.set(1)
@@ -220,7 +221,7 @@ class SingleStage:
     ) -> tuple[Transaction, Staged]:
         """The batch's transaction, its log records decided where the log ends (`ends`):
         `verify` fails it if one was written elsewhere (`LogMoved`), before the commit."""
-        c, shard, gather = self.settings.cluster, self.shard, self.gather
+        shard, gather = self.shard, self.gather
         first = self._first(ingested)
         staged = Staged(ingested, Outcomes(self.settings, gather.rejections, gather.handover))
         placed = self.placements(ingested)
@@ -231,7 +232,7 @@ class SingleStage:
             [*edge, *messages, *staged.outcomes.messages],
             [*sources, *([None] * len(messages)), *staged.outcomes.sources],
             {**edge_offsets, **shard.checkpoints(), **gather.parked_checkpoints()},
-            {c.shards: self.groups["shard"], c.votes: self.groups["gather"]},
+            self.groups,
             self.check(ingested, placed),
         ), staged
 
