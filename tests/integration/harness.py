@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
@@ -9,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterable
@@ -22,10 +24,34 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 _ROLE_PARTITIONS = re.compile(r'^neardup_role_partitions\{role="(\w+)"\} (\S+)$', re.M)
 
 
+# Ports for the test's own listeners (metrics, Prometheus): below the kernel's ephemeral range
+# (32768-60999 by default), so no Kafka client connection of this or a parallel pytest process
+# holds one as its local port, and below the brokers of its own (28500+). A cursor in a file
+# shared by every pytest process on the host hands each port out once per 8,000 picks, so the
+# main and the fault suite, run at once, never pick the same one.
+_PORTS = range(20000, 28000)
+_CURSOR = Path(tempfile.gettempdir()) / "neardup-test-port-cursor"
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port nothing listens on now, not handed out to another test recently."""
+    with open(_CURSOR, "a+") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        text = f.read().strip()
+        at = int(text) if text.isdigit() else _PORTS.start + os.getpid() % len(_PORTS)
+        for step in range(len(_PORTS)):
+            port = _PORTS.start + (at - _PORTS.start + step) % len(_PORTS)
+            with socket.socket() as s:
+                try:
+                    s.bind(("127.0.0.1", port))
+                except OSError:
+                    continue
+            f.seek(0)
+            f.truncate()
+            f.write(str(port + 1))
+            return port
+    raise AssertionError(f"no free port in {_PORTS}")
 
 
 @dataclass
