@@ -66,7 +66,7 @@ class DecideRules:
             s.worker.max_message_bytes,
             s.worker.dlq_payload_bytes,
             limits.get(s.topics.unique, default),
-            limits.get(changelog.topic_of(s), default),
+            default if s.topic_scope else limits.get(changelog.topic_of(s), default),
             changelog.pipeline_of(s),
         )
 

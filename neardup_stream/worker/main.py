@@ -197,7 +197,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.getLogger("kafka.net.selector").setLevel(logging.ERROR)
     throttle_kafka_connection_logs()
     log.info("effective settings: %s", json.dumps(settings.redacted(), sort_keys=True))
-    for note in settings.deprecated:
+    for note in (*settings.deprecated, *settings.unused):
         log.warning("%s", note)
     keep_freed_memory()
     registry = CollectorRegistry()

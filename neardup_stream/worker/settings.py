@@ -88,7 +88,10 @@ class TopicSettings(_Section):
     duplicate: str = "documents.duplicate"
     dlq: str = "documents.dlq"
     changelog: str | None = Field(
-        None, min_length=1, description="the index changelog; default <group id>.changelog"
+        None,
+        min_length=1,
+        description="the index changelog of partition scope (topic scope reads none); default "
+        "<group id>.changelog",
     )
     create: bool = True
     create_input: bool = Field(
@@ -363,6 +366,34 @@ class Settings(EngineSettings):
     def deprecated(self) -> tuple[str, ...]:
         """What the settings gave that is read for now and will go (the worker logs each)."""
         return self._deprecated
+
+    @property
+    def unused(self) -> tuple[str, ...]:
+        """What the settings gave that this scope does not read (the worker logs each): in
+        topic scope, the partition scope's index changelog (the shards keep theirs in
+        `cluster.shard_changelog`), which it neither creates nor checks."""
+        if not self.topic_scope:
+            return ()
+        given = [
+            f"{what} = {value!r}"
+            for what, value, on in (
+                (
+                    "topics.changelog",
+                    self.topics.changelog,
+                    not self.is_derived("topics.changelog"),
+                ),
+                ("topics.changelog_retention_ms", self.topics.changelog_retention_ms, True),
+            )
+            if on and value is not None
+        ]
+        if not given:
+            return ()
+        return (
+            f"{' and '.join(given)} (--changelog-topic, NEARDUP_TOPICS__CHANGELOG*): the index "
+            "changelog of worker.scope=partition, not read in topic scope, the default (its "
+            f"shards keep their index in {self.cluster.shard_changelog!r}); the topic is "
+            "neither created nor checked: drop the setting",
+        )
 
     def _check_scope(self) -> None:
         if not self.topic_scope:

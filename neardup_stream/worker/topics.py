@@ -5,8 +5,10 @@ headroom (`WorkerSettings.output_max_message_bytes`), so a valid document always
 through. Existing output topics are checked at start-up: one that is too small is reported
 with the exact command that fixes it, and its limit is returned so the worker routes what
 would not fit to the dead-letter topic (reason `unpublishable`) instead of failing a batch.
-The changelog gets at least as many partitions as the input (record of input partition p goes
-to changelog partition p); `grow_changelog` follows input partitions added at runtime.
+In partition scope, the index changelog gets at least as many partitions as the input (record
+of input partition p goes to changelog partition p); `grow_changelog` follows input partitions
+added at runtime. Topic scope has no such changelog (its internal topics are
+`worker.cluster.layout`'s), so it neither creates nor checks one.
 
 An input topic that does not exist is refused at start-up, with the existing topics whose
 names are closest (a mistyped `--input-topic` would otherwise be watched forever), unless
@@ -68,12 +70,14 @@ def ensure_topics(settings: Settings) -> TopicLayout:
     A broker that is down raises a `KafkaError`; the caller retries.
     """
     topics = settings.topics
-    try:
-        changelog_topic = changelog.topic_of(settings)
-    except ValueError as exc:
-        raise TopicsUnusable(str(exc)) from None
-    how = "derived from the group id" if settings.is_derived("topics.changelog") else "named"
-    log.info("index changelog %s (%s) of %s", changelog_topic, how, _pipeline(settings))
+    changelog_topic = None
+    if not settings.topic_scope:
+        try:
+            changelog_topic = changelog.topic_of(settings)
+        except ValueError as exc:
+            raise TopicsUnusable(str(exc)) from None
+        how = "derived from the group id" if settings.is_derived("topics.changelog") else "named"
+        log.info("index changelog %s (%s) of %s", changelog_topic, how, _pipeline(settings))
     admin = _admin(settings)
     try:
         existing = set(admin.list_topics())
@@ -93,22 +97,36 @@ def ensure_topics(settings: Settings) -> TopicLayout:
         if wanted:
             create(admin, wanted)
         partitions = _partition_count(admin, topics.input, topics.create_input)
-        if changelog_topic not in existing and topics.create:
-            policy = "compact" if topics.changelog_retention_ms is None else "compact,delete"
-            made = {CLEANUP_POLICY: policy, MAX_MESSAGE_BYTES: limit}
-            if topics.changelog_retention_ms is not None:
-                made[RETENTION_MS] = str(topics.changelog_retention_ms)
-            spec = {"num_partitions": partitions, "replication_factor": topics.replication_factor}
-            create(admin, {changelog_topic: {**spec, "configs": made}})
-        grow_changelog(admin, settings, partitions)
-        outputs = (topics.unique, topics.duplicate, topics.dlq, changelog_topic)
-        configs = _configs(admin, outputs)
+        if changelog_topic is not None:
+            _ensure_changelog(admin, settings, changelog_topic, partitions, existing)
+        outputs = (topics.unique, topics.duplicate, topics.dlq)
+        configs = _configs(admin, (*outputs, *([changelog_topic] if changelog_topic else [])))
         limits = _limits(configs)
         _report_small(limits, settings)
-        report_uncompacted(configs[changelog_topic], changelog_topic, settings)
+        if changelog_topic is not None:
+            report_uncompacted(configs[changelog_topic], changelog_topic, settings)
         return TopicLayout(partitions, limits)
     finally:
         admin.close()
+
+
+def _ensure_changelog(
+    admin: KafkaAdminClient, settings: Settings, name: str, partitions: int, existing: set[str]
+) -> None:
+    """Partition scope's index changelog: created compacted if missing (and creation is on),
+    with at least the input's partitions."""
+    topics = settings.topics
+    if name not in existing and topics.create:
+        policy = "compact" if topics.changelog_retention_ms is None else "compact,delete"
+        made = {
+            CLEANUP_POLICY: policy,
+            MAX_MESSAGE_BYTES: str(settings.worker.output_max_message_bytes),
+        }
+        if topics.changelog_retention_ms is not None:
+            made[RETENTION_MS] = str(topics.changelog_retention_ms)
+        spec = {"num_partitions": partitions, "replication_factor": topics.replication_factor}
+        create(admin, {name: {**spec, "configs": made}})
+    grow_changelog(admin, settings, partitions)
 
 
 def grow_changelog(admin: KafkaAdminClient, settings: Settings, input_partitions: int) -> None:

@@ -69,7 +69,8 @@ class Topics:
         base = make("nd")  # type: ignore[operator]
         return cls(base, f"{base}.unique", f"{base}.duplicate", f"{base}.dlq", f"{base}.changelog")
 
-    def args(self) -> list[str]:
+    def args(self, changelog: bool = True) -> list[str]:
+        """The worker's topic flags; `changelog`: with `--changelog-topic` (partition scope's)."""
         return [
             "--input-topic",
             self.input,
@@ -79,8 +80,7 @@ class Topics:
             self.duplicate,
             "--dlq-topic",
             self.dlq,
-            "--changelog-topic",
-            self.changelog,
+            *(["--changelog-topic", self.changelog] if changelog else []),
         ]
 
     def internal_env(self) -> dict[str, str]:
@@ -114,11 +114,16 @@ class WorkerProcess:
     proc: subprocess.Popen[bytes] | None = None
 
     @property
+    def partition_scope(self) -> bool:
+        """Whether the worker runs `--scope partition` (given in `extra` or by `scope`)."""
+        given = self.extra[self.extra.index("--scope") + 1] if "--scope" in self.extra else None
+        return (given or self.scope) == "partition"
+
+    @property
     def input_group(self) -> str:
         """The group that commits the input offsets: the worker's own in partition scope,
         its edge role's (`<group>-edge`) in topic scope."""
-        given = self.extra[self.extra.index("--scope") + 1] if "--scope" in self.extra else None
-        return self.group if (given or self.scope) == "partition" else f"{self.group}-edge"
+        return self.group if self.partition_scope else f"{self.group}-edge"
 
     def start(self) -> WorkerProcess:
         cmd = [
@@ -127,7 +132,7 @@ class WorkerProcess:
             "neardup_stream.worker",
             "--bootstrap-servers",
             self.bootstrap,
-            *self.topics.args(),
+            *self.topics.args(changelog=self.partition_scope),
             "--group-id",
             self.group,
             "--instance-id",

@@ -56,7 +56,6 @@ def test_compose_topics_pass_the_workers_check(
                 "unique": renamed[t.unique],
                 "duplicate": renamed[t.duplicate],
                 "dlq": renamed[t.dlq],
-                "changelog": renamed[t.changelog],
             },
         }
     )

@@ -44,10 +44,8 @@ class DefaultChangelog(Topics):
     """Topics of a worker started without `--changelog-topic`: `changelog` is the name the
     worker is expected to derive, `<group id>.changelog`."""
 
-    def args(self) -> list[str]:
-        flags = super().args()
-        at = flags.index("--changelog-topic")
-        return flags[:at] + flags[at + 2 :]
+    def args(self, changelog: bool = True) -> list[str]:
+        return super().args(changelog=False)
 
 
 def default_changelog(make: Callable[[str], str], group: str, input_topic: str = "") -> Topics:

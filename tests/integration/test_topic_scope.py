@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 import pytest
-from kafka import KafkaProducer
+from kafka import KafkaAdminClient, KafkaProducer
 
 from tests.integration.harness import Topics, WorkerProcess, decisions
 from tests.unit.conftest import mutate, random_text
@@ -75,3 +75,31 @@ def test_partition_scope_compares_within_each_partition_only(
 ) -> None:
     got = run(kafka_bootstrap, topics, tmp_path, "partition")
     assert all(v == [("unique", None)] for v in got.values()), got
+
+
+def test_the_default_worker_creates_no_partition_changelog_and_says_a_named_one_is_unused(
+    kafka_bootstrap: str, topics: Topics, tmp_path: Path, kafka_admin: KafkaAdminClient
+) -> None:
+    group = f"g-changelog-{topics.input}"
+    worker = WorkerProcess(
+        kafka_bootstrap,
+        topics,
+        group,
+        tmp_path / "w.log",
+        extra=["--partitions", str(PARTITIONS), "--changelog-topic", topics.changelog],
+        scope=None,
+    ).start()
+    try:
+        worker.wait_ready()
+        produce(kafka_bootstrap, topics.input, "orig")
+        assert len(decisions(kafka_bootstrap, topics, PAIRS)) == PAIRS, worker.log()
+        said = [line for line in worker.log_path.read_text().splitlines() if " WARNING " in line]
+        assert any(
+            f"topics.changelog = {topics.changelog!r}" in line and "not read in topic scope" in line
+            for line in said
+        ), said
+        existing = set(kafka_admin.list_topics())
+        assert f"{group}.shard-changelog" in existing  # where its index is
+        assert topics.changelog not in existing and f"{group}.changelog" not in existing
+    finally:
+        assert worker.stop() == 0, worker.log()

@@ -355,15 +355,11 @@ def test_compose_worker_env_is_valid_settings(monkeypatch: pytest.MonkeyPatch) -
 def test_compose_worker_topics_match_topic_init() -> None:
     env = env_of(service("worker"))
     topics = created_topics()
-    names = {
-        key: env[f"NEARDUP_TOPICS__{key}"]
-        for key in ("INPUT", "UNIQUE", "DUPLICATE", "DLQ", "CHANGELOG")
-    }
+    names = {key: env[f"NEARDUP_TOPICS__{key}"] for key in ("INPUT", "UNIQUE", "DUPLICATE", "DLQ")}
     assert set(names.values()) == set(topics), "the worker's topics are the ones created"
+    # topic scope (the compose workers'): no partition-scope changelog to name or create
+    assert "NEARDUP_TOPICS__CHANGELOG" not in env and "NEARDUP_WORKER__SCOPE" not in env
     partitions = int(topics[names["INPUT"]]["partitions"])
-    changelog = topics[names["CHANGELOG"]]
-    assert changelog["configs"].get("cleanup.policy") == "compact"
-    assert int(changelog["partitions"]) == partitions, "changelog partition p = input p"
     assert int(env["NEARDUP_TOPICS__PARTITIONS"]) == partitions
     for name in ("UNIQUE", "DUPLICATE", "DLQ"):
         assert topics[names[name]]["configs"].get("cleanup.policy") in {None, "delete"}
@@ -921,14 +917,17 @@ def settings_from_env(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> S
 
 
 def _json_patch(doc: dict[str, Any], ops: list[dict[str, Any]]) -> dict[str, Any]:
-    """Apply `add`/`replace` JSON-patch operations (what the overlay uses) to a copy."""
+    """Apply `add`/`replace`/`remove` JSON-patch operations (what the overlay uses) to a copy."""
     out = json.loads(json.dumps(doc))
     for op in ops:
-        assert op["op"] in {"add", "replace"}, op
+        assert op["op"] in {"add", "replace", "remove"}, op
         *parents, last = op["path"].strip("/").split("/")
         node: Any = out
         for part in parents:
             node = node[int(part)] if isinstance(node, list) else node[part]
+        if op["op"] == "remove":  # (JSON patch: the path must exist)
+            del node[int(last) if isinstance(node, list) else last]
+            continue
         if op["op"] == "replace":
             assert (int(last) < len(node)) if isinstance(node, list) else last in node, op
         if isinstance(node, list):
@@ -951,6 +950,7 @@ def test_the_scale_out_overlay_makes_valid_settings_and_scales_on_the_edge_group
         patched[kind] = _json_patch(base, yaml.safe_load(entry["patch"]))
     settings = settings_from_env(monkeypatch, pod_env(patched["ConfigMap"]["data"]))
     assert settings.topic_scope
+    assert settings.unused == (), "the overlay sets nothing topic scope does not read"
     assert settings.dedup.home_shards >= int(k8s_object("ScaledObject")["spec"]["maxReplicaCount"])
     group = patched["ScaledObject"]["spec"]["triggers"][0]["metadata"]["consumerGroup"]
     assert group == f"{settings.worker.group_id}-edge"

@@ -190,7 +190,6 @@ def start_worker(bootstrap: str, prefix: str, port: int, log: Path) -> subproces
         "metrics-host": "127.0.0.1", "metrics-port": str(port),
         "input-topic": f"{prefix}.documents", "unique-topic": f"{prefix}.unique",
         "duplicate-topic": f"{prefix}.duplicate", "dlq-topic": f"{prefix}.dlq",
-        "changelog-topic": f"{prefix}.changelog",
     }  # fmt: skip
     cmd = [sys.executable, "-m", "neardup_stream.worker", "--create-input-topic"]
     cmd += [a for k, v in flags.items() for a in (f"--{k}", v)]
@@ -369,7 +368,8 @@ def run(args: argparse.Namespace, prefix: str, log: Path) -> int:
         f"({langs['en']} English, {langs['zh']} Chinese) + {len(lines) - len(docs)} malformed ==\n"
     )
     print(summarize(decisions, docs, max(last - started, 1e-3), dead))
-    print(f"\ntopics       {prefix}.{{documents,unique,duplicate,dlq,changelog}} on {bootstrap}")
+    print(f"\ntopics       {prefix}.{{documents,unique,duplicate,dlq}} on {bootstrap}")
+    print(f"index        {prefix}.shard-changelog (and the other {prefix}.* internal topics)")
     print(f"\n{metrics}\n\nworker stopped with SIGTERM (exit code {code}); log: {log}")
     return 0 if code == 0 else 1
 

@@ -57,17 +57,19 @@ def fresh_settings(base: Settings, bootstrap: str, name: str) -> Settings:
     the metrics listener on a free port."""
     safe = re.sub(r"[^A-Za-z0-9_-]", "_", name)[:60]
     prefix = f"nd-{safe}-{uuid.uuid4().hex[:10]}"
+    topics = {
+        "input": prefix,
+        "create_input": True,  # the kit owns the topics of its test
+        "unique": f"{prefix}.unique",
+        "duplicate": f"{prefix}.duplicate",
+        "dlq": f"{prefix}.dlq",
+    }
+    if not base.topic_scope:  # (topic scope has no index changelog of this kind)
+        topics["changelog"] = f"{prefix}.changelog"
     return base.with_overrides(
         {
             "kafka": {"bootstrap_servers": bootstrap},
-            "topics": {
-                "input": prefix,
-                "create_input": True,  # the kit owns the topics of its test
-                "unique": f"{prefix}.unique",
-                "duplicate": f"{prefix}.duplicate",
-                "dlq": f"{prefix}.dlq",
-                "changelog": f"{prefix}.changelog",
-            },
+            "topics": topics,
             "worker": {"group_id": f"{prefix}-group", "instance_id": "kit"},
             "cluster": {name: f"{prefix}.{name}" for name in CLUSTER_TOPICS},
             "metrics": {"port": 0},
@@ -176,7 +178,7 @@ class BrokerWorker:
 
 def delete_everything(settings: Settings) -> None:
     """Delete the topics and consumer groups of `settings` (those that exist), the scale-out
-    roles' too when `cluster.enabled`."""
+    roles' too in topic scope."""
     t, group = settings.topics, settings.worker.group_id
     names = {t.input, t.unique, t.duplicate, t.dlq, changelog.topic_of(settings)}
     groups = [group]

@@ -95,6 +95,28 @@ def test_every_derived_topic_follows_the_group_and_a_given_name_wins() -> None:
     assert derived.with_overrides({"worker": {"group_id": "h"}}).topics.changelog == "h.changelog"
 
 
+@pytest.mark.parametrize(
+    "topics",
+    [{"changelog": "mine"}, {"changelog_retention_ms": 86_400_000}],
+)
+def test_the_partition_changelog_given_in_topic_scope_is_said_to_be_unused(
+    topics: dict[str, object],
+) -> None:
+    s = Settings.model_validate({"worker": {"group_id": "g"}, "topics": topics})
+    assert s.topic_scope and len(s.unused) == 1
+    note = s.unused[0]
+    assert next(iter(topics)) in note and "not read in topic scope" in note
+    assert "'g.shard-changelog'" in note and "drop the setting" in note
+    assert s.with_overrides({"worker": {"instance_id": "w2"}}).unused == s.unused
+    scoped = {"worker": {"group_id": "g", "scope": "partition"}, "topics": topics}
+    assert Settings.model_validate(scoped).unused == ()  # read there
+
+
+def test_a_derived_changelog_name_is_not_said_to_be_unused() -> None:
+    assert Settings.model_validate({"worker": {"group_id": "g"}}).unused == ()
+    assert Settings.model_validate({}).with_overrides({"worker": {"group_id": "h"}}).unused == ()
+
+
 @pytest.mark.parametrize("given", [0, 10_001])
 def test_a_producer_retry_backoff_out_of_range_is_refused(given: int) -> None:
     with pytest.raises(ValidationError, match="producer_retry_backoff_ms"):
