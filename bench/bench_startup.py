@@ -183,7 +183,7 @@ def worker_start(cli: Path, work: Path, bootstrap: str, timeout: float = 180.0) 
         *("--bootstrap-servers", bootstrap),
         *("--input-topic", f"{tag}.in", "--unique-topic", f"{tag}.unique"),
         *("--duplicate-topic", f"{tag}.dup", "--dlq-topic", f"{tag}.dlq"),
-        *("--changelog-topic", f"{tag}.changelog", "--group-id", tag),
+        *("--group-id", tag),
         *("--instance-id", tag, "--metrics-port", str(port)),
     ]
     cache = Path(tempfile.mkdtemp(dir=work, prefix="numba-"))

@@ -55,13 +55,14 @@ class WorkerTopics:
     def outputs(self) -> list[str]:
         return [self.unique, self.duplicate, self.dlq, self.changelog]
 
-    def args(self) -> list[str]:
+    def args(self, changelog: bool = True) -> list[str]:
+        """The topic flags; `changelog`: with partition scope's `--changelog-topic`."""
         return [
             *("--input-topic", self.input),
             *("--unique-topic", self.unique),
             *("--duplicate-topic", self.duplicate),
             *("--dlq-topic", self.dlq),
-            *("--changelog-topic", self.changelog),
+            *(("--changelog-topic", self.changelog) if changelog else ()),
         ]
 
 
@@ -104,6 +105,13 @@ class WorkerProcess:
     spawned_at: float = 0.0
     _log_file: Any = field(default=None, repr=False)
 
+    @property
+    def partition_scope(self) -> bool:
+        """Whether the worker runs `--scope partition` (else topic scope, the default)."""
+        args = list(self.extra_args)
+        given = args[args.index("--scope") + 1] if "--scope" in args else None
+        return (given or self.settings_env.get("NEARDUP_WORKER__SCOPE")) == "partition"
+
     def start(self) -> WorkerProcess:
         if not self.metrics_port:
             with socket.socket() as s:
@@ -116,7 +124,7 @@ class WorkerProcess:
             "neardup_stream.worker",
             "--bootstrap-servers",
             self.bootstrap,
-            *self.topics.args(),
+            *self.topics.args(changelog=self.partition_scope),
             *("--group-id", self.group),
             *("--instance-id", self.instance),
             *("--max-batch", str(self.max_batch)),

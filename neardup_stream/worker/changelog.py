@@ -79,7 +79,7 @@ def pipeline_of(settings: Settings) -> Pipeline:
     return Pipeline(settings.topics.input, settings.worker.group_id)
 
 
-_TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
+TOPIC_NAME = re.compile(r"[A-Za-z0-9._-]{1,249}")
 
 
 def topic_of(settings: Settings) -> str:
@@ -88,7 +88,7 @@ def topic_of(settings: Settings) -> str:
     name = settings.topics.changelog
     if name is None:  # only a `TopicSettings` built alone leaves it unset
         raise ValueError("topics.changelog is not set")
-    if settings.is_derived("topics.changelog") and not _TOPIC_NAME.fullmatch(name):
+    if settings.is_derived("topics.changelog") and not TOPIC_NAME.fullmatch(name):
         raise ValueError(
             f"the default changelog topic {name!r}, derived from group id "
             f"{settings.worker.group_id!r}, is not a valid Kafka topic name; name one with "

@@ -64,7 +64,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--unique-topic", help="unique documents (default documents.unique)")
     p.add_argument("--duplicate-topic", help="duplicate decisions (default documents.duplicate)")
     p.add_argument("--dlq-topic", help="dead letters (default documents.dlq)")
-    p.add_argument("--changelog-topic", help="index changelog (default <group id>.changelog)")
+    p.add_argument(
+        "--changelog-topic",
+        help="index changelog of --scope partition (default <group id>.changelog)",
+    )
     p.add_argument("--partitions", type=int, help="partitions for topics created on start")
     p.add_argument("--group-id", help="consumer group (default neardup)")
     p.add_argument(

@@ -102,7 +102,9 @@ class TopicSettings(_Section):
     partitions: int = Field(1, ge=1)
     replication_factor: int = Field(1, ge=1)
     changelog_retention_ms: int | None = Field(
-        None, ge=1, description="time-based cleanup of the changelog besides compaction"
+        None,
+        ge=1,
+        description="time-based cleanup of partition scope's changelog besides compaction",
     )
 
     @model_validator(mode="after")

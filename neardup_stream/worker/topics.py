@@ -32,7 +32,7 @@ from neardup_stream.worker import changelog
 from neardup_stream.worker.admission import DecideRules
 from neardup_stream.worker.clients import common_config
 from neardup_stream.worker.codec import bare_dead_letter_bytes
-from neardup_stream.worker.settings import Settings
+from neardup_stream.worker.settings import CLUSTER_TOPICS, Settings
 
 log = logging.getLogger(__name__)
 MAX_MESSAGE_BYTES = "max.message.bytes"
@@ -71,7 +71,9 @@ def ensure_topics(settings: Settings) -> TopicLayout:
     """
     topics = settings.topics
     changelog_topic = None
-    if not settings.topic_scope:
+    if settings.topic_scope:
+        _check_internal_names(settings)
+    else:
         try:
             changelog_topic = changelog.topic_of(settings)
         except ValueError as exc:
@@ -108,6 +110,27 @@ def ensure_topics(settings: Settings) -> TopicLayout:
         return TopicLayout(partitions, limits)
     finally:
         admin.close()
+
+
+def _check_internal_names(settings: Settings) -> None:
+    """Topic scope's internal topic names are valid Kafka topic names (a broker refuses
+    others, which the worker would retry for ever); raises `TopicsUnusable` naming the fix."""
+    for field in CLUSTER_TOPICS:
+        name = getattr(settings.cluster, field)
+        if changelog.TOPIC_NAME.fullmatch(name):
+            continue
+        variable = f"NEARDUP_CLUSTER__{field.upper()}"
+        if settings.is_derived(f"cluster.{field}"):
+            raise TopicsUnusable(
+                f"the internal topic {name!r} (cluster.{field}), derived from group id "
+                f"{settings.worker.group_id!r}, is not a valid Kafka topic name (letters, "
+                "digits, '.', '_', '-'): give --group-id such a name, or name the topic with "
+                f"{variable}"
+            )
+        raise TopicsUnusable(
+            f"cluster.{field} = {name!r} ({variable}) is not a valid Kafka topic name "
+            "(letters, digits, '.', '_', '-', at most 249)"
+        )
 
 
 def _ensure_changelog(

@@ -27,14 +27,30 @@ _ROLE_PARTITIONS = re.compile(r'^neardup_role_partitions\{role="(\w+)"\} (\S+)$'
 # Ports for the test's own listeners (metrics, Prometheus): below the kernel's ephemeral range
 # (32768-60999 by default), so no Kafka client connection of this or a parallel pytest process
 # holds one as its local port, and below the brokers of its own (28500+). A cursor in a file
-# shared by every pytest process on the host hands each port out once per 8,000 picks, so the
-# main and the fault suite, run at once, never pick the same one.
+# shared by the user's pytest processes on the host (in /tmp whatever TMPDIR says) hands each
+# port out once per 8,000 picks, so the main and the fault suite, run at once, never pick the
+# same one. Where the ephemeral range covers these ports, the kernel picks (`bind(0)`).
 _PORTS = range(20000, 28000)
-_CURSOR = Path(tempfile.gettempdir()) / "neardup-test-port-cursor"
+_CURSOR = Path("/tmp" if os.path.isdir("/tmp") else tempfile.gettempdir()) / (
+    f"neardup-test-port-cursor-{os.getuid()}"
+)
+
+
+def _ephemeral() -> range:
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return range(int(low), int(high) + 1)
+    except (OSError, ValueError):
+        return range(32768, 61000)
 
 
 def free_port() -> int:
     """A port nothing listens on now, not handed out to another test recently."""
+    ephemeral = _ephemeral()
+    if ephemeral.start < _PORTS.stop and _PORTS.start < ephemeral.stop:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return int(s.getsockname()[1])
     with open(_CURSOR, "a+") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         f.seek(0)

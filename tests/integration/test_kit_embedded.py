@@ -115,3 +115,27 @@ def test_a_scale_out_worker_gets_its_own_internal_topics_and_leaves_none(
     finally:
         admin.close()
     assert left == []
+
+
+def test_the_kit_never_deletes_a_changelog_its_base_settings_name_in_topic_scope(
+    kafka_bootstrap: str, kafka_admin: KafkaAdminClient, unique_topic: Callable[[str], str]
+) -> None:
+    """A base that names a pipeline's changelog (e.g. NEARDUP_TOPICS__CHANGELOG from a
+    deployment's environment): topic scope does not use it, so the kit's clean-up leaves it."""
+    from neardup_stream.worker.testing.broker import delete_everything
+    from tests.integration.faults import create_topic, wait_for
+
+    kept = unique_topic("someones.changelog")
+    create_topic(kafka_bootstrap, kept)
+    settings = fresh_settings(
+        Settings.model_validate({"topics": {"changelog": kept}}), kafka_bootstrap, "kept"
+    )
+    assert settings.topic_scope and settings.topics.changelog == kept
+    create_topic(kafka_bootstrap, settings.topics.input)
+    delete_everything(settings)
+    wait_for(
+        "the kit's own input to be deleted",
+        lambda: settings.topics.input not in kafka_admin.list_topics(),
+        timeout=30,
+    )
+    assert kept in kafka_admin.list_topics()

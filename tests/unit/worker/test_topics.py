@@ -117,3 +117,27 @@ def test_a_dead_letter_topic_too_small_for_a_bare_dead_letter_is_unusable(
     caplog.clear()
     _report_small({"in.dlq": full}, s)
     assert not caplog.text
+
+
+def test_a_group_id_that_makes_no_valid_internal_topic_name_is_refused_before_any_broker() -> None:
+    # (the bootstrap servers are never asked: the check comes first)
+    s = Settings.model_validate(
+        {"worker": {"group_id": "team/dedup"}, "kafka": {"bootstrap_servers": "192.0.2.1:1"}}
+    )
+    assert s.topic_scope
+    with pytest.raises(TopicsUnusable) as refused:
+        topics.ensure_topics(s)
+    text = str(refused.value)
+    assert "the internal topic 'team/dedup.fingerprints'" in text  # the first of them
+    assert "derived from group id 'team/dedup'" in text
+    assert "--group-id" in text and "NEARDUP_CLUSTER__FINGERPRINTS" in text
+
+
+def test_an_internal_topic_named_invalid_is_refused_naming_the_setting() -> None:
+    s = Settings.model_validate(
+        {"cluster": {"votes": "my votes"}, "kafka": {"bootstrap_servers": "192.0.2.1:1"}}
+    )
+    with pytest.raises(
+        TopicsUnusable, match=r"cluster.votes = 'my votes' \(NEARDUP_CLUSTER__VOTES\)"
+    ):
+        topics.ensure_topics(s)
