@@ -376,18 +376,11 @@ class Settings(EngineSettings):
         `cluster.shard_changelog`), which it neither creates nor checks."""
         if not self.topic_scope:
             return ()
-        given = [
-            f"{what} = {value!r}"
-            for what, value, on in (
-                (
-                    "topics.changelog",
-                    self.topics.changelog,
-                    not self.is_derived("topics.changelog"),
-                ),
-                ("topics.changelog_retention_ms", self.topics.changelog_retention_ms, True),
-            )
-            if on and value is not None
-        ]
+        given = []
+        if self.topics.changelog is not None and not self.is_derived("topics.changelog"):
+            given.append(f"topics.changelog = {self.topics.changelog!r}")
+        if self.topics.changelog_retention_ms is not None:
+            given.append(f"topics.changelog_retention_ms = {self.topics.changelog_retention_ms!r}")
         if not given:
             return ()
         return (

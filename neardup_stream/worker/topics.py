@@ -100,9 +100,9 @@ def ensure_topics(settings: Settings) -> TopicLayout:
             create(admin, wanted)
         partitions = _partition_count(admin, topics.input, topics.create_input)
         if changelog_topic is not None:
-            _ensure_changelog(admin, settings, changelog_topic, partitions, existing)
+            _ensure_changelog(admin, settings, changelog_topic, partitions, existing, limit)
         outputs = (topics.unique, topics.duplicate, topics.dlq)
-        configs = _configs(admin, (*outputs, *([changelog_topic] if changelog_topic else [])))
+        configs = _configs(admin, outputs + ((changelog_topic,) if changelog_topic else ()))
         limits = _limits(configs)
         _report_small(limits, settings)
         if changelog_topic is not None:
@@ -134,17 +134,19 @@ def _check_internal_names(settings: Settings) -> None:
 
 
 def _ensure_changelog(
-    admin: KafkaAdminClient, settings: Settings, name: str, partitions: int, existing: set[str]
+    admin: KafkaAdminClient,
+    settings: Settings,
+    name: str,
+    partitions: int,
+    existing: set[str],
+    limit: str,
 ) -> None:
-    """Partition scope's index changelog: created compacted if missing (and creation is on),
-    with at least the input's partitions."""
+    """Partition scope's index changelog: created compacted if missing (and creation is on,
+    `max.message.bytes` = `limit`), with at least the input's partitions."""
     topics = settings.topics
     if name not in existing and topics.create:
         policy = "compact" if topics.changelog_retention_ms is None else "compact,delete"
-        made = {
-            CLEANUP_POLICY: policy,
-            MAX_MESSAGE_BYTES: str(settings.worker.output_max_message_bytes),
-        }
+        made = {CLEANUP_POLICY: policy, MAX_MESSAGE_BYTES: limit}
         if topics.changelog_retention_ms is not None:
             made[RETENTION_MS] = str(topics.changelog_retention_ms)
         spec = {"num_partitions": partitions, "replication_factor": topics.replication_factor}
